@@ -1,0 +1,31 @@
+// Package metrics holds bulwark's rolling statistics: a ring of time buckets
+// that counts every command outcome and records latencies, read lock-free by
+// the circuit breakers and periodically by the dashboard stream.
+//
+// A [Rolling] covers a [Window] (for example 10 s in 10 buckets). Each bucket
+// holds one atomic counter per [Event], a rolling maximum and, optionally, two
+// fixed log-linear latency [Histogram]s (run time and total time). Buckets
+// rotate lazily: the first write that lands in a new bucket interval resets
+// the slot it reuses, so an idle ring costs nothing and needs no goroutine.
+// Readers sum only the buckets whose interval lies inside the window, so an
+// idle gap longer than the window reads as empty without any rotation.
+//
+// Every method takes the current time as an argument. The caller reads its
+// [Clock] once per call and hands the same instant to every ring it updates:
+// on the virtual machines bulwark targets, a clock read costs more than all
+// the counting put together.
+//
+//	clock := metrics.SystemClock()
+//	r, err := metrics.NewRolling(metrics.Window{Length: 10 * time.Second, Buckets: 10}, true)
+//	if err != nil { ... }
+//	start := clock.Now()
+//	// ... do the work ...
+//	now := clock.Now()
+//	r.Add(now, metrics.Success)
+//	r.ObserveTotal(now, now-start)
+//	fmt.Println(r.Snapshot(clock.Now()).Total.Percentiles)
+//
+// [Register] publishes a snapshot source as go-metrics functional gauges, so
+// any go-metrics reporter (log, Graphite, expvar, JSON) can export it while
+// go-metrics stays off the hot path.
+package metrics
