@@ -1,0 +1,342 @@
+package bench
+
+// Overhead of protecting a trivial function, success path only: every breaker is configured so it
+// never trips and every bulkhead so it never rejects (big limits, long timeouts), so each
+// benchmark measures what a healthy call pays. Each case runs serially (BenchmarkX) and under
+// b.RunParallel (BenchmarkXParallel, GOMAXPROCS goroutines). Run with -benchmem.
+//
+// Groups:
+//   - Command: bulkhead + breaker + timeout composed (bulwark, hystrix-go, failsafe-go).
+//   - Breaker: breaker only (bulwark circuit, gobreaker v2, failsafe-go, sentinel-golang).
+//   - Baseline: what the pieces cost raw (direct call, semaphores, ants and go handoffs, clock).
+
+import (
+	"testing"
+	"time"
+
+	"github.com/afex/hystrix-go/hystrix"
+	sentinel "github.com/alibaba/sentinel-golang/api"
+	sentinelcb "github.com/alibaba/sentinel-golang/core/circuitbreaker"
+	"github.com/failsafe-go/failsafe-go"
+	"github.com/failsafe-go/failsafe-go/bulkhead"
+	"github.com/failsafe-go/failsafe-go/circuitbreaker"
+	"github.com/failsafe-go/failsafe-go/timeout"
+	"github.com/panjf2000/ants/v2"
+	"github.com/sony/gobreaker/v2"
+	"golang.org/x/sync/semaphore"
+)
+
+// Limits that the benchmarks never reach.
+const (
+	bigLimit   = 1 << 16
+	longWait   = 10 * time.Second
+	poolWorker = 64
+)
+
+// work is the protected function: trivial, but not inlinable so the call cannot be optimised away.
+//
+//go:noinline
+func work() (int, error) { return 42, nil }
+
+// benchCase builds the operation under test. setup runs once per benchmark (outside the timer);
+// the function it returns runs once per goroutine and returns the per-call operation, so cases that
+// need per-goroutine state (a done channel) can have it.
+type benchCase struct {
+	name  string
+	setup func(b *testing.B) func() func()
+}
+
+func runSerial(b *testing.B, c benchCase) {
+	op := c.setup(b)()
+	b.ReportAllocs()
+	for b.Loop() {
+		op()
+	}
+}
+
+func runParallel(b *testing.B, c benchCase) {
+	newOp := c.setup(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		op := newOp()
+		for pb.Next() {
+			op()
+		}
+	})
+}
+
+func runCases(b *testing.B, cases []benchCase, parallel bool) {
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			if parallel {
+				runParallel(b, c)
+			} else {
+				runSerial(b, c)
+			}
+		})
+	}
+}
+
+// same returns a per-goroutine constructor that hands every goroutine the same operation (for
+// cases whose operation is safe for concurrent use as is).
+func same(op func()) func() func() { return func() func() { return op } }
+
+func check(b *testing.B, err error) {
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// ---- Command: bulkhead + breaker + timeout ----
+
+func commandCases() []benchCase {
+	return []benchCase{
+		{"hystrix-go", setupHystrix},
+		{"failsafe-go", setupFailsafeComposed},
+	}
+}
+
+func BenchmarkCommand(b *testing.B)         { runCases(b, commandCases(), false) }
+func BenchmarkCommandParallel(b *testing.B) { runCases(b, commandCases(), true) }
+
+// setupHystrix configures a hystrix-go command that never times out, trips or rejects. The result
+// travels through a captured variable, as hystrix-go's Do returns only an error.
+func setupHystrix(b *testing.B) func() func() {
+	name := "bench-" + b.Name()
+	hystrix.ConfigureCommand(name, hystrix.CommandConfig{
+		Timeout:                int(longWait / time.Millisecond),
+		MaxConcurrentRequests:  bigLimit,
+		RequestVolumeThreshold: bigLimit,
+		ErrorPercentThreshold:  100,
+	})
+	return func() func() {
+		return func() {
+			var r int
+			err := hystrix.Do(name, func() error {
+				var err error
+				r, err = work()
+				return err
+			}, nil)
+			if err != nil || r != 42 {
+				b.Fatal("hystrix-go:", r, err)
+			}
+		}
+	}
+}
+
+// setupFailsafeComposed composes failsafe-go's breaker (time-based failure rate, like bulwark's
+// rolling window), bulkhead and timeout: the same protection as a bulwark command.
+func setupFailsafeComposed(b *testing.B) func() func() {
+	cb := circuitbreaker.NewBuilder[int]().
+		WithFailureRateThreshold(0.5, 20, longWait).
+		WithDelay(5 * time.Second).
+		Build()
+	bh := bulkhead.New[int](bigLimit)
+	to := timeout.New[int](longWait)
+	exec := failsafe.With[int](cb, bh, to)
+	return same(func() {
+		if r, err := exec.Get(work); err != nil || r != 42 {
+			b.Fatal("failsafe-go:", r, err)
+		}
+	})
+}
+
+// ---- Breaker only ----
+
+func breakerCases() []benchCase {
+	return []benchCase{
+		{"gobreaker-v2", setupGobreakerRolling},
+		{"gobreaker-v2-nowindow", setupGobreakerDefault},
+		{"failsafe-go", setupFailsafeBreaker},
+		{"sentinel-golang", setupSentinel},
+	}
+}
+
+func BenchmarkBreaker(b *testing.B)         { runCases(b, breakerCases(), false) }
+func BenchmarkBreakerParallel(b *testing.B) { runCases(b, breakerCases(), true) }
+
+// setupGobreakerRolling uses gobreaker v2's rolling window (10 s in 1 s buckets), the same shape
+// as bulwark's default window.
+func setupGobreakerRolling(b *testing.B) func() func() {
+	cb := gobreaker.NewCircuitBreaker[int](gobreaker.Settings{
+		Name: "bench", Interval: longWait, BucketPeriod: time.Second,
+	})
+	return same(func() {
+		if r, err := cb.Execute(work); err != nil || r != 42 {
+			b.Fatal("gobreaker:", r, err)
+		}
+	})
+}
+
+// setupGobreakerDefault uses gobreaker's defaults: one bucket that is never cleared in the closed
+// state (no window), consecutive-failure trip.
+func setupGobreakerDefault(b *testing.B) func() func() {
+	cb := gobreaker.NewCircuitBreaker[int](gobreaker.Settings{Name: "bench"})
+	return same(func() {
+		if r, err := cb.Execute(work); err != nil || r != 42 {
+			b.Fatal("gobreaker:", r, err)
+		}
+	})
+}
+
+func setupFailsafeBreaker(b *testing.B) func() func() {
+	cb := circuitbreaker.NewBuilder[int]().
+		WithFailureRateThreshold(0.5, 20, longWait).
+		WithDelay(5 * time.Second).
+		Build()
+	exec := failsafe.With[int](cb)
+	return same(func() {
+		if r, err := exec.Get(work); err != nil || r != 42 {
+			b.Fatal("failsafe-go:", r, err)
+		}
+	})
+}
+
+// setupSentinel loads an error-ratio circuit-breaker rule (10 s window, 10 buckets) on one
+// resource; sentinel itself is started in TestMain.
+func setupSentinel(b *testing.B) func() func() {
+	res := "bench-" + b.Name()
+	_, err := sentinelcb.LoadRules([]*sentinelcb.Rule{{
+		Resource:                     res,
+		Strategy:                     sentinelcb.ErrorRatio,
+		RetryTimeoutMs:               5000,
+		MinRequestAmount:             20,
+		StatIntervalMs:               10000,
+		StatSlidingWindowBucketCount: 10,
+		Threshold:                    0.5,
+	}})
+	check(b, err)
+	return same(func() {
+		e, blocked := sentinel.Entry(res)
+		if blocked != nil {
+			b.Fatal("sentinel blocked:", blocked)
+		}
+		r, err := work()
+		if err != nil {
+			sentinel.TraceError(e, err)
+		}
+		e.Exit()
+		if r != 42 {
+			b.Fatal("sentinel: bad result", r)
+		}
+	})
+}
+
+// ---- Baselines ----
+
+func baselineCases() []benchCase {
+	return []benchCase{
+		{"direct", setupDirect},
+		{"chan-semaphore", setupChanSemaphore},
+		{"xsync-semaphore", setupXSyncSemaphore},
+		{"ants-submit-wait", setupAnts},
+		{"go-chan", setupGoChan},
+		{"time-now-since", setupTimeNowSince},
+		{"time-since-mono", setupTimeSinceMono},
+	}
+}
+
+func BenchmarkBaseline(b *testing.B)         { runCases(b, baselineCases(), false) }
+func BenchmarkBaselineParallel(b *testing.B) { runCases(b, baselineCases(), true) }
+
+func setupDirect(b *testing.B) func() func() {
+	return same(func() {
+		if r, err := work(); err != nil || r != 42 {
+			b.Fatal("direct:", r, err)
+		}
+	})
+}
+
+func setupChanSemaphore(b *testing.B) func() func() {
+	sem := make(chan struct{}, bigLimit)
+	return same(func() {
+		sem <- struct{}{}
+		r, err := work()
+		<-sem
+		if err != nil || r != 42 {
+			b.Fatal("chan semaphore:", r, err)
+		}
+	})
+}
+
+func setupXSyncSemaphore(b *testing.B) func() func() {
+	sem := semaphore.NewWeighted(bigLimit)
+	return same(func() {
+		if !sem.TryAcquire(1) {
+			b.Fatal("x/sync semaphore full")
+		}
+		r, err := work()
+		sem.Release(1)
+		if err != nil || r != 42 {
+			b.Fatal("x/sync semaphore:", r, err)
+		}
+	})
+}
+
+// setupAnts hands the call to an ants pool and waits for it: the raw cost of a pool handoff, with
+// the per-call closure a user writes to get the result back.
+func setupAnts(b *testing.B) func() func() {
+	pool, err := ants.NewPool(poolWorker)
+	check(b, err)
+	b.Cleanup(pool.Release)
+	return func() func() {
+		done := make(chan struct{}, 1)
+		return func() {
+			var r int
+			var err error
+			if serr := pool.Submit(func() {
+				r, err = work()
+				done <- struct{}{}
+			}); serr != nil {
+				b.Fatal("ants:", serr)
+			}
+			<-done
+			if err != nil || r != 42 {
+				b.Fatal("ants:", r, err)
+			}
+		}
+	}
+}
+
+func setupGoChan(b *testing.B) func() func() {
+	return func() func() {
+		done := make(chan struct{}, 1)
+		return func() {
+			var r int
+			var err error
+			go func() {
+				r, err = work()
+				done <- struct{}{}
+			}()
+			<-done
+			if err != nil || r != 42 {
+				b.Fatal("go+chan:", r, err)
+			}
+		}
+	}
+}
+
+// setupTimeNowSince measures a call the usual way: time.Now reads wall and monotonic clocks.
+func setupTimeNowSince(b *testing.B) func() func() {
+	return same(func() {
+		start := time.Now()
+		r, err := work()
+		if d := time.Since(start); d < 0 || err != nil || r != 42 {
+			b.Fatal("time:", d, r, err)
+		}
+	})
+}
+
+// setupTimeSinceMono measures a call with two time.Since reads of a fixed origin: monotonic clock
+// only, what a hot path that needs durations (not dates) can pay.
+func setupTimeSinceMono(b *testing.B) func() func() {
+	origin := time.Now()
+	return same(func() {
+		start := time.Since(origin)
+		r, err := work()
+		if d := time.Since(origin) - start; d < 0 || err != nil || r != 42 {
+			b.Fatal("time:", d, r, err)
+		}
+	})
+}
