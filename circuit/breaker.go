@@ -1,0 +1,463 @@
+package circuit
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// ErrOpen is the error of every refusal: Allow returns it, or one of the
+// errors below that wrap it, so errors.Is(err, ErrOpen) holds for all.
+var ErrOpen = errors.New("circuit: open")
+
+// Refusals more specific than ErrOpen. Each wraps ErrOpen.
+var (
+	ErrForcedOpen = fmt.Errorf("%w: forced open", ErrOpen)                     // the mode is ForcedOpen
+	ErrProbeLimit = fmt.Errorf("%w: half-open, probes all in flight", ErrOpen) // half-open and HalfOpenProbes already out
+	ErrRampUp     = fmt.Errorf("%w: shed during ramp-up", ErrOpen)             // closed, ramping up, and this call was shed
+)
+
+// Breaker is a circuit breaker. Create one with New. A Breaker is safe for
+// concurrent use; Allow and Permit.Record take no lock and allocate nothing
+// while it is closed.
+type Breaker struct {
+	// Read on every call: the packed state word (see word).
+	word atomic.Uint64
+
+	// Half-open probe slots: generation<<32 | probes in flight. Packing the
+	// generation in makes a slot taken or released by a late caller of an
+	// earlier half-open state fail its compare-and-swap.
+	probes atomic.Uint64
+
+	// Deadlines and ramp-up state, written under mu before the state word
+	// that makes them relevant is published.
+	openUntil     atomic.Int64  // Open: when it turns half-open
+	halfOpenUntil atomic.Int64  // HalfOpen: when it times out
+	rampStart     atomic.Int64  // Closed with ramp bit: when the ramp began
+	rampCount     atomic.Uint64 // calls seen by the ramp so far
+
+	cfg     Config // effective
+	clock   metrics.Clock
+	window  *metrics.Rolling
+	warmEnd time.Duration // outcomes before this are not counted
+	slowOn  bool
+	backoff float64 // open-duration multiplier, at least 1
+
+	mu        sync.Mutex
+	since     time.Duration // when the current state was entered
+	openFor   time.Duration // current (backed-off) open duration
+	successes int           // probe successes in the current half-open state
+	history   []Transition  // last historySize transitions
+	pending   []Transition  // made but not yet reported
+	emitting  bool          // a goroutine is reporting pending transitions
+}
+
+// New returns a breaker for cfg, or an error wrapping ErrInvalidConfig that
+// names the first invalid field. The breaker starts closed (open in
+// ForcedOpen mode) with an empty window.
+func New(cfg Config) (*Breaker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	eff := cfg.WithDefaults()
+	window, err := metrics.NewRolling(eff.Window, false)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	now := eff.Clock.Now()
+	b := &Breaker{
+		cfg:     eff,
+		clock:   eff.Clock,
+		window:  window,
+		warmEnd: now + eff.WarmUp,
+		slowOn:  eff.SlowCallDuration > 0,
+		backoff: max(eff.BackoffMultiplier, 1),
+		since:   now,
+		openFor: eff.OpenDuration,
+	}
+	state := Closed
+	if eff.Mode == ForcedOpen {
+		state = Open
+	}
+	b.word.Store(uint64(makeWord(state, eff.Mode, false, 0)))
+	return b, nil
+}
+
+// permitKind says how Record treats a permit.
+type permitKind uint8
+
+const (
+	permitNone   permitKind = iota // zero Permit: Record does nothing
+	permitClosed                   // closed state: counted, may trip the breaker
+	permitProbe                    // half-open probe: holds a probe slot
+	permitForced                   // ForcedClosed: counted, never trips
+	permitShadow                   // ObserveOnly admission of a call the breaker would refuse: not counted
+)
+
+// Permit is the breaker's admission of one call. It is a small value; pass
+// it along and call Record exactly once when the call ends. It remembers the
+// state generation that issued it: if the breaker has changed state since, the
+// outcome is stale and not counted (a closed-state call that ends after the
+// breaker opened is not a probe result). The zero Permit records nothing.
+type Permit struct {
+	b    *Breaker
+	gen  uint32
+	kind permitKind
+}
+
+// Allow asks to make one call. It returns a Permit to Record the outcome on,
+// or a refusal: ErrOpen (open), ErrProbeLimit (half-open, all probe slots in
+// flight), ErrRampUp (shed during ramp-up) or ErrForcedOpen; each satisfies
+// errors.Is(err, ErrOpen). In ObserveOnly mode it never refuses. It does not
+// block; an open breaker whose open duration has elapsed turns half-open here,
+// and this call becomes its first probe. Allow does not allocate.
+func (b *Breaker) Allow() (Permit, error) {
+	w := word(b.word.Load())
+	if w&fastMask == 0 { // closed, normal mode, no ramp-up
+		return Permit{b: b, gen: w.gen(), kind: permitClosed}, nil
+	}
+	return b.allowSlow(w)
+}
+
+func (b *Breaker) allowSlow(w word) (Permit, error) {
+	var now time.Duration
+	clocked := false
+	for {
+		mode := w.mode()
+		switch mode {
+		case ForcedOpen:
+			return Permit{}, ErrForcedOpen
+		case ForcedClosed:
+			return Permit{b: b, gen: w.gen(), kind: permitForced}, nil
+		}
+		if !w.ramp() && w.state() == Closed {
+			return Permit{b: b, gen: w.gen(), kind: permitClosed}, nil
+		}
+		if !clocked {
+			now, clocked = b.clock.Now(), true
+		}
+		refusal := ErrOpen
+		switch w.state() {
+		case Closed:
+			if b.rampAdmit(w, now) {
+				return Permit{b: b, gen: w.gen(), kind: permitClosed}, nil
+			}
+			refusal = ErrRampUp
+		case Open:
+			if int64(now) >= b.openUntil.Load() {
+				w = b.advance(now)
+				continue
+			}
+		case HalfOpen:
+			if int64(now) >= b.halfOpenUntil.Load() {
+				w = b.advance(now)
+				continue
+			}
+			ok, stale := b.acquireProbe(w.gen())
+			if stale {
+				w = word(b.word.Load())
+				continue
+			}
+			if ok {
+				return Permit{b: b, gen: w.gen(), kind: permitProbe}, nil
+			}
+			refusal = ErrProbeLimit
+		}
+		if mode == ObserveOnly {
+			return Permit{b: b, gen: w.gen(), kind: permitShadow}, nil
+		}
+		return Permit{}, refusal
+	}
+}
+
+// advance applies the transitions that time alone causes (open → half-open,
+// half-open → open on HalfOpenMaxWait) as of now, and returns the state word.
+func (b *Breaker) advance(now time.Duration) word {
+	b.mu.Lock()
+	b.advanceLocked(now)
+	w := word(b.word.Load())
+	b.unlockAndEmit()
+	return w
+}
+
+// advanceLocked is advance with b.mu held. A lazy transition is stamped with
+// the instant it is observed, not the instant it became due: an idle breaker
+// that is looked at an hour after its open duration ran out turns half-open
+// then, and its HalfOpenMaxWait starts then.
+func (b *Breaker) advanceLocked(now time.Duration) {
+	w := word(b.word.Load())
+	if w.mode().forced() {
+		return
+	}
+	switch w.state() {
+	case Open:
+		if int64(now) >= b.openUntil.Load() {
+			b.transitionLocked(now, HalfOpen, w.mode(), ReasonOpenElapsed)
+		}
+	case HalfOpen:
+		if int64(now) >= b.halfOpenUntil.Load() {
+			b.transitionLocked(now, Open, w.mode(), ReasonHalfOpenTimeout)
+		}
+	}
+}
+
+// rampAdmit decides one call during ramp-up. The k-th call since the ramp
+// began (k from 0) is admitted iff floor((k+1)·s) > floor(k·s), where s is the
+// share due now: over any run of calls the admitted fraction tracks s within
+// one call, deterministically. Once the ramp is over it clears the ramp bit
+// so later calls take the fast path.
+func (b *Breaker) rampAdmit(w word, now time.Duration) bool {
+	s, done := b.rampShare(now)
+	if done {
+		b.word.CompareAndSwap(uint64(w), uint64(w&^rampBit))
+		return true
+	}
+	k := float64(b.rampCount.Add(1) - 1)
+	return math.Floor((k+1)*s) > math.Floor(k*s)
+}
+
+// rampShare returns the share of calls admitted at now, and whether the ramp
+// is over.
+func (b *Breaker) rampShare(now time.Duration) (float64, bool) {
+	elapsed := now - time.Duration(b.rampStart.Load())
+	if elapsed >= b.cfg.RampUp {
+		return 1, true
+	}
+	elapsed = max(elapsed, 0)
+	floor := b.cfg.RampUpFloor
+	return floor + (1-floor)*float64(elapsed)/float64(b.cfg.RampUp), false
+}
+
+// acquireProbe takes a probe slot of half-open generation gen. stale reports
+// that the breaker has left that half-open state.
+func (b *Breaker) acquireProbe(gen uint32) (ok, stale bool) {
+	limit := uint64(b.cfg.HalfOpenProbes)
+	for {
+		p := b.probes.Load()
+		switch {
+		case uint32(p>>genShift) != gen:
+			return false, true
+		case p&math.MaxUint32 >= limit:
+			return false, false
+		case b.probes.CompareAndSwap(p, p+1):
+			return true, false
+		}
+	}
+}
+
+// releaseProbe gives back a probe slot of generation gen. It reports false if
+// that half-open state is over (the slot went with it) or no slot is out.
+func (b *Breaker) releaseProbe(gen uint32) bool {
+	for {
+		p := b.probes.Load()
+		if uint32(p>>genShift) != gen || p&math.MaxUint32 == 0 {
+			return false
+		}
+		if b.probes.CompareAndSwap(p, p-1) {
+			return true
+		}
+	}
+}
+
+// Record reports how the permitted call went and how long it took. Call it
+// exactly once per permit; a second call may be counted again. Only Success,
+// Failure and Timeout count (any other value is treated as Ignored). A
+// success slower than SlowCallDuration is a slow call. Outcomes of a stale
+// permit, of a call during warm-up, and of an ObserveOnly call the breaker
+// would have refused are not counted. Record does not allocate and, while the
+// breaker is closed, takes no lock unless the outcome trips it.
+func (p Permit) Record(o Outcome, latency time.Duration) {
+	b := p.b
+	switch p.kind {
+	case permitClosed, permitForced:
+		if o >= Ignored || word(b.word.Load()).gen() != p.gen {
+			return
+		}
+		now := b.clock.Now()
+		if now < b.warmEnd {
+			return
+		}
+		slow := b.add(now, o, latency)
+		if p.kind == permitClosed && (o != Success || slow) {
+			b.evaluate(now, p.gen)
+		}
+	case permitProbe:
+		if !b.releaseProbe(p.gen) || o >= Ignored {
+			return
+		}
+		b.recordProbe(p.gen, o, latency)
+	}
+}
+
+// add counts one outcome in the window and reports whether it was slow.
+func (b *Breaker) add(now time.Duration, o Outcome, latency time.Duration) bool {
+	ev := metrics.Success
+	switch o {
+	case Failure:
+		ev = metrics.Failure
+	case Timeout:
+		ev = metrics.Timeout
+	}
+	b.window.Add(now, ev)
+	slow := b.slowOn && o == Success && latency > b.cfg.SlowCallDuration
+	if slow {
+		b.window.Add(now, metrics.Slow)
+	}
+	return slow
+}
+
+// verdict returns the reason to trip for health h, or "" to stay closed.
+func (b *Breaker) verdict(h Health) Reason {
+	switch {
+	case h.Requests < int64(b.cfg.MinRequests):
+		return ""
+	case h.ErrorRatio >= b.cfg.FailureRatio:
+		return ReasonErrorRatio
+	case b.slowOn && h.SlowRatio >= b.cfg.SlowCallRatio:
+		return ReasonSlowRatio
+	}
+	return ""
+}
+
+// evaluate trips the closed breaker of generation gen if the window says so.
+// Only a failure, timeout or slow call calls it: a success never trips.
+func (b *Breaker) evaluate(now time.Duration, gen uint32) {
+	reason := b.verdict(healthOf(b.window.Counts(now)))
+	if reason == "" {
+		return
+	}
+	b.mu.Lock()
+	w := word(b.word.Load())
+	if w.gen() == gen && w.state() == Closed && !w.mode().forced() {
+		b.transitionLocked(now, Open, w.mode(), reason)
+	}
+	b.unlockAndEmit()
+}
+
+// recordProbe applies one counted probe result of half-open generation gen.
+func (b *Breaker) recordProbe(gen uint32, o Outcome, latency time.Duration) {
+	now := b.clock.Now()
+	if now < b.warmEnd {
+		return
+	}
+	b.mu.Lock()
+	b.advanceLocked(now)
+	w := word(b.word.Load())
+	if w.gen() == gen && w.state() == HalfOpen {
+		if slow := b.add(now, o, latency); o != Success || slow {
+			b.transitionLocked(now, Open, w.mode(), ReasonProbeFailed)
+		} else if b.successes++; b.successes >= b.cfg.HalfOpenSuccesses {
+			b.transitionLocked(now, Closed, w.mode(), ReasonProbesSucceeded)
+		}
+	}
+	b.unlockAndEmit()
+}
+
+// SetMode switches the mode at run time. ForcedOpen and ForcedClosed pin the
+// effective state (open or closed) and stop the state machine; leaving a
+// forced mode for Normal or ObserveOnly restarts it closed, with an empty
+// window. Switching between Normal and ObserveOnly keeps the current state.
+// When the effective state changes, a transition with reason "forced" is
+// reported. An unknown mode is ignored.
+func (b *Breaker) SetMode(m Mode) {
+	if m > ObserveOnly {
+		return
+	}
+	now := b.clock.Now()
+	b.mu.Lock()
+	b.advanceLocked(now)
+	w := word(b.word.Load())
+	if m != w.mode() {
+		to := w.state()
+		switch {
+		case m == ForcedOpen:
+			to = Open
+		case m == ForcedClosed, w.mode().forced():
+			to = Closed
+		}
+		b.transitionLocked(now, to, m, ReasonForced)
+	}
+	b.unlockAndEmit()
+}
+
+// State returns the effective state, after applying any transition that time
+// alone has made due (open → half-open, half-open timeout).
+func (b *Breaker) State() State {
+	w := word(b.word.Load())
+	if w.state() == Closed || w.mode().forced() {
+		return w.state()
+	}
+	now := b.clock.Now()
+	if (w.state() == Open && int64(now) >= b.openUntil.Load()) ||
+		(w.state() == HalfOpen && int64(now) >= b.halfOpenUntil.Load()) {
+		w = b.advance(now)
+	}
+	return w.state()
+}
+
+// Config returns the effective configuration (defaults applied). Its Mode is
+// the initial mode; Snapshot tells the current one.
+func (b *Breaker) Config() Config { return b.cfg }
+
+// Snapshot describes a breaker at one instant.
+type Snapshot struct {
+	Name         string
+	State        State         // effective state
+	Mode         Mode          // current mode
+	Since        time.Duration // time in the current state: since the last transition, or since creation
+	LastReason   Reason        // reason of the last transition; "" if none
+	OpenDuration time.Duration // open duration in force (backed off after failed trials)
+	RetryAfter   time.Duration // Open (not forced): time left before it turns half-open; else 0
+
+	// Half-open progress: probes in flight, consecutive probe successes so
+	// far, and how many close the breaker (HalfOpenSuccesses). Probes and
+	// ProbeSuccesses are 0 outside the half-open state.
+	Probes, ProbeSuccesses, ProbesNeeded int
+
+	RampShare   float64      // share of calls admitted now; 1 when not ramping up
+	Health      Health       // the window now
+	Transitions []Transition // the last few transitions, oldest first, at most 8
+}
+
+// Snapshot returns the breaker's current state, progress, health and recent
+// transitions. Like Allow, it first applies any transition that time alone
+// has made due. It allocates (the copy of the transition history).
+func (b *Breaker) Snapshot() Snapshot {
+	now := b.clock.Now()
+	b.mu.Lock()
+	b.advanceLocked(now)
+	w := word(b.word.Load())
+	s := Snapshot{
+		Name:         b.cfg.Name,
+		State:        w.state(),
+		Mode:         w.mode(),
+		Since:        now - b.since,
+		OpenDuration: b.openFor,
+		ProbesNeeded: b.cfg.HalfOpenSuccesses,
+		RampShare:    1,
+		Health:       healthOf(b.window.Counts(now)),
+		Transitions:  append([]Transition(nil), b.history...),
+	}
+	if n := len(b.history); n > 0 {
+		s.LastReason = b.history[n-1].Reason
+	}
+	switch {
+	case w.mode().forced():
+	case w.state() == Open:
+		s.RetryAfter = max(time.Duration(b.openUntil.Load())-now, 0)
+	case w.state() == HalfOpen:
+		if p := b.probes.Load(); uint32(p>>genShift) == w.gen() {
+			s.Probes = int(p & math.MaxUint32)
+		}
+		s.ProbeSuccesses = b.successes
+	case w.ramp():
+		s.RampShare, _ = b.rampShare(now)
+	}
+	b.unlockAndEmit()
+	return s
+}

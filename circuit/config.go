@@ -1,0 +1,233 @@
+package circuit
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// ErrInvalidConfig is wrapped by every error that Validate and New return.
+var ErrInvalidConfig = errors.New("circuit: invalid config")
+
+// Defaults applied by Config.WithDefaults to zero fields.
+const (
+	DefaultMinRequests       = 20
+	DefaultFailureRatio      = 0.5
+	DefaultOpenDuration      = 5 * time.Second
+	DefaultHalfOpenProbes    = 1
+	DefaultHalfOpenSuccesses = 3
+	DefaultRampUpFloor       = 0.1
+	// DefaultMaxOpenFactor is MaxOpenDuration / OpenDuration when
+	// BackoffMultiplier > 1 and MaxOpenDuration is zero.
+	DefaultMaxOpenFactor = 10
+	// DefaultHalfOpenWaitFactor is HalfOpenMaxWait / OpenDuration when
+	// HalfOpenMaxWait is zero.
+	DefaultHalfOpenWaitFactor = 2
+)
+
+// maxProbes bounds HalfOpenProbes: the in-flight probe count shares an
+// atomic word with the generation.
+const maxProbes = math.MaxInt32
+
+// Config configures a Breaker. The zero value of every field means its
+// documented default, or "off" for an optional feature; a negative or
+// out-of-range value is an error from New, never silently replaced.
+type Config struct {
+	// Name identifies the breaker in transitions, logs and snapshots.
+	Name string
+
+	// Window is the rolling window the breaker judges health over.
+	// Default: 10 s in 10 buckets (a zero Length or Buckets takes the
+	// default for that field). Old outcomes leave it one bucket at a time.
+	Window metrics.Window
+
+	// MinRequests is how many calls (Success+Failure+Timeout) the window
+	// must hold before either ratio can trip the breaker. Default 20.
+	MinRequests int
+
+	// FailureRatio trips the breaker when (Failure+Timeout) /
+	// (Success+Failure+Timeout) in the window reaches it. In (0, 1];
+	// default 0.5.
+	FailureRatio float64
+
+	// SlowCallDuration turns slow-call detection on: a successful call that
+	// took longer than this is slow. Zero: off.
+	SlowCallDuration time.Duration
+
+	// SlowCallRatio trips the breaker when slow / (Success+Failure+Timeout)
+	// in the window reaches it. Required, in (0, 1], when SlowCallDuration
+	// is set; must be zero otherwise.
+	SlowCallRatio float64
+
+	// OpenDuration is how long the breaker stays open before it lets probes
+	// through. Default 5 s.
+	OpenDuration time.Duration
+
+	// BackoffMultiplier multiplies the open duration after each failed
+	// half-open trial, up to MaxOpenDuration; closing resets it. 0 or 1: no
+	// backoff; otherwise it must be greater than 1.
+	BackoffMultiplier float64
+
+	// MaxOpenDuration caps the backed-off open duration. Default:
+	// OpenDuration without backoff, 10 × OpenDuration with it. Must not be
+	// below OpenDuration.
+	MaxOpenDuration time.Duration
+
+	// HalfOpenProbes is the most probe calls in flight at once in the
+	// half-open state. Default 1.
+	HalfOpenProbes int
+
+	// HalfOpenSuccesses is how many consecutive successful probes close the
+	// breaker. Default 3.
+	HalfOpenSuccesses int
+
+	// HalfOpenMaxWait bounds the half-open state: if the breaker has not
+	// closed that long after entering it, it opens again (reason
+	// half_open_timeout), so it cannot stay stuck on a hung probe. Default:
+	// 2 × OpenDuration.
+	HalfOpenMaxWait time.Duration
+
+	// RampUp turns ramp-up on: after closing, the share of calls admitted
+	// rises linearly from RampUpFloor to 1 over this duration. Zero: off.
+	RampUp time.Duration
+
+	// RampUpFloor is the share admitted when a ramp-up starts. In (0, 1];
+	// default 0.1 when RampUp is set; must be zero otherwise.
+	RampUpFloor float64
+
+	// WarmUp turns warm-up on: outcomes recorded before the breaker is that
+	// old are not counted. Zero: off.
+	WarmUp time.Duration
+
+	// Mode is the initial mode. Default Normal.
+	Mode Mode
+
+	// Clock tells time. Default metrics.SystemClock(). Tests and simulations
+	// inject a *metrics.ManualClock; the breaker never sleeps.
+	Clock metrics.Clock
+
+	// OnTransition, if set, is called once per transition, in order, never
+	// concurrently with itself, and never while the breaker holds its lock
+	// (it may call the breaker's methods).
+	OnTransition func(Transition)
+
+	// Logger receives one Info record per transition. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// WithDefaults returns c with every zero field that has a default replaced by
+// it: the effective configuration. It is the one place defaults are applied.
+// Invalid values are left as they are for Validate to report.
+func (c Config) WithDefaults() Config {
+	def := metrics.DefaultWindow()
+	if c.Window.Length == 0 {
+		c.Window.Length = def.Length
+	}
+	if c.Window.Buckets == 0 {
+		c.Window.Buckets = def.Buckets
+	}
+	if c.MinRequests == 0 {
+		c.MinRequests = DefaultMinRequests
+	}
+	if c.FailureRatio == 0 {
+		c.FailureRatio = DefaultFailureRatio
+	}
+	if c.OpenDuration == 0 {
+		c.OpenDuration = DefaultOpenDuration
+	}
+	if c.MaxOpenDuration == 0 {
+		c.MaxOpenDuration = c.OpenDuration
+		if c.BackoffMultiplier > 1 {
+			c.MaxOpenDuration = satMul(c.OpenDuration, DefaultMaxOpenFactor)
+		}
+	}
+	if c.HalfOpenProbes == 0 {
+		c.HalfOpenProbes = DefaultHalfOpenProbes
+	}
+	if c.HalfOpenSuccesses == 0 {
+		c.HalfOpenSuccesses = DefaultHalfOpenSuccesses
+	}
+	if c.HalfOpenMaxWait == 0 {
+		c.HalfOpenMaxWait = satMul(c.OpenDuration, DefaultHalfOpenWaitFactor)
+	}
+	if c.RampUp > 0 && c.RampUpFloor == 0 {
+		c.RampUpFloor = DefaultRampUpFloor
+	}
+	if c.Clock == nil {
+		c.Clock = metrics.SystemClock()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate reports the first invalid field of c (after applying defaults),
+// naming the field and its value. The error wraps ErrInvalidConfig.
+func (c Config) Validate() error {
+	e := c.WithDefaults()
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	if err := e.Window.Validate(); err != nil {
+		return fmt.Errorf("%w: Window {Length: %v, Buckets: %d}: %w",
+			ErrInvalidConfig, c.Window.Length, c.Window.Buckets, err)
+	}
+	switch {
+	case e.MinRequests < 0:
+		return bad("MinRequests %d must not be negative", c.MinRequests)
+	case !inUnit(e.FailureRatio):
+		return bad("FailureRatio %v must be in (0, 1]", c.FailureRatio)
+	case e.SlowCallDuration < 0:
+		return bad("SlowCallDuration %v must not be negative", c.SlowCallDuration)
+	case e.SlowCallDuration > 0 && !inUnit(e.SlowCallRatio):
+		return bad("SlowCallRatio %v must be in (0, 1] when SlowCallDuration is set (%v)",
+			c.SlowCallRatio, c.SlowCallDuration)
+	case e.SlowCallDuration == 0 && e.SlowCallRatio != 0:
+		return bad("SlowCallRatio %v is set but SlowCallDuration is 0 (slow-call detection off)",
+			c.SlowCallRatio)
+	case e.OpenDuration < 0:
+		return bad("OpenDuration %v must not be negative", c.OpenDuration)
+	case math.IsNaN(e.BackoffMultiplier) || math.IsInf(e.BackoffMultiplier, 0) ||
+		e.BackoffMultiplier < 0 || (e.BackoffMultiplier > 0 && e.BackoffMultiplier < 1):
+		return bad("BackoffMultiplier %v must be 0 or 1 (no backoff) or greater than 1", c.BackoffMultiplier)
+	case e.MaxOpenDuration < 0:
+		return bad("MaxOpenDuration %v must not be negative", c.MaxOpenDuration)
+	case e.MaxOpenDuration < e.OpenDuration:
+		return bad("MaxOpenDuration %v must not be below OpenDuration %v", c.MaxOpenDuration, e.OpenDuration)
+	case e.HalfOpenProbes < 0 || e.HalfOpenProbes > maxProbes:
+		return bad("HalfOpenProbes %d must be between 1 and %d", c.HalfOpenProbes, maxProbes)
+	case e.HalfOpenSuccesses < 0:
+		return bad("HalfOpenSuccesses %d must not be negative", c.HalfOpenSuccesses)
+	case e.HalfOpenMaxWait < 0:
+		return bad("HalfOpenMaxWait %v must not be negative", c.HalfOpenMaxWait)
+	case e.RampUp < 0:
+		return bad("RampUp %v must not be negative", c.RampUp)
+	case e.RampUp > 0 && !inUnit(e.RampUpFloor):
+		return bad("RampUpFloor %v must be in (0, 1]", c.RampUpFloor)
+	case e.RampUp == 0 && e.RampUpFloor != 0:
+		return bad("RampUpFloor %v is set but RampUp is 0 (ramp-up off)", c.RampUpFloor)
+	case e.WarmUp < 0:
+		return bad("WarmUp %v must not be negative", c.WarmUp)
+	case e.Mode > ObserveOnly:
+		return bad("Mode %d is not a known mode", c.Mode)
+	}
+	return nil
+}
+
+// inUnit reports whether r lies in (0, 1]; false for NaN.
+func inUnit(r float64) bool { return r > 0 && r <= 1 }
+
+// satMul returns d × f, saturating at the largest Duration instead of
+// overflowing.
+func satMul(d time.Duration, f float64) time.Duration {
+	p := float64(d) * f
+	if p >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(p)
+}

@@ -1,0 +1,93 @@
+// Package circuit is bulwark's circuit breaker: it watches the outcomes of
+// calls to one dependency over a rolling window and, when too many fail or
+// are slow, refuses calls at once (0 ms) instead of letting every caller wait
+// for a dependency that is down. After a while it lets a few probe calls
+// through and closes again when they succeed.
+//
+// A call is two steps: Allow admits it (or refuses with an error that
+// satisfies errors.Is(err, ErrOpen)), and Record on the returned Permit
+// reports how it went. Both are lock-free and allocation-free while the
+// breaker is closed.
+//
+//	b, err := circuit.New(circuit.Config{Name: "users-db"})
+//	if err != nil { ... }
+//	p, err := b.Allow()
+//	if err != nil {
+//		return fallback() // refused: errors.Is(err, circuit.ErrOpen)
+//	}
+//	start := time.Now()
+//	err = callUsersDB()
+//	p.Record(outcomeOf(err), time.Since(start))
+//
+// # States
+//
+// Closed: every call is admitted; Success, Failure and Timeout outcomes fill
+// a metrics.Rolling window (Config.Window). Once the window holds at least
+// MinRequests such calls, a failure, timeout or slow call that brings
+// (Failure+Timeout)/calls to FailureRatio opens the breaker (reason
+// error_ratio), or slow/calls to SlowCallRatio (reason slow_ratio; error_ratio
+// wins when both hold). A success never trips the breaker, even when expiring
+// buckets have raised the ratio: the verdict is taken on the outcome that can
+// raise it. Detection therefore takes about window × ratio: with a 1 s window
+// and 0.5, a full outage trips the breaker about 500 ms after it starts.
+//
+// Open: every call is refused with ErrOpen for the open duration. The breaker
+// never sleeps and starts no goroutine: the first Allow, State or Snapshot at
+// or after the deadline turns it half-open (reason open_elapsed), and that
+// Allow becomes the first probe.
+//
+// Half-open: at most HalfOpenProbes calls are in flight at once; others are
+// refused with ErrProbeLimit. HalfOpenSuccesses successful probes in a row
+// close the breaker (probes_succeeded); a probe that fails, times out or (with
+// slow-call detection on) is slow opens it again (probe_failed). If it has
+// neither closed nor reopened HalfOpenMaxWait after turning half-open, the
+// next look at it opens it again (half_open_timeout). Both ways of reopening
+// are failed trials: the open duration is multiplied by BackoffMultiplier, up
+// to MaxOpenDuration. Closing resets the open duration, clears the window (old
+// failures must not reopen it at once) and, with RampUp set, starts a ramp-up.
+//
+// Ramp-up: after closing, the share of calls admitted rises linearly from
+// RampUpFloor to 1 over RampUp; the others are refused with ErrRampUp. The
+// shedding is deterministic: the k-th call of the ramp is admitted iff
+// floor((k+1)·s) > floor(k·s) for the current share s.
+//
+// Warm-up: outcomes recorded within WarmUp of the breaker's creation are not
+// counted, so cold caches cannot trip it.
+//
+// # Choices worth knowing
+//
+// Stale permits. Every change of state starts a new generation, and a Permit
+// remembers the generation that issued it. An outcome recorded on a permit of
+// an earlier generation is dropped: a closed-state call that ends after the
+// breaker opened is not a probe result, and a probe of an earlier half-open
+// state neither counts nor frees a slot of the current one. Ignored releases
+// a probe slot without counting.
+//
+// Slow calls are successes slower than SlowCallDuration (strictly). Failures
+// and timeouts count against the error ratio only.
+//
+// Time. All instants come from Config.Clock (inject a *metrics.ManualClock in
+// tests). A transition caused by time alone is made, and stamped, when it is
+// observed: an idle breaker looked at an hour after its open duration ran out
+// turns half-open then, and its HalfOpenMaxWait counts from then. "Time in
+// state" (Snapshot.Since) is measured from the last transition, or from
+// creation.
+//
+// Modes. ForcedOpen refuses everything with ErrForcedOpen and ForcedClosed
+// admits everything; both pin the effective state and stop the state machine
+// (outcomes under ForcedClosed are still counted in the window, but never
+// trip it). Leaving a forced mode restarts the machine closed with an empty
+// window. ObserveOnly runs the state machine and reports its transitions but
+// admits every call: a call the breaker would have refused gets a permit
+// whose outcome is not counted, so the breaker goes through exactly the
+// states it would in Normal mode; use it to roll a breaker out safely.
+// SetMode reports a transition with reason forced when the effective state
+// changes.
+//
+// Reporting. Every transition is logged as one Info record on Config.Logger
+// (attributes breaker, from, to, reason, requests, failures, timeouts, slow,
+// error_ratio, slow_ratio, open_duration) and passed to Config.OnTransition.
+// Reports are delivered in order, one at a time, never while the breaker's
+// lock is held, possibly on another goroutine that is also making
+// transitions. Snapshot keeps the last 8.
+package circuit

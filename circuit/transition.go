@@ -1,0 +1,144 @@
+package circuit
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// Health summarises the breaker's window: the calls that reached the
+// dependency and the two ratios the breaker trips on.
+type Health struct {
+	Requests   int64   // Success + Failure + Timeout
+	Failures   int64   // Failure
+	Timeouts   int64   // Timeout
+	Slow       int64   // successes slower than SlowCallDuration
+	ErrorRatio float64 // (Failures + Timeouts) / Requests; 0 when Requests is 0
+	SlowRatio  float64 // Slow / Requests; 0 when Requests is 0
+}
+
+// healthOf derives Health from window counts.
+func healthOf(c metrics.Counts) Health {
+	h := Health{
+		Requests: c[metrics.Success] + c[metrics.Failure] + c[metrics.Timeout],
+		Failures: c[metrics.Failure],
+		Timeouts: c[metrics.Timeout],
+		Slow:     c[metrics.Slow],
+	}
+	if h.Requests > 0 {
+		h.ErrorRatio = float64(h.Failures+h.Timeouts) / float64(h.Requests)
+		h.SlowRatio = float64(h.Slow) / float64(h.Requests)
+	}
+	return h
+}
+
+// Transition records one change of effective state.
+type Transition struct {
+	Name         string        // the breaker's name
+	From, To     State         // effective states before and after
+	Reason       Reason        // why
+	At           time.Duration // clock reading when the breaker made the change
+	Health       Health        // the window when the change was made
+	OpenDuration time.Duration // the open duration in force after the change
+}
+
+// historySize is how many transitions a Snapshot keeps.
+const historySize = 8
+
+// transitionLocked moves the breaker to state to (with mode m) at now and
+// queues the report. b.mu must be held. It publishes the new state word last,
+// after everything a reader of that word may need (deadlines, probe slots,
+// ramp-up counters) is in place.
+func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason Reason) {
+	old := word(b.word.Load())
+	from := old.state()
+	if to == from {
+		// A change of mode only: no new generation, nothing reported.
+		b.word.Store(uint64(makeWord(to, m, old.ramp(), old.gen())))
+		return
+	}
+	gen := old.gen() + 1
+	health := healthOf(b.window.Counts(now))
+	b.since = now
+	ramp := false
+	switch to {
+	case Closed:
+		b.window.Reset(now)
+		b.openFor = b.cfg.OpenDuration
+		if b.cfg.RampUp > 0 && !m.forced() {
+			ramp = true
+			b.rampStart.Store(int64(now))
+			b.rampCount.Store(0)
+		}
+	case Open:
+		if from == HalfOpen && reason != ReasonForced {
+			b.openFor = min(satMul(b.openFor, b.backoff), b.cfg.MaxOpenDuration)
+		}
+		b.openUntil.Store(int64(now + b.openFor))
+	case HalfOpen:
+		b.successes = 0
+		b.halfOpenUntil.Store(int64(now + b.cfg.HalfOpenMaxWait))
+		b.probes.Store(uint64(gen) << genShift)
+	}
+	b.word.Store(uint64(makeWord(to, m, ramp, gen)))
+	t := Transition{
+		Name:         b.cfg.Name,
+		From:         from,
+		To:           to,
+		Reason:       reason,
+		At:           now,
+		Health:       health,
+		OpenDuration: b.openFor,
+	}
+	if len(b.history) == historySize {
+		copy(b.history, b.history[1:])
+		b.history = b.history[:historySize-1]
+	}
+	b.history = append(b.history, t)
+	b.pending = append(b.pending, t)
+}
+
+// unlockAndEmit releases b.mu and then delivers queued transitions to the
+// logger and OnTransition. Deliveries are serialised and in order: if another
+// goroutine is already delivering, it picks up what this one queued.
+func (b *Breaker) unlockAndEmit() {
+	if b.emitting || len(b.pending) == 0 {
+		b.mu.Unlock()
+		return
+	}
+	b.emitting = true
+	for len(b.pending) > 0 {
+		batch := b.pending
+		b.pending = nil
+		b.mu.Unlock()
+		for _, t := range batch {
+			b.report(t)
+		}
+		b.mu.Lock()
+	}
+	b.emitting = false
+	b.mu.Unlock()
+}
+
+// report logs one transition and passes it to OnTransition. It runs without
+// b.mu held.
+func (b *Breaker) report(t Transition) {
+	b.cfg.Logger.LogAttrs(context.Background(), slog.LevelInfo, "circuit breaker transition",
+		slog.String("breaker", t.Name),
+		slog.String("from", t.From.String()),
+		slog.String("to", t.To.String()),
+		slog.String("reason", string(t.Reason)),
+		slog.Int64("requests", t.Health.Requests),
+		slog.Int64("failures", t.Health.Failures),
+		slog.Int64("timeouts", t.Health.Timeouts),
+		slog.Int64("slow", t.Health.Slow),
+		slog.Float64("error_ratio", t.Health.ErrorRatio),
+		slog.Float64("slow_ratio", t.Health.SlowRatio),
+		slog.Duration("open_duration", t.OpenDuration),
+	)
+	if b.cfg.OnTransition != nil {
+		b.cfg.OnTransition(t)
+	}
+}
