@@ -346,9 +346,10 @@ func (b *Breaker) recordProbe(gen uint32, o Outcome, latency time.Duration) {
 		return
 	}
 	b.mu.Lock()
-	b.advanceLocked(now)
-	w := word(b.word.Load())
-	if w.gen() == gen && w.state() == HalfOpen {
+	if w := word(b.word.Load()); w.gen() == gen {
+		b.advanceLocked(now) // a result that comes after HalfOpenMaxWait times the state out
+	}
+	if w := word(b.word.Load()); w.gen() == gen {
 		if slow := b.add(now, o, latency); o != Success || slow {
 			b.transitionLocked(now, Open, w.mode(), ReasonProbeFailed)
 		} else if b.successes++; b.successes >= b.cfg.HalfOpenSuccesses {

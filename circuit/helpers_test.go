@@ -106,7 +106,9 @@ func (r *rig) run(script string) {
 
 func (r *rig) step(i int, step string) {
 	r.t.Helper()
-	where := func() string { return "step " + strconv.Itoa(i) + " " + strconv.Quote(step) + " at " + r.clock.Now().String() }
+	where := func() string {
+		return "step " + strconv.Itoa(i) + " " + strconv.Quote(step) + " at " + r.clock.Now().String()
+	}
 	switch {
 	case step[0] == '+':
 		d, err := time.ParseDuration(step[1:])
