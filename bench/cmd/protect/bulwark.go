@@ -1,0 +1,3 @@
+package main
+
+func bulwarkProtections() []func() protection { return nil }

@@ -1,0 +1,278 @@
+// Command protect measures how well each library protects a live service from a sick dependency.
+//
+// Everything runs in this process on loopback (127.0.0.1) and stops by itself:
+//   - a backend with two routes, /healthy and /faulty; fault injection on /faulty can be switched
+//     during the run (an error rate plus latency beyond the caller's timeout);
+//   - a front service with two endpoints, each calling the backend route of the same name through
+//     the library under test, over one shared HTTP client whose connection pool is capped, so a
+//     sick route can starve the healthy one unless the library isolates them;
+//   - an open-loop load generator sending a fixed rate to each endpoint.
+//
+// Phases: healthy, fault, recovered. For each library it records per phase and endpoint the
+// achieved good throughput, p50/p99 latency, fallback and error counts and the calls that reached
+// /faulty, and prints markdown tables on stdout.
+//
+//	go run ./cmd/protect          # 10 s phases, about 2 minutes for all libraries
+//	go run ./cmd/protect -quick   # 1.5 s phases, about 25 s
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bulwark-go/bulwark/bench/internal/stat"
+)
+
+// The scenario. Every library gets the same limits.
+const (
+	callTimeout    = 250 * time.Millisecond // per backend call
+	serviceTime    = 2 * time.Millisecond   // backend work per call
+	faultLatency   = time.Second            // added during the fault, beyond callTimeout
+	faultErrorRate = 0.4                    // during the fault, answered 500 at once
+	frontConns     = 20                     // the front's shared connection pool (MaxConnsPerHost)
+	bulkheadSize   = 10                     // per endpoint, for the libraries that have one
+	minRequests    = 20                     // breaker: volume before any verdict
+	failureRatio   = 0.5                    // breaker: trip threshold
+	openDuration   = time.Second            // breaker: open (sleep window) before a probe
+	breakerWindow  = time.Second            // breaker: rolling window (hystrix-go: fixed 10 s)
+)
+
+const (
+	numPhases    = 3
+	numEndpoints = 2
+	epHealthy    = 0
+	epFaulty     = 1
+)
+
+var (
+	phaseNames    = [numPhases]string{"healthy", "fault", "recovered"}
+	endpointNames = [numEndpoints]string{"healthy", "faulty"}
+)
+
+type config struct {
+	phase, warmup time.Duration
+	rate          int
+}
+
+// result is what one library's run produced.
+type result struct {
+	name      string
+	records   []record
+	hits      [numPhases]int64
+	firstOpen time.Duration // after the start of the fault phase; -1 if the faulty endpoint never short-circuited
+}
+
+func main() {
+	quick := flag.Bool("quick", false, "short phases (1.5 s) for a smoke run")
+	phase := flag.Duration("phase", 10*time.Second, "length of each phase")
+	rate := flag.Int("rate", 200, "requests per second per endpoint")
+	only := flag.String("only", "", "run only the libraries whose name contains this")
+	flag.Parse()
+	cfg := config{phase: *phase, warmup: time.Second, rate: *rate}
+	if *quick {
+		cfg.phase, cfg.warmup = 1500*time.Millisecond, 300*time.Millisecond
+	}
+
+	var results []result
+	for _, mk := range append(peerProtections(), bulwarkProtections()...) {
+		p := mk()
+		if *only != "" && !strings.Contains(p.name, *only) {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "protect: %s ...\n", p.name)
+		r, err := run(p, cfg)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "protect:", p.name, err)
+			os.Exit(1)
+		}
+		results = append(results, r)
+	}
+	report(results, cfg)
+}
+
+func listen(h http.Handler) (*http.Server, string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, "http://" + ln.Addr().String(), nil
+}
+
+func run(p protection, cfg config) (result, error) {
+	res := result{name: p.name, firstOpen: -1}
+	b := &backend{serviceTime: serviceTime}
+	bsrv, burl, err := listen(b.handler())
+	if err != nil {
+		return res, err
+	}
+	defer bsrv.Close()
+
+	tr := &http.Transport{MaxConnsPerHost: frontConns, MaxIdleConnsPerHost: frontConns, IdleConnTimeout: 30 * time.Second}
+	defer tr.CloseIdleConnections()
+	f := &front{client: &http.Client{Transport: tr}, backendURL: burl}
+	var calls [numEndpoints]call
+	for i, name := range endpointNames {
+		if calls[i], err = p.wrap(name, f.do(name)); err != nil {
+			return res, err
+		}
+	}
+	if p.closeAll != nil {
+		defer p.closeAll()
+	}
+	fsrv, furl, err := listen(f.handler(calls))
+	if err != nil {
+		return res, err
+	}
+	defer fsrv.Close()
+
+	gtr := &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: 30 * time.Second}
+	defer gtr.CloseIdleConnections()
+	g := &loadGen{client: &http.Client{Transport: gtr, Timeout: 5 * time.Second}, baseURL: furl, rate: cfg.rate}
+
+	b.phase.Store(-1)
+	g.run(-1, cfg.warmup)
+	var faultStart time.Time
+	for i := range numPhases {
+		b.phase.Store(int32(i))
+		switch phaseNames[i] {
+		case "fault":
+			b.fault.Store(&fault{errorRate: faultErrorRate, latency: faultLatency})
+			faultStart = time.Now()
+		default:
+			b.fault.Store(nil)
+		}
+		g.run(i, cfg.phase)
+	}
+	g.wait()
+	for i := range numPhases {
+		res.hits[i] = b.hits[i+1].Load()
+	}
+	if t := f.firstOpen[epFaulty].Load(); t != 0 {
+		res.firstOpen = time.Unix(0, t).Sub(faultStart)
+	}
+	res.records = g.records
+	return res, nil
+}
+
+// cell is one phase × endpoint of a result.
+type cell struct {
+	sent, ok, fallback, errs int
+	reasons                  map[string]int
+	p50, p99                 time.Duration
+	okPerSec                 float64
+}
+
+func summarize(r result, phase, ep int, cfg config) cell {
+	c := cell{reasons: map[string]int{}}
+	var lat []time.Duration
+	for _, rec := range r.records {
+		if rec.phase != phase || rec.endpoint != ep {
+			continue
+		}
+		c.sent++
+		lat = append(lat, rec.latency)
+		if rec.reason != "" {
+			c.reasons[rec.reason]++
+		}
+		switch rec.outcome {
+		case "ok":
+			c.ok++
+		case "fallback":
+			c.fallback++
+		default:
+			c.errs++
+		}
+	}
+	c.p50, c.p99 = stat.Percentile(lat, 50), stat.Percentile(lat, 99)
+	c.okPerSec = float64(c.ok) / cfg.phase.Seconds()
+	return c
+}
+
+// fallbackAfterOpen returns the in-handler and end-to-end latencies of the faulty endpoint's
+// fallback answers to calls that began after its first short-circuit.
+func fallbackAfterOpen(r result) (took, e2e []time.Duration) {
+	for _, rec := range r.records {
+		if rec.endpoint == epFaulty && rec.outcome == "fallback" && rec.afterOpen {
+			took = append(took, rec.took)
+			e2e = append(e2e, rec.latency)
+		}
+	}
+	return took, e2e
+}
+
+func report(results []result, cfg config) {
+	fmt.Printf("Scenario: %d req/s per endpoint, open loop, phases of %v (healthy, fault, recovered) after %v of warm-up. "+
+		"Backend service time %v. Fault on /faulty: %.0f%% answered 500 at once, the rest delayed %v. "+
+		"Per call timeout %v; the front's shared connection pool holds %d connections. "+
+		"Libraries: bulkhead %d per endpoint, breaker at %.0f%% failures over >= %d calls in a %v window, open %v, fallback answers a static value.\n\n",
+		cfg.rate, cfg.phase, cfg.warmup, serviceTime, faultErrorRate*100, faultLatency, callTimeout, frontConns,
+		bulkheadSize, failureRatio*100, minRequests, breakerWindow, openDuration)
+
+	for _, r := range results {
+		fmt.Printf("#### %s\n\n", r.name)
+		var rows [][]string
+		for ph := range numPhases {
+			for ep := range numEndpoints {
+				c := summarize(r, ph, ep, cfg)
+				hits := "-"
+				if ep == epFaulty {
+					hits = strconv.FormatInt(r.hits[ph], 10)
+				}
+				rows = append(rows, []string{phaseNames[ph], endpointNames[ep], strconv.Itoa(c.sent),
+					fmt.Sprintf("%.1f", c.okPerSec), strconv.Itoa(c.fallback), strconv.Itoa(c.errs),
+					reasons(c.reasons), stat.Ms(c.p50), stat.Ms(c.p99), hits})
+			}
+		}
+		stat.Table(os.Stdout, []string{"phase", "endpoint", "sent", "good answers/s", "fallbacks", "errors",
+			"why (short-circuit/rejected/timeout/error)", "p50 ms", "p99 ms", "calls reaching /faulty"}, rows)
+		fmt.Println()
+	}
+
+	fmt.Printf("#### Summary\n\n")
+	var rows [][]string
+	for _, r := range results {
+		hh, hf := summarize(r, 0, epHealthy, cfg), summarize(r, 1, epHealthy, cfg)
+		fr := summarize(r, 2, epFaulty, cfg)
+		open := "never"
+		if r.firstOpen >= 0 {
+			open = stat.Ms(r.firstOpen)
+		}
+		took, e2e := fallbackAfterOpen(r)
+		fb := "-"
+		if len(took) > 0 {
+			fb = fmt.Sprintf("%d: %s / %s", len(took), stat.Ms(stat.Percentile(took, 99)), stat.Ms(stat.Percentile(e2e, 99)))
+		}
+		rows = append(rows, []string{r.name,
+			fmt.Sprintf("%.0f%%", 100*ratio(hf.okPerSec, hh.okPerSec)),
+			fmt.Sprintf("%s → %s (%.1f×)", stat.Ms(hh.p99), stat.Ms(hf.p99), ratio(float64(hf.p99), float64(hh.p99))),
+			open, fb, strconv.FormatInt(r.hits[1], 10), fmt.Sprintf("%.1f", fr.okPerSec)})
+	}
+	stat.Table(os.Stdout, []string{"library", "healthy endpoint during fault: good answers/s vs healthy phase",
+		"healthy endpoint p99 ms, healthy phase → fault", "faulty: first short-circuit, ms into the fault",
+		"faulty: fallbacks after first open: n: p99 ms in front / end to end",
+		"calls reaching /faulty during fault", "faulty good answers/s when recovered"}, rows)
+	fmt.Println()
+}
+
+// reasons formats the counts of why calls did not get the backend's answer.
+func reasons(m map[string]int) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d/%d/%d", m[reasonShortCircuit], m[reasonRejected], m[reasonTimeout], m[reasonError])
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
