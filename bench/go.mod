@@ -7,6 +7,7 @@ replace github.com/bulwark-go/bulwark => ../
 require (
 	github.com/afex/hystrix-go v0.0.0-20180502004556-fa1af6a1f4f5
 	github.com/alibaba/sentinel-golang v1.0.4
+	github.com/bulwark-go/bulwark v0.0.0-00010101000000-000000000000
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/panjf2000/ants/v2 v2.12.1
 	github.com/sony/gobreaker/v2 v2.4.0
@@ -27,6 +28,7 @@ require (
 	github.com/prometheus/client_model v0.2.0 // indirect
 	github.com/prometheus/common v0.15.0 // indirect
 	github.com/prometheus/procfs v0.2.0 // indirect
+	github.com/rcrowley/go-metrics v0.0.0-20250401214520-65e299d6c5c9 // indirect
 	github.com/shirou/gopsutil/v3 v3.21.6 // indirect
 	github.com/tklauser/go-sysconf v0.3.6 // indirect
 	github.com/tklauser/numcpus v0.2.2 // indirect

@@ -17,6 +17,7 @@ import (
 	"github.com/afex/hystrix-go/hystrix"
 	sentinel "github.com/alibaba/sentinel-golang/api"
 	sentinelcb "github.com/alibaba/sentinel-golang/core/circuitbreaker"
+	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/failsafe-go/failsafe-go"
 	"github.com/failsafe-go/failsafe-go/bulkhead"
 	"github.com/failsafe-go/failsafe-go/circuitbreaker"
@@ -146,6 +147,8 @@ func setupFailsafeComposed(b *testing.B) func() func() {
 
 func breakerCases() []benchCase {
 	return []benchCase{
+		{"bulwark", setupBulwarkBreaker},
+		{"bulwark-timed", setupBulwarkBreakerTimed},
 		{"gobreaker-v2", setupGobreakerRolling},
 		{"gobreaker-v2-nowindow", setupGobreakerDefault},
 		{"failsafe-go", setupFailsafeBreaker},
@@ -155,6 +158,53 @@ func breakerCases() []benchCase {
 
 func BenchmarkBreaker(b *testing.B)         { runCases(b, breakerCases(), false) }
 func BenchmarkBreakerParallel(b *testing.B) { runCases(b, breakerCases(), true) }
+
+// setupBulwarkBreaker: Allow, the call, Record. Slow-call detection is off (the default), so the
+// latency is not needed and the caller passes 0.
+func setupBulwarkBreaker(b *testing.B) func() func() {
+	cb, err := circuit.New(circuit.Config{Name: "bench"})
+	check(b, err)
+	return same(func() {
+		p, err := cb.Allow()
+		if err != nil {
+			b.Fatal("bulwark circuit:", err)
+		}
+		r, err := work()
+		if err != nil {
+			p.Record(circuit.Failure, 0)
+		} else {
+			p.Record(circuit.Success, 0)
+		}
+		if r != 42 {
+			b.Fatal("bulwark circuit: bad result", r)
+		}
+	})
+}
+
+// setupBulwarkBreakerTimed also measures the call (monotonic clock) and passes the latency, as a
+// caller with slow-call detection on would.
+func setupBulwarkBreakerTimed(b *testing.B) func() func() {
+	cb, err := circuit.New(circuit.Config{Name: "bench", SlowCallDuration: time.Second, SlowCallRatio: 1})
+	check(b, err)
+	origin := time.Now()
+	return same(func() {
+		p, err := cb.Allow()
+		if err != nil {
+			b.Fatal("bulwark circuit:", err)
+		}
+		start := time.Since(origin)
+		r, err := work()
+		d := time.Since(origin) - start
+		if err != nil {
+			p.Record(circuit.Failure, d)
+		} else {
+			p.Record(circuit.Success, d)
+		}
+		if r != 42 {
+			b.Fatal("bulwark circuit: bad result", r)
+		}
+	})
+}
 
 // setupGobreakerRolling uses gobreaker v2's rolling window (10 s in 1 s buckets), the same shape
 // as bulwark's default window.
