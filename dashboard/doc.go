@@ -1,0 +1,110 @@
+// Package dashboard publishes a command.Registry as a Hystrix-compatible
+// hystrix.stream (Server-Sent Events) and serves a live browser dashboard
+// that reads it. Both are plain http.Handlers: mount them in any mux, on the
+// address you choose (loopback is the safe default), next to the service.
+//
+//	reg := command.NewRegistry(command.RegistryConfig{})
+//	// ... groups and commands ...
+//	h, err := dashboard.New(reg, dashboard.Config{})
+//	if err != nil { ... }
+//	mux := http.NewServeMux()
+//	mux.Handle("/ops/", http.StripPrefix("/ops", h)) // page at /ops/, stream at /ops/hystrix.stream
+//	log.Fatal(http.ListenAndServe("127.0.0.1:7979", mux))
+//
+// NewStream and NewPage build the two halves apart, for a page in one place
+// and a stream in another (PageConfig.StreamURL tells the page where to
+// look). The stream reads its data through Source, which *command.Registry
+// satisfies; nothing in this package changes the registry.
+//
+// # The stream
+//
+// A client gets text/event-stream with the headers Hystrix sends. Every
+// interval (500 ms, or ?delay=<ms> clamped to [Config.MinInterval,
+// Config.MaxInterval]; a delay that is not a positive whole number is
+// answered 400) it receives, each as "data: <json>" and a blank line, with no
+// event name:
+//   - one HystrixCommand event per command, with all 48 keys of Hystrix 1.5;
+//   - one HystrixThreadPool event per group isolated by a goroutine pool, with
+//     all 17 keys (semaphore groups have none, as in Hystrix);
+//   - one BulwarkCommand event per command and one BulwarkGroup event per
+//     group: bulwark's own data (breaker state and mode, time in state, last
+//     transitions with their reasons and wall times, half-open progress,
+//     backed-off open duration, retry-after, ramp-up share, slow ratio,
+//     degraded rate, detached executions, in-flight calls). Hystrix tools
+//     ignore event types they do not know;
+//   - then "ping: " and a blank line, a field EventSource ignores, which makes
+//     a dead connection show.
+//
+// More than Config.MaxClients connections at once (default 5, like Hystrix)
+// are answered 503.
+//
+// # One snapshot per tick, whatever the number of clients
+//
+// Clients that ask for the same delay share one hub goroutine. It starts
+// with the first such client, takes one Source snapshot per tick, encodes it
+// once into one frame and offers that frame to each client's mailbox, which
+// holds only the newest frame; it stops when the last client leaves, and the
+// handler of that client waits for it, so no goroutine outlives the stream's
+// handlers. Each client writes from its own handler goroutine: a slow client
+// skips the frames it had no time for, and a client that does not take a
+// frame within Config.WriteTimeout (http.ResponseController's write
+// deadline) is disconnected. Neither ever blocks the hub, the other clients
+// or the commands. A client that disconnects is noticed through its request
+// context. The stream sets its own write deadlines, so a server's
+// WriteTimeout does not cut it off.
+//
+// # How the Hystrix keys map to bulwark
+//
+// One deliberate difference: errorPercentage, errorCount and requestCount are
+// the command breaker's own health figures: FAILURE+TIMEOUT over
+// SUCCESS+FAILURE+TIMEOUT in its window. Hystrix counts thread-pool and
+// semaphore rejections as errors too; bulwark's breaker leaves its own
+// refusals out, since counting them would make the breaker trip itself, and
+// the stream reports the figure the breaker acts on. The rejections stay
+// visible in rollingCountThreadPoolRejected and rollingCountSemaphoreRejected.
+//
+// Other choices, where Hystrix has no exact equivalent:
+//   - isCircuitBreakerOpen is true while the command's calls are refused by
+//     a breaker: when the command's breaker or its group's breaker is open,
+//     half-open (only probes pass, as in Hystrix) or forced open. An
+//     observe-only breaker never refuses, so it reads false, and
+//     propertyValue_circuitBreakerEnabled is false for it. The native event
+//     carries each breaker's computed state.
+//   - propertyValue_circuitBreakerSleepWindowInMilliseconds is the open
+//     duration in force (after backoff); RequestVolumeThreshold and
+//     ErrorThresholdPercentage are the breaker's MinRequests and FailureRatio.
+//   - both timeout keys carry the command's timeout (0 when it has none);
+//     interruptOnTimeout is true, since a timed-out call's context is
+//     cancelled.
+//   - executionIsolationSemaphoreMaxConcurrentRequests is the group's bulkhead
+//     capacity (semaphore permits, or pool size) and
+//     fallbackIsolationSemaphoreMaxConcurrentRequests its fallback limit.
+//   - rollingCountCollapsedRequests, rollingCountEmit, rollingCountFallbackEmit
+//     and rollingCountResponsesFromCache are 0 (bulwark has no collapser, no
+//     observable commands and no request cache); requestCacheEnabled and
+//     requestLogEnabled are false; executionIsolationThreadPoolKeyOverride is
+//     null (the pool is always the group, given in threadPool); reportingHosts
+//     is 1.
+//   - thread-pool events: core, maximum and current pool size are the pool's
+//     size; largest is the highest number of busy workers since start;
+//     rollingCountThreadsExecuted counts the window's calls that ran
+//     (SUCCESS, FAILURE, TIMEOUT, BAD_REQUEST); currentTaskCount is completed
+//     plus active plus queued.
+//   - latencies are whole milliseconds, truncated; latencyExecute is the run
+//     time, latencyTotal the time the caller waited.
+//
+// # The page
+//
+// The page is embedded in the binary (no CDN, works offline). Per command it
+// shows a circle sized by request rate and coloured by health, a two-minute
+// sparkline, the window's counters, error %, the circuit state with its time
+// in state and last trip reason, latency percentiles and the degraded rate;
+// per group, the bulkhead's active, queued, size, rejected and detached
+// counts and the group breaker. It sorts by error %, volume or name and
+// filters by name. Every name is inserted as text, never as HTML. Tiles
+// carry data-command, data-group and data-state attributes (and pool tiles
+// data-pool) for scripts and browser tests, e.g.
+// [data-command="GetUser"] .state. The page reconnects by itself and shows
+// a "reconnecting" badge while the stream is down. It offers no control
+// action: nothing on it can change a breaker.
+package dashboard

@@ -1,0 +1,77 @@
+package dashboard
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/bulwark-go/bulwark/command"
+)
+
+// Stream framing: each event is "data: " + compact JSON + a blank line, with
+// no event name, then a ping comment-like field that EventSource ignores.
+var (
+	dataPrefix = []byte("data: ")
+	ping       = []byte("ping: \n\n")
+)
+
+// encoder turns snapshots into frames. It keeps one event value of each kind
+// and reuses them (and their transition slices) from frame to frame; each
+// hub owns one, so it needs no lock.
+type encoder struct {
+	hc hystrixCommand
+	hp hystrixThreadPool
+	bc bulwarkCommand
+	bg bulwarkGroup
+}
+
+// encode writes every event of snap, in Hystrix's order (all commands, then
+// all thread pools), then bulwark's own events (commands, then groups), then
+// the ping. sizeHint is the previous frame's length.
+func (e *encoder) encode(snap command.Snapshot, sizeHint int) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(sizeHint + sizeHint/8 + len(ping))
+	enc := json.NewEncoder(&buf) // Encode appends '\n'; one more ends the event
+	event := func(v any) error {
+		buf.Write(dataPrefix)
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		buf.WriteByte('\n')
+		return nil
+	}
+	now := snap.Time.UnixMilli()
+	gs := snap.Groups
+	for i := range gs {
+		for j := range gs[i].Commands {
+			e.hc.fill(now, &gs[i], &gs[i].Commands[j])
+			if err := event(&e.hc); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for i := range gs {
+		if !isPool(&gs[i]) {
+			continue
+		}
+		e.hp.fill(now, &gs[i])
+		if err := event(&e.hp); err != nil {
+			return nil, err
+		}
+	}
+	for i := range gs {
+		for j := range gs[i].Commands {
+			e.bc.fill(now, &gs[i], &gs[i].Commands[j])
+			if err := event(&e.bc); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for i := range gs {
+		e.bg.fill(now, &gs[i])
+		if err := event(&e.bg); err != nil {
+			return nil, err
+		}
+	}
+	buf.Write(ping)
+	return buf.Bytes(), nil
+}

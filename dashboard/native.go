@@ -1,0 +1,171 @@
+package dashboard
+
+import (
+	"math"
+	"time"
+
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// transition is one breaker transition on the native events.
+type transition struct {
+	From           string  `json:"from"`
+	To             string  `json:"to"`
+	Reason         string  `json:"reason"`
+	At             int64   `json:"at"` // epoch ms
+	Requests       int64   `json:"requests"`
+	ErrorRatio     float64 `json:"errorRatio"`
+	SlowRatio      float64 `json:"slowRatio"`
+	OpenDurationMs int64   `json:"openDurationMs"`
+}
+
+// breaker is a breaker's state on the native events (flattened into them).
+type breaker struct {
+	State          string       `json:"state"`  // "closed", "open", "half-open" (effective)
+	Mode           string       `json:"mode"`   // "normal", "forced-open", "forced-closed", "observe-only"
+	Reason         string       `json:"reason"` // of the last transition; "" if none
+	TimeInStateMs  int64        `json:"timeInStateMs"`
+	OpenDurationMs int64        `json:"openDurationMs"` // current, backed-off open duration
+	RetryAfterMs   int64        `json:"retryAfterMs"`   // open: time left before half-open
+	Probes         int          `json:"probes"`         // half-open: probes in flight
+	ProbeSuccesses int          `json:"probeSuccesses"` // half-open: consecutive successes
+	ProbesNeeded   int          `json:"probesNeeded"`   // successes that close it
+	RampShare      float64      `json:"rampShare"`      // share admitted now; 1 when not ramping
+	HealthRequests int64        `json:"healthRequests"` // SUCCESS+FAILURE+TIMEOUT in the window
+	ErrorRatio     float64      `json:"errorRatio"`     // (FAILURE+TIMEOUT) / HealthRequests
+	SlowRatio      float64      `json:"slowRatio"`      // SLOW / HealthRequests
+	Transitions    []transition `json:"transitions"`    // the last few, oldest first
+}
+
+// fill sets b from s, placing transitions in wall time: the snapshot was
+// taken at epoch-ms now, s.Since after the newest transition.
+func (b *breaker) fill(now int64, s *circuit.Snapshot) {
+	ts := b.Transitions[:0]
+	if n := len(s.Transitions); n > 0 {
+		clock := s.Transitions[n-1].At + s.Since // the breaker's clock at the snapshot
+		for _, t := range s.Transitions {
+			ts = append(ts, transition{
+				From:           t.From.String(),
+				To:             t.To.String(),
+				Reason:         string(t.Reason),
+				At:             now - ms(clock-t.At),
+				Requests:       t.Health.Requests,
+				ErrorRatio:     ratio(t.Health.ErrorRatio),
+				SlowRatio:      ratio(t.Health.SlowRatio),
+				OpenDurationMs: ms(t.OpenDuration),
+			})
+		}
+	}
+	*b = breaker{
+		State:          s.State.String(),
+		Mode:           s.Mode.String(),
+		Reason:         string(s.LastReason),
+		TimeInStateMs:  ms(s.Since),
+		OpenDurationMs: ms(s.OpenDuration),
+		RetryAfterMs:   ms(s.RetryAfter),
+		Probes:         s.Probes,
+		ProbeSuccesses: s.ProbeSuccesses,
+		ProbesNeeded:   s.ProbesNeeded,
+		RampShare:      ratio(s.RampShare),
+		HealthRequests: s.Health.Requests,
+		ErrorRatio:     ratio(s.Health.ErrorRatio),
+		SlowRatio:      ratio(s.Health.SlowRatio),
+		Transitions:    ts,
+	}
+}
+
+// bulwarkCommand is the BulwarkCommand event: what the Hystrix event cannot
+// say about a command. Its breaker fields are the command's own breaker;
+// groupState and groupMode tell whether the group's breaker refuses too.
+type bulwarkCommand struct {
+	Type        string `json:"type"`
+	Name        string `json:"name"`
+	Group       string `json:"group"`
+	CurrentTime int64  `json:"currentTime"`
+	breaker
+	GroupState            string  `json:"groupState"`
+	GroupMode             string  `json:"groupMode"`
+	InFlight              int64   `json:"inFlight"`
+	DegradedRate          float64 `json:"degradedRate"` // FALLBACK_SUCCESS / calls in the window
+	RollingCountCancelled int64   `json:"rollingCountCancelled"`
+	RollingCountSlow      int64   `json:"rollingCountSlow"`
+	TimeoutMs             int64   `json:"timeoutMs"` // 0: no timeout
+	SlowCallDurationMs    int64   `json:"slowCallDurationMs"`
+}
+
+func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.CommandSnapshot) {
+	e.Type = TypeBulwarkCommand
+	e.Name = c.Name
+	e.Group = g.Name
+	e.CurrentTime = now
+	e.breaker.fill(now, &c.Breaker)
+	e.GroupState = g.Breaker.State.String()
+	e.GroupMode = g.Breaker.Mode.String()
+	e.InFlight = c.InFlight
+	e.DegradedRate = ratio(c.DegradedRate)
+	e.RollingCountCancelled = c.Metrics.Counts[metrics.Cancelled]
+	e.RollingCountSlow = c.Metrics.Counts[metrics.Slow]
+	e.TimeoutMs = timeoutMs(c.Timeout)
+	e.SlowCallDurationMs = ms(c.BreakerConfig.SlowCallDuration)
+}
+
+// bulwarkGroup is the BulwarkGroup event: a group's bulkhead (pool or
+// semaphore alike) and its group-level breaker.
+type bulwarkGroup struct {
+	Type            string `json:"type"`
+	Name            string `json:"name"`
+	CurrentTime     int64  `json:"currentTime"`
+	Strategy        string `json:"strategy"` // "THREAD" or "SEMAPHORE"
+	Capacity        int    `json:"capacity"`
+	QueueCapacity   int    `json:"queueCapacity"`
+	Active          int    `json:"active"`
+	Queued          int    `json:"queued"`
+	Detached        int    `json:"detached"` // timed out, still running in the pool
+	LargestActive   int    `json:"largestActive"`
+	Completed       int64  `json:"completed"` // since start
+	Rejected        int64  `json:"rejected"`  // since start
+	RollingRejected int64  `json:"rollingRejected"`
+	RollingExecuted int64  `json:"rollingExecuted"`
+	WindowMs        int64  `json:"windowMs"`
+	TimeoutMs       int64  `json:"timeoutMs"` // 0: no timeout
+	FallbackLimit   int    `json:"fallbackLimit"`
+	breaker
+}
+
+func (e *bulwarkGroup) fill(now int64, g *command.GroupSnapshot) {
+	b := &g.Bulkhead
+	counts := &g.Metrics.Counts
+	e.Type = TypeBulwarkGroup
+	e.Name = g.Name
+	e.CurrentTime = now
+	e.Strategy = g.Strategy
+	e.Capacity = b.Capacity
+	e.QueueCapacity = b.QueueCapacity
+	e.Active = b.Active
+	e.Queued = b.Queued
+	e.Detached = b.Detached
+	e.LargestActive = b.LargestActive
+	e.Completed = b.Completed
+	e.Rejected = b.Rejected
+	e.RollingRejected = counts[metrics.ThreadPoolRejected] + counts[metrics.SemaphoreRejected]
+	e.RollingExecuted = executed(counts)
+	e.WindowMs = ms(g.Metrics.Window.Length)
+	e.TimeoutMs = timeoutMs(g.Timeout)
+	e.FallbackLimit = g.FallbackLimit
+	e.breaker.fill(now, &g.Breaker)
+}
+
+// timeoutMs is a timeout in ms; a timeout that is off reads 0.
+func timeoutMs(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return ms(d)
+}
+
+// ratio keeps a ratio short on the wire (four decimals) and finite.
+func ratio(x float64) float64 {
+	return math.Round(finite(x)*1e4) / 1e4
+}
