@@ -1,0 +1,88 @@
+package circuit
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// The hot path: Allow + Record(Success) on a closed breaker. Each benchmark
+// reports its own baseline in the same run: the clock read the breaker pays
+// once per call (in Record).
+
+func benchBreaker(b *testing.B, clock metrics.Clock) *Breaker {
+	br, err := New(Config{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return br
+}
+
+func BenchmarkClockBaseline(b *testing.B) {
+	clock := metrics.SystemClock()
+	b.ReportAllocs()
+	var sink time.Duration
+	for b.Loop() {
+		sink += clock.Now()
+	}
+	_ = sink
+}
+
+func BenchmarkAllowRecord(b *testing.B) {
+	br := benchBreaker(b, metrics.SystemClock())
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := br.Allow()
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Record(Success, time.Millisecond)
+	}
+}
+
+// With a manual clock: the breaker's own cost, without the clock read.
+func BenchmarkAllowRecordManualClock(b *testing.B) {
+	br := benchBreaker(b, new(metrics.ManualClock))
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := br.Allow()
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Record(Success, time.Millisecond)
+	}
+}
+
+func BenchmarkAllowRecordParallel(b *testing.B) {
+	br := benchBreaker(b, metrics.SystemClock())
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			p, err := br.Allow()
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.Record(Success, time.Millisecond)
+		}
+	})
+}
+
+// Refusing while open: the cost every call pays during an outage.
+func BenchmarkAllowOpen(b *testing.B) {
+	br := benchBreaker(b, metrics.SystemClock())
+	for range 20 {
+		p, _ := br.Allow()
+		p.Record(Failure, time.Millisecond)
+	}
+	if br.State() != Open {
+		b.Fatal("breaker did not open")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := br.Allow(); err == nil {
+			b.Fatal("admitted")
+		}
+	}
+}
