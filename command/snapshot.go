@@ -1,0 +1,69 @@
+package command
+
+import (
+	"time"
+
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/isolation"
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// Snapshot describes every group and command of a Registry at one instant.
+// Registry.Snapshot builds it; the dashboard and stream read it.
+type Snapshot struct {
+	// Time is the wall-clock time the snapshot was taken.
+	Time time.Time
+	// Groups holds one entry per group, sorted by name.
+	Groups []GroupSnapshot
+}
+
+// GroupSnapshot describes one group: its bulkhead, its group-level breaker,
+// its pool metrics and its commands.
+type GroupSnapshot struct {
+	Name string
+	// Strategy is "THREAD" (goroutine pool) or "SEMAPHORE".
+	Strategy string
+	// Bulkhead holds the bulkhead's live gauges and counters.
+	Bulkhead isolation.Stats
+	// Timeout is the group's default timeout; NoTimeout when there is none.
+	Timeout time.Duration
+	// FallbackLimit is how many fallbacks of the group may run at once.
+	FallbackLimit int
+
+	// Breaker is the group-level breaker's state; BreakerConfig its
+	// effective configuration.
+	Breaker       circuit.Snapshot
+	BreakerConfig circuit.Config
+
+	// Metrics is the group's rolling window: every event of every command
+	// of the group, and in Max the largest number of calls running at once
+	// (Hystrix's rollingMaxActiveThreads).
+	Metrics metrics.Snapshot
+
+	// Commands holds one entry per command name seen in the group (or
+	// declared in GroupConfig.Commands), sorted by name.
+	Commands []CommandSnapshot
+}
+
+// CommandSnapshot describes one command (a command name within a group).
+type CommandSnapshot struct {
+	Name, Group string
+	// InFlight is the number of calls of this command executing now (from
+	// admission until Execute returns).
+	InFlight int64
+	// Timeout is the command's default timeout; NoTimeout when there is none.
+	Timeout time.Duration
+
+	// Breaker is the command's own breaker; BreakerConfig its effective
+	// configuration.
+	Breaker       circuit.Snapshot
+	BreakerConfig circuit.Config
+
+	// Metrics is the command's rolling window, with run and total latency.
+	Metrics metrics.Snapshot
+
+	// DegradedRate is the share of the window's calls answered with a
+	// fallback value: FALLBACK_SUCCESS / primary outcomes (0 when the
+	// window is empty).
+	DegradedRate float64
+}
