@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// sample is one benchmark case with all its runs (-count).
+type sample struct {
+	group  string // benchmark function without "Benchmark", e.g. "CommandParallel"
+	name   string // sub-benchmark, e.g. "hystrix-go"
+	ns     []float64
+	bytes  []float64
+	allocs []float64
+}
+
+func (s *sample) medianNs() float64     { return median(s.ns) }
+func (s *sample) medianBytes() float64  { return median(s.bytes) }
+func (s *sample) medianAllocs() float64 { return median(s.allocs) }
+
+// results holds the parsed samples in the order they first appeared.
+type results struct {
+	order []*sample
+	byKey map[string]*sample
+}
+
+func (r *results) get(group, name string) *sample { return r.byKey[group+"/"+name] }
+
+// inGroup returns the samples of one group in order.
+func (r *results) inGroup(group string) []*sample {
+	var out []*sample
+	for _, s := range r.order {
+		if s.group == group {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// benchLine matches e.g. "BenchmarkCommand/hystrix-go-2   57104   6185 ns/op   1377 B/op   24 allocs/op".
+var benchLine = regexp.MustCompile(`^Benchmark([^/\s]+)/(\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op(.*)$`)
+
+var (
+	bytesField  = regexp.MustCompile(`([\d.]+) B/op`)
+	allocsField = regexp.MustCompile(`([\d.]+) allocs/op`)
+)
+
+// parse reads `go test -bench` output.
+func parse(in io.Reader) (*results, error) {
+	r := &results{byKey: map[string]*sample{}}
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		m := benchLine.FindStringSubmatch(strings.TrimSpace(sc.Text()))
+		if m == nil {
+			continue
+		}
+		ns, err := strconv.ParseFloat(m[3], 64)
+		if err != nil {
+			return nil, err
+		}
+		key := m[1] + "/" + m[2]
+		s := r.byKey[key]
+		if s == nil {
+			s = &sample{group: m[1], name: m[2]}
+			r.byKey[key] = s
+			r.order = append(r.order, s)
+		}
+		s.ns = append(s.ns, ns)
+		if f := bytesField.FindStringSubmatch(m[4]); f != nil {
+			v, _ := strconv.ParseFloat(f[1], 64)
+			s.bytes = append(s.bytes, v)
+		}
+		if f := allocsField.FindStringSubmatch(m[4]); f != nil {
+			v, _ := strconv.ParseFloat(f[1], 64)
+			s.allocs = append(s.allocs, v)
+		}
+	}
+	return r, sc.Err()
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}

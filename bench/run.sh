@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Runs every bulwark benchmark against its peers and writes the results.
+#
+#   ./run.sh          full run (about 5 minutes on 2 cores): overhead benchmarks (-count=5),
+#                     timeout path, live-service protection; writes RESULTS.md and overhead.svg
+#                     beside this script, and prints everything it writes.
+#   ./run.sh -quick   smoke run for CI (under a minute): every program once, short phases;
+#                     writes into a temp dir and leaves RESULTS.md and overhead.svg alone.
+#
+# Environment: COUNT and BENCHTIME override the benchmark repetitions and time per run.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+quick=0
+if [ "${1:-}" = "-quick" ]; then quick=1; fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/bulwark-bench.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+if [ "$quick" = 1 ]; then
+	count=${COUNT:-1}
+	benchtime=${BENCHTIME:-1x}
+	flag=-quick
+	out=$tmp/RESULTS.md
+	svg=$tmp/overhead.svg
+else
+	count=${COUNT:-5}
+	benchtime=${BENCHTIME:-500ms}
+	flag=
+	out=RESULTS.md
+	svg=overhead.svg
+fi
+
+bench_cmd="go test -run='^\$' -bench=. -benchmem -count=$count -benchtime=$benchtime ."
+prof_cmd="go test -run='^\$' -bench='^BenchmarkCommand\$/^bulwark-NAME\$' -benchtime=$benchtime -cpuprofile=NAME.out -o bench.test . && go tool pprof -top -nodecount=20 bench.test NAME.out  # NAME: semaphore, pool"
+timeouts_cmd="go run ./cmd/timeouts $flag"
+protect_cmd="go run ./cmd/protect $flag"
+report_cmd="go run ./cmd/report -in bench.txt -svg overhead.svg"
+
+echo "== go vet ./..." >&2
+go vet ./...
+
+echo "== overhead benchmarks: $bench_cmd" >&2
+eval "$bench_cmd" | tee "$tmp/bench.txt" >&2
+
+echo "== CPU profiles of the bulwark commands" >&2
+for name in semaphore pool; do
+	{
+		echo "### bulwark-$name"
+		go test -run='^$' -bench="^BenchmarkCommand\$/^bulwark-$name\$" -benchtime="$benchtime" \
+			-cpuprofile="$tmp/$name.out" -o "$tmp/bench.test" . | grep '^Benchmark' || echo "(no such benchmark)"
+		if [ -s "$tmp/$name.out" ]; then
+			go tool pprof -top -nodecount=20 "$tmp/bench.test" "$tmp/$name.out" 2>/dev/null
+		fi
+		echo
+	} >>"$tmp/profile.txt"
+done
+
+echo "== timeout path: $timeouts_cmd" >&2
+go run ./cmd/timeouts $flag >"$tmp/timeouts.md"
+
+echo "== protection: $protect_cmd" >&2
+go run ./cmd/protect $flag >"$tmp/protect.md"
+
+machine_cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+subtitle="$(nproc) cores, $machine_cpu, $(go env GOVERSION), -count=$count -benchtime=$benchtime; bars: serial (top) and b.RunParallel (bottom)"
+go run ./cmd/report -in "$tmp/bench.txt" -svg "$svg" -subtitle "$subtitle" >"$tmp/overhead.md"
+
+rev=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git -C .. status --porcelain 2>/dev/null | grep -v ' bench/RESULTS.md$' | grep -v ' bench/overhead.svg$' || true)" ]; then
+	rev="$rev (work tree has uncommitted changes)"
+fi
+
+{
+	echo "# bulwark benchmark results"
+	echo
+	echo "Written by \`bench/run.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC') at bulwark commit $rev."
+	echo "Absolute numbers drift between machines and runs; compare ratios within this run."
+	echo
+	echo "## Machine"
+	echo
+	echo "- nproc: $(nproc)"
+	echo "- CPU: $machine_cpu"
+	echo "- Go: $(go version)"
+	echo "- OS: $(uname -sr)"
+	echo "- Peers (bench/go.mod):"
+	go list -m github.com/afex/hystrix-go github.com/failsafe-go/failsafe-go github.com/sony/gobreaker/v2 \
+		github.com/alibaba/sentinel-golang github.com/panjf2000/ants/v2 golang.org/x/sync | sed 's/^/  - /'
+	echo
+	echo "## Commands (run in bench/)"
+	echo
+	echo '```'
+	echo "./run.sh $flag"
+	echo "# which runs:"
+	echo "go vet ./..."
+	echo "$bench_cmd > bench.txt"
+	echo "$prof_cmd"
+	echo "$timeouts_cmd"
+	echo "$protect_cmd"
+	echo "$report_cmd"
+	echo '```'
+	echo
+	echo "## Overhead of a protected call"
+	echo
+	echo "Trivial protected function; every breaker configured never to trip and every bulkhead never"
+	echo "to reject, so this is the success path. Serial = one goroutine; parallel = b.RunParallel with"
+	echo "GOMAXPROCS goroutines (ns/op is wall time per call across all goroutines). Medians of $count runs."
+	echo
+	echo "![overhead chart](overhead.svg)"
+	echo
+	cat "$tmp/overhead.md"
+	echo "<details><summary>CPU profiles of the bulwark semaphore and pool commands (serial)</summary>"
+	echo
+	echo '```'
+	cat "$tmp/profile.txt"
+	echo '```'
+	echo "</details>"
+	echo
+	echo "## Timeout path"
+	echo
+	cat "$tmp/timeouts.md"
+	echo "## Protection of a live service"
+	echo
+	cat "$tmp/protect.md"
+	echo "<details><summary>Raw benchmark output</summary>"
+	echo
+	echo '```'
+	cat "$tmp/bench.txt"
+	echo '```'
+	echo "</details>"
+} >"$out"
+
+cat "$out"
+echo >&2
+echo "== wrote $out and $svg" >&2
