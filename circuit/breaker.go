@@ -11,8 +11,9 @@ import (
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
-// ErrOpen is the error of every refusal: Allow returns it, or one of the
-// errors below that wrap it, so errors.Is(err, ErrOpen) holds for all.
+// ErrOpen is the error of every refusal: Allow returns it, or one of
+// ErrForcedOpen, ErrProbeLimit and ErrRampUp, which wrap it, so
+// errors.Is(err, ErrOpen) holds for all.
 var ErrOpen = errors.New("circuit: open")
 
 // Refusals more specific than ErrOpen. Each wraps ErrOpen.
@@ -74,7 +75,7 @@ func New(cfg Config) (*Breaker, error) {
 		cfg:     eff,
 		clock:   eff.Clock,
 		window:  window,
-		warmEnd: now + eff.WarmUp,
+		warmEnd: satAdd(now, eff.WarmUp),
 		slowOn:  eff.SlowCallDuration > 0,
 		backoff: max(eff.BackoffMultiplier, 1),
 		since:   now,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -216,6 +217,14 @@ func TestStalePermits(t *testing.T) {
 		assert.Equal(t, 1, r.b.Snapshot().Probes)
 		r.run("rs =half-open")
 		assert.Equal(t, 0, r.b.Snapshot().Probes)
+	})
+	// Regression: a late result of a probe from an earlier half-open state
+	// used to apply the due open→half-open transition itself (found by the
+	// model-based test).
+	t.Run("stale probe result does not move the state", func(t *testing.T) {
+		r := newRig(t, with(func(c *Config) { c.HalfOpenMaxWait = 500 * time.Millisecond }))
+		r.run("4*f +1s h +500ms =open +1s rf")
+		assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}, r.reasons())
 	})
 	t.Run("zero permit records nothing", func(t *testing.T) {
 		var p Permit
@@ -437,4 +446,41 @@ func TestAllowAndRecordDoNotAllocate(t *testing.T) {
 		}
 	})
 	assert.Zero(t, allocs)
+}
+
+func TestPanickingOnTransitionLeavesBreakerUsable(t *testing.T) {
+	clock := new(metrics.ManualClock)
+	var got []Reason
+	b, err := New(Config{
+		MinRequests: 1, OpenDuration: time.Second, Clock: clock, Logger: slog.New(slog.DiscardHandler),
+		OnTransition: func(tr Transition) {
+			got = append(got, tr.Reason)
+			if tr.Reason == ReasonErrorRatio {
+				panic("callback bug")
+			}
+		},
+	})
+	require.NoError(t, err)
+	p, err := b.Allow()
+	require.NoError(t, err)
+	assert.PanicsWithValue(t, "callback bug", func() { p.Record(Failure, 0) })
+	assert.Equal(t, Open, b.State())
+	clock.Advance(time.Second)
+	assert.Equal(t, HalfOpen, b.State())
+	assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed}, got, "later transitions are still delivered")
+}
+
+func TestHugeDurationsDoNotOverflow(t *testing.T) {
+	r := newRig(t, with(func(c *Config) {
+		c.OpenDuration = math.MaxInt64 / 2
+		c.BackoffMultiplier = 4
+		c.MaxOpenDuration = math.MaxInt64
+		c.WarmUp = time.Hour
+	}))
+	assert.Equal(t, time.Duration(math.MaxInt64), r.b.Config().HalfOpenMaxWait, "2 × OpenDuration saturates")
+	r.clock.Set(math.MaxInt64 / 4 * 3) // now + OpenDuration is past the largest Duration
+	r.run("4*f =open +1h =open x")
+	s := r.b.Snapshot()
+	assert.Equal(t, time.Duration(math.MaxInt64/2), s.OpenDuration)
+	assert.Positive(t, s.RetryAfter)
 }

@@ -112,7 +112,8 @@ type Config struct {
 
 	// OnTransition, if set, is called once per transition, in order, never
 	// concurrently with itself, and never while the breaker holds its lock
-	// (it may call the breaker's methods).
+	// (it may call the breaker's methods). A panic in it goes up to the
+	// call (Allow, Record, SetMode...) that delivered the transition.
 	OnTransition func(Transition)
 
 	// Logger receives one Info record per transition. Default slog.Default().
@@ -230,4 +231,13 @@ func satMul(d time.Duration, f float64) time.Duration {
 		return math.MaxInt64
 	}
 	return time.Duration(p)
+}
+
+// satAdd returns t + d for d >= 0, saturating at the largest Duration: a
+// deadline too far away to overflow into the past.
+func satAdd(t, d time.Duration) time.Duration {
+	if t > 0 && d > math.MaxInt64-t {
+		return math.MaxInt64
+	}
+	return t + d
 }

@@ -1,7 +1,6 @@
 package circuit
 
 import (
-	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -145,6 +144,3 @@ var (
 	}
 	outcomeByName = map[string]Outcome{"s": Success, "w": Success, "f": Failure, "t": Timeout, "i": Ignored}
 )
-
-// isRefusal reports whether err is one of the breaker's refusals.
-func isRefusal(err error) bool { return errors.Is(err, ErrOpen) }

@@ -76,10 +76,10 @@ func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason R
 		if from == HalfOpen && reason != ReasonForced {
 			b.openFor = min(satMul(b.openFor, b.backoff), b.cfg.MaxOpenDuration)
 		}
-		b.openUntil.Store(int64(now + b.openFor))
+		b.openUntil.Store(int64(satAdd(now, b.openFor)))
 	case HalfOpen:
 		b.successes = 0
-		b.halfOpenUntil.Store(int64(now + b.cfg.HalfOpenMaxWait))
+		b.halfOpenUntil.Store(int64(satAdd(now, b.cfg.HalfOpenMaxWait)))
 		b.probes.Store(uint64(gen) << genShift)
 	}
 	b.word.Store(uint64(makeWord(to, m, ramp, gen)))
@@ -102,13 +102,23 @@ func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason R
 
 // unlockAndEmit releases b.mu and then delivers queued transitions to the
 // logger and OnTransition. Deliveries are serialised and in order: if another
-// goroutine is already delivering, it picks up what this one queued.
+// goroutine is already delivering, it picks up what this one queued. If
+// OnTransition panics, the panic goes on up this goroutine and the breaker
+// stays usable: the next transition is delivered by whoever makes it.
 func (b *Breaker) unlockAndEmit() {
 	if b.emitting || len(b.pending) == 0 {
 		b.mu.Unlock()
 		return
 	}
 	b.emitting = true
+	finished := false
+	defer func() {
+		if !finished {
+			b.mu.Lock()
+			b.emitting = false
+			b.mu.Unlock()
+		}
+	}()
 	for len(b.pending) > 0 {
 		batch := b.pending
 		b.pending = nil
@@ -120,6 +130,7 @@ func (b *Breaker) unlockAndEmit() {
 	}
 	b.emitting = false
 	b.mu.Unlock()
+	finished = true
 }
 
 // report logs one transition and passes it to OnTransition. It runs without

@@ -24,7 +24,11 @@ func TestWithBreaker(t *testing.T) {
 		{"defaults", func(*Params) {}},
 		{"1000 qps", func(p *Params) { p.QPS = 1000 }},
 		{"ratio 0.25", func(p *Params) { p.FailureRatio = 0.25 }},
-		{"2 s window", func(p *Params) { p.Window = 2 * time.Second; p.OutageEnd = 8 * time.Second; p.Duration = 12 * time.Second }},
+		{"2 s window", func(p *Params) {
+			p.Window = 2 * time.Second
+			p.OutageEnd = 8 * time.Second
+			p.Duration = 12 * time.Second
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := DefaultParams()
