@@ -1,0 +1,137 @@
+package command
+
+import (
+	"context"
+	"math/bits"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// Runner is a command: the call to a dependency that Execute guards. T is
+// the command's result type. Run should honour ctx: it carries the call's
+// deadline and is cancelled when the caller gives up.
+type Runner[T any] interface {
+	Run(ctx context.Context) (T, error)
+}
+
+// Fallbacker is implemented by a command that can degrade: when Run fails,
+// times out, is rejected or short-circuited, Execute calls Fallback with the
+// caller's ctx and an *Error describing what happened, and serves the value
+// it returns (marked degraded in Info). A fallback must not call the failing
+// dependency. Returning an error that matches ErrFallbackMissing declines:
+// the call ends as if the command had no fallback.
+type Fallbacker[T any] interface {
+	Fallback(ctx context.Context, err error) (T, error)
+}
+
+// Namer is implemented by a command that names itself. Without it, a
+// command is named after its type ("getUser" for a getUser or *getUser).
+// Calls with the same name in a group share a breaker and metrics.
+type Namer interface {
+	Name() string
+}
+
+// Discarder is implemented by a command whose results hold resources (a
+// response body, a file). Execute calls Discard, once, with a value that Run
+// returned without error but that no caller will receive: the result of a
+// Run that finished after its deadline or after its caller left. In pool
+// mode Discard may run on the worker goroutine, after Execute returned.
+type Discarder[T any] interface {
+	Discard(v T)
+}
+
+// NoTimeout, as GroupConfig.Timeout, CommandConfig.Timeout or WithTimeout,
+// disables the timeout: Run gets the caller's ctx as is and no timer is
+// created.
+const NoTimeout time.Duration = -1
+
+// Option adjusts one call of Execute. Build it with WithTimeout or WithName;
+// it is a small value and costs no allocation.
+type Option struct {
+	timeout time.Duration
+	name    string
+}
+
+// WithTimeout overrides the command's timeout for this call. NoTimeout
+// disables it; zero keeps the default. Any other negative value makes the
+// call fail with a BAD_REQUEST error wrapping ErrInvalidConfig.
+func WithTimeout(d time.Duration) Option { return Option{timeout: d} }
+
+// WithName names the command for this call, overriding Namer and the type
+// name; an empty name keeps the default. Each distinct name gets its own
+// breaker and metrics, so names must come from a small fixed set, never
+// from request data.
+func WithName(name string) Option { return Option{name: name} }
+
+// Info tells what happened during one call of ExecuteInfo.
+type Info struct {
+	// Command and Group name the command and its group.
+	Command, Group string
+	// Event is the call's primary outcome: Success, Failure, Timeout,
+	// BadRequest, ShortCircuited, ThreadPoolRejected, SemaphoreRejected or
+	// Cancelled.
+	Event metrics.Event
+	// Events holds every event the call emitted: the primary outcome, Slow,
+	// one fallback event if a fallback was considered, and ExceptionThrown
+	// if the caller got an error.
+	Events EventSet
+	// Degraded is true when the value returned is a fallback's, never
+	// otherwise; Reason then says why the primary path failed, as the lower
+	// case event name ("timeout", "short_circuited", ...).
+	Degraded bool
+	Reason   string
+	// Latency is the time the call took as the caller saw it, fallback
+	// included. RunLatency is the time Run took, or zero when Run did not
+	// return before the caller was answered (rejected, short-circuited,
+	// detached after a timeout in pool mode).
+	Latency, RunLatency time.Duration
+}
+
+// EventSet is a set of events, one bit per metrics.Event.
+type EventSet uint32
+
+// Has reports whether e is in the set.
+func (s EventSet) Has(e metrics.Event) bool { return s&(1<<e) != 0 }
+
+// Len returns the number of events in the set.
+func (s EventSet) Len() int { return bits.OnesCount32(uint32(s)) }
+
+// String lists the events in event order, joined by "|", such as
+// "TIMEOUT|FALLBACK_SUCCESS".
+func (s EventSet) String() string {
+	var b strings.Builder
+	for e := range metrics.NumEvents {
+		if s.Has(e) {
+			if b.Len() > 0 {
+				b.WriteByte('|')
+			}
+			b.WriteString(e.String())
+		}
+	}
+	return b.String()
+}
+
+func (s *EventSet) add(e metrics.Event) { *s |= 1 << e }
+
+// reasons holds Info.Reason per primary outcome, computed once.
+var reasons = func() (r [metrics.NumEvents]string) {
+	for e := range metrics.NumEvents {
+		r[e] = strings.ToLower(e.String())
+	}
+	return r
+}()
+
+// typeName returns the default name of a command of type t: its type name
+// without package or pointer.
+func typeName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer && t.Name() == "" {
+		t = t.Elem()
+	}
+	if n := t.Name(); n != "" {
+		return n
+	}
+	return t.String()
+}

@@ -1,0 +1,141 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/isolation"
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// Errors that Execute's errors match with errors.Is. Each also matches the
+// error of the layer it comes from, so callers may test either.
+var (
+	// ErrShortCircuited: a breaker (the group's or the command's) refused
+	// the call. Also matches circuit.ErrOpen.
+	ErrShortCircuited error = &kindError{"command: short-circuited", circuit.ErrOpen}
+	// ErrTimeout: Run did not finish within the timeout. Also matches
+	// context.DeadlineExceeded.
+	ErrTimeout error = &kindError{"command: timeout", context.DeadlineExceeded}
+	// ErrRejected: the bulkhead was full (pool and queue, or semaphore) or
+	// closed. Also matches isolation.ErrRejected.
+	ErrRejected error = &kindError{"command: rejected", isolation.ErrRejected}
+	// ErrFallbackRejected: a fallback was needed but the group's fallback
+	// limit was reached.
+	ErrFallbackRejected = errors.New("command: fallback rejected")
+	// ErrFallbackMissing: a fallback was needed but the command has none
+	// (or embeds NoFallback, or its Fallback declined).
+	ErrFallbackMissing = errors.New("command: no fallback")
+	// ErrInvalidConfig is wrapped by every configuration error of this
+	// package; the message names the field and the value.
+	ErrInvalidConfig = errors.New("command: invalid config")
+)
+
+// kindError is a sentinel that also matches the lower layer's sentinel.
+type kindError struct {
+	msg  string
+	base error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.base }
+
+// Error is the error Execute returns when a call produced no value: its
+// primary outcome was FAILURE, TIMEOUT, SHORT_CIRCUITED, *_REJECTED or
+// CANCELLED and no fallback value was served. (A BAD_REQUEST error is
+// returned exactly as Run returned it.)
+//
+// errors.Is matches the outcome's sentinel (ErrTimeout, ErrShortCircuited,
+// ErrRejected; the context's error for CANCELLED), the cause and the
+// fallback's error; errors.As reaches Run's own error (or the
+// *isolation.PanicError of a panic) through Err.
+type Error struct {
+	// Group and Command name the call.
+	Group, Command string
+	// Event is the primary outcome.
+	Event metrics.Event
+	// Err is the cause: Run's error (an *isolation.PanicError if it
+	// panicked), the breaker's refusal, the bulkhead's error, or the
+	// context's error.
+	Err error
+	// FallbackErr says why no fallback value was served: ErrFallbackMissing,
+	// ErrFallbackRejected, or the fallback's own error. It is nil for
+	// CANCELLED, which never falls back.
+	FallbackErr error
+
+	kind    error            // ErrTimeout, ErrShortCircuited, ErrRejected, a context error, or nil
+	refuser *circuit.Breaker // the breaker that refused a SHORT_CIRCUITED call
+}
+
+// RetryAfter returns, for a SHORT_CIRCUITED call, how long until the breaker
+// that refused it lets a probe through: its remaining open time, read now.
+// It returns 0 for other outcomes and for a breaker that is not simply open
+// (half-open with its probes out, forced open, shedding during ramp-up).
+func (e *Error) RetryAfter() time.Duration {
+	if e.refuser == nil {
+		return 0
+	}
+	return e.refuser.Snapshot().RetryAfter
+}
+
+// Error returns a message naming the command, the outcome, the cause and
+// the fallback's error.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("command ")
+	b.WriteString(e.Group)
+	b.WriteByte('/')
+	b.WriteString(e.Command)
+	b.WriteString(": ")
+	b.WriteString(reasons[e.Event])
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	if e.FallbackErr != nil {
+		b.WriteString(" (fallback: ")
+		b.WriteString(e.FallbackErr.Error())
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+// Unwrap returns the outcome's sentinel, the cause and the fallback's error,
+// skipping those that are nil.
+func (e *Error) Unwrap() []error {
+	errs := make([]error, 0, 3)
+	for _, err := range [...]error{e.kind, e.Err, e.FallbackErr} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// badRequest marks an error as the caller's fault.
+type badRequest struct{ err error }
+
+func (b *badRequest) Error() string { return b.err.Error() }
+func (b *badRequest) Unwrap() error { return b.err }
+
+// BadRequest marks err as the caller's fault (invalid input, not found, ...):
+// returned from Run, it makes the call a BAD_REQUEST, which is returned to
+// the caller as is, never falls back and is not counted against the
+// dependency's health. errors.Is and errors.As see through the mark to err.
+// BadRequest(nil) returns nil.
+func BadRequest(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &badRequest{err}
+}
+
+// IsBadRequest reports whether err, or an error it wraps, was marked by
+// BadRequest.
+func IsBadRequest(err error) bool {
+	var b *badRequest
+	return errors.As(err, &b)
+}

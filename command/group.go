@@ -1,0 +1,439 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/isolation"
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// Defaults of GroupConfig, after Hystrix.
+const (
+	DefaultTimeout       = time.Second // execution.isolation.thread.timeoutInMilliseconds
+	DefaultMaxConcurrent = 10          // coreSize / maxConcurrentRequests
+	DefaultFallbackLimit = 10          // fallback.isolation.semaphore.maxConcurrentRequests
+)
+
+// Strategy is how a group isolates its calls.
+type Strategy uint8
+
+// The strategies. The zero value is Thread, Hystrix's default.
+const (
+	// Thread runs each call on a worker of the group's goroutine pool
+	// (isolation.Pool). At the deadline the caller is answered at once; a
+	// Run that ignores its context keeps its worker, not its caller.
+	Thread Strategy = iota
+	// Semaphore runs each call on the caller's goroutine under a counting
+	// semaphore (isolation.Semaphore). It is cheaper, but a Run that ignores
+	// its context keeps the caller past the deadline (the call then counts
+	// as TIMEOUT).
+	Semaphore
+)
+
+// String returns "THREAD" or "SEMAPHORE", as the Hystrix stream spells them.
+func (s Strategy) String() string {
+	switch s {
+	case Thread:
+		return isolation.StrategyThread
+	case Semaphore:
+		return isolation.StrategySemaphore
+	}
+	return fmt.Sprintf("Strategy(%d)", uint8(s))
+}
+
+// GroupConfig configures a group. The zero value of every field means its
+// documented default (Hystrix's), or "off" for an optional feature; a
+// negative or out-of-range value is an error from NewGroup.
+type GroupConfig struct {
+	// Strategy selects the bulkhead. Default Thread.
+	Strategy Strategy
+	// MaxConcurrent is how many calls may run at once: the pool size
+	// (Thread) or the number of permits (Semaphore). Default 10.
+	MaxConcurrent int
+	// QueueSize is how many calls may wait for a worker when all are busy
+	// (Thread only; must be 0 for Semaphore). Default 0: a call that finds
+	// every worker busy is rejected at once.
+	QueueSize int
+	// Timeout bounds each call (queue time included in Thread mode).
+	// Default 1 s; NoTimeout disables it.
+	Timeout time.Duration
+	// FallbackLimit is how many fallbacks of the group may run at once; a
+	// fallback beyond it is rejected (FALLBACK_REJECTION). Default 10.
+	FallbackLimit int
+	// Window is the rolling window of the group's and its commands' metrics.
+	// Default 10 s in 10 buckets (per field).
+	Window metrics.Window
+	// SlowCallDuration makes a success that took longer (Run time) emit a
+	// SLOW event besides SUCCESS. Default: CommandBreaker.SlowCallDuration,
+	// so the metrics count what the breaker judges; zero there too: off.
+	SlowCallDuration time.Duration
+	// Breaker configures the group-level breaker, which sees every call of
+	// the group. Name and, when nil, Clock and Logger are set by the group.
+	Breaker circuit.Config
+	// CommandBreaker is the template of each command's own breaker (one per
+	// command name). Name and, when nil, Clock and Logger are set by the
+	// group.
+	CommandBreaker circuit.Config
+	// IsBadRequest classifies errors returned by Run: true makes the call a
+	// BAD_REQUEST (returned as is, no fallback, not counted against health).
+	// Errors marked with BadRequest are bad requests whatever it says.
+	// Default: none besides the mark.
+	IsBadRequest func(err error) bool
+	// Commands declares commands with their own settings; they also show in
+	// snapshots before their first call. Other command names are created on
+	// first use with the group's settings.
+	Commands map[string]CommandConfig
+	// Logger receives the group's log records (panics in Run or Fallback).
+	// Default: the registry's logger.
+	Logger *slog.Logger
+}
+
+// CommandConfig holds the settings of one command name in a group.
+type CommandConfig struct {
+	// Timeout overrides the group's timeout for this command. Default: the
+	// group's; NoTimeout disables it.
+	Timeout time.Duration
+}
+
+// WithDefaults returns c with every zero field replaced by its default: the
+// effective configuration. Invalid values are left for Validate to report.
+// Logger stays nil when unset (the registry supplies it).
+func (c GroupConfig) WithDefaults() GroupConfig {
+	def := metrics.DefaultWindow()
+	if c.MaxConcurrent == 0 {
+		c.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.FallbackLimit == 0 {
+		c.FallbackLimit = DefaultFallbackLimit
+	}
+	if c.Window.Length == 0 {
+		c.Window.Length = def.Length
+	}
+	if c.Window.Buckets == 0 {
+		c.Window.Buckets = def.Buckets
+	}
+	if c.SlowCallDuration == 0 {
+		c.SlowCallDuration = c.CommandBreaker.SlowCallDuration
+	}
+	return c
+}
+
+// Validate reports the first invalid field of c, naming the field and its
+// value. The error wraps ErrInvalidConfig.
+func (c GroupConfig) Validate() error {
+	e := c.WithDefaults()
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	switch {
+	case e.Strategy > Semaphore:
+		return bad("Strategy %d is not a known strategy", c.Strategy)
+	case e.MaxConcurrent < 0:
+		return bad("MaxConcurrent %d must not be negative", c.MaxConcurrent)
+	case e.QueueSize < 0:
+		return bad("QueueSize %d must not be negative", c.QueueSize)
+	case e.QueueSize > 0 && e.Strategy == Semaphore:
+		return bad("QueueSize %d is set but Strategy is SEMAPHORE (no queue)", c.QueueSize)
+	case e.Timeout < 0 && e.Timeout != NoTimeout:
+		return bad("Timeout %v must not be negative (NoTimeout disables it)", c.Timeout)
+	case e.FallbackLimit < 0:
+		return bad("FallbackLimit %d must not be negative", c.FallbackLimit)
+	case e.SlowCallDuration < 0:
+		return bad("SlowCallDuration %v must not be negative", c.SlowCallDuration)
+	}
+	if err := e.Window.Validate(); err != nil {
+		return fmt.Errorf("%w: Window {Length: %v, Buckets: %d}: %w", ErrInvalidConfig, c.Window.Length, c.Window.Buckets, err)
+	}
+	if err := c.Breaker.Validate(); err != nil {
+		return fmt.Errorf("%w: Breaker: %w", ErrInvalidConfig, err)
+	}
+	if err := c.CommandBreaker.Validate(); err != nil {
+		return fmt.Errorf("%w: CommandBreaker: %w", ErrInvalidConfig, err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Commands)) {
+		switch t := c.Commands[name].Timeout; {
+		case name == "":
+			return bad("Commands: a command name must not be empty")
+		case t < 0 && t != NoTimeout:
+			return bad("Commands[%q].Timeout %v must not be negative (NoTimeout disables it)", name, t)
+		}
+	}
+	return nil
+}
+
+// Group is one dependency (Hystrix's thread-pool key): it owns the
+// bulkhead, a group-level breaker, the fallback limiter and the metrics of
+// its commands. Create it with Registry.NewGroup and pass it to Execute. A
+// Group is safe for concurrent use.
+type Group struct {
+	name     string
+	reg      *Registry
+	cfg      GroupConfig // effective
+	clock    metrics.Clock
+	logger   *slog.Logger
+	pool     *isolation.Pool      // Thread strategy
+	sem      *isolation.Semaphore // Semaphore strategy
+	fallback *isolation.Semaphore
+	breaker  *circuit.Breaker
+	metrics  *metrics.Rolling // every event of every command; Max: peak running
+	rejected metrics.Event    // ThreadPoolRejected or SemaphoreRejected
+	running  atomic.Int64     // Run calls in progress (detached ones included)
+	cmdCfg   circuit.Config   // CommandBreaker with Clock and Logger set
+
+	mu       sync.Mutex                   // serialises command creation and Close
+	commands atomic.Pointer[commandTable] // copy on write: lookups take no lock
+	closed   bool
+}
+
+// commandTable maps names (and default-named command types) to commands. It
+// is never modified once published.
+type commandTable struct {
+	byName map[string]*commandState
+	byType map[reflect.Type]*commandState
+}
+
+// commandState is one command name of a group: its breaker and metrics.
+type commandState struct {
+	name     string
+	group    *Group
+	timeout  time.Duration
+	breaker  *circuit.Breaker
+	metrics  *metrics.Rolling
+	inFlight atomic.Int64
+}
+
+func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
+	if name == "" {
+		return nil, fmt.Errorf("%w: group name must not be empty", ErrInvalidConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("group %q: %w", name, err)
+	}
+	cfg = cfg.WithDefaults()
+	if cfg.Logger == nil {
+		cfg.Logger = r.logger
+	}
+	g := &Group{name: name, reg: r, cfg: cfg, clock: r.clock, logger: cfg.Logger}
+	g.cmdCfg = g.breakerConfig(cfg.CommandBreaker, "")
+	var err error
+	if g.breaker, err = circuit.New(g.breakerConfig(cfg.Breaker, name)); err != nil {
+		return nil, err
+	}
+	if g.metrics, err = metrics.NewRolling(cfg.Window, false); err != nil {
+		return nil, err
+	}
+	if g.fallback, err = isolation.NewSemaphore(cfg.FallbackLimit); err != nil {
+		return nil, err
+	}
+	if cfg.Strategy == Semaphore {
+		g.rejected = metrics.SemaphoreRejected
+		g.sem, err = isolation.NewSemaphore(cfg.MaxConcurrent)
+	} else {
+		g.rejected = metrics.ThreadPoolRejected
+		g.pool, err = isolation.NewPool(isolation.PoolConfig{Size: cfg.MaxConcurrent, Queue: cfg.QueueSize, Logger: g.logger})
+	}
+	if err != nil {
+		return nil, err
+	}
+	g.commands.Store(&commandTable{})
+	return g, nil
+}
+
+// breakerConfig fills in what the group decides in a breaker config.
+func (g *Group) breakerConfig(c circuit.Config, name string) circuit.Config {
+	c.Name = name
+	if c.Clock == nil {
+		c.Clock = g.clock
+	}
+	if c.Logger == nil {
+		c.Logger = g.logger
+	}
+	return c
+}
+
+// Name returns the group's name.
+func (g *Group) Name() string { return g.name }
+
+// Config returns the group's effective configuration (defaults applied).
+func (g *Group) Config() GroupConfig { return g.cfg }
+
+// Breaker returns the group-level breaker, for instance to force it open or
+// closed with SetMode.
+func (g *Group) Breaker() *circuit.Breaker { return g.breaker }
+
+// CommandBreaker returns the breaker of the named command, and false if the
+// group has no command of that name yet.
+func (g *Group) CommandBreaker(name string) (*circuit.Breaker, bool) {
+	c := g.commands.Load().byName[name]
+	if c == nil {
+		return nil, false
+	}
+	return c.breaker, true
+}
+
+// command returns the command state for a call: by explicit name (WithName),
+// by Namer, or by the command's type. Lookups read an immutable table and
+// neither lock nor allocate; the first call of a new name creates it.
+func (g *Group) command(cmd any, name string) *commandState {
+	t := g.commands.Load()
+	if name == "" {
+		if n, ok := cmd.(Namer); ok {
+			name = n.Name()
+		}
+	}
+	if name != "" {
+		if c := t.byName[name]; c != nil {
+			return c
+		}
+		return g.addCommand(name, nil)
+	}
+	typ := reflect.TypeOf(cmd)
+	if c := t.byType[typ]; c != nil {
+		return c
+	}
+	return g.addCommand(typeName(typ), typ)
+}
+
+// addCommand returns the command of that name, creating it if needed, and
+// maps typ to it when typ is not nil.
+func (g *Group) addCommand(name string, typ reflect.Type) *commandState {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	old := g.commands.Load()
+	c := old.byName[name]
+	if c != nil && (typ == nil || old.byType[typ] != nil) {
+		return c
+	}
+	if c == nil {
+		c = g.newCommand(name)
+	}
+	next := &commandTable{byName: maps.Clone(old.byName), byType: maps.Clone(old.byType)}
+	if next.byName == nil {
+		next.byName = map[string]*commandState{}
+	}
+	next.byName[name] = c
+	if typ != nil {
+		if next.byType == nil {
+			next.byType = map[reflect.Type]*commandState{}
+		}
+		next.byType[typ] = c
+	}
+	g.commands.Store(next)
+	return c
+}
+
+// newCommand creates a command's breaker, metrics and exported gauges. The
+// configs were validated by NewGroup, so creation cannot fail; a go-metrics
+// name clash only costs the export and is logged.
+func (g *Group) newCommand(name string) *commandState {
+	c := &commandState{name: name, group: g, timeout: g.cfg.Timeout}
+	if cc, ok := g.cfg.Commands[name]; ok && cc.Timeout != 0 {
+		c.timeout = cc.Timeout
+	}
+	bc := g.cmdCfg
+	bc.Name = g.name + "/" + name
+	var err error
+	if c.breaker, err = circuit.New(bc); err != nil {
+		panic(fmt.Sprintf("command: breaker of validated config refused: %v", err))
+	}
+	if c.metrics, err = metrics.NewRolling(g.cfg.Window, true); err != nil {
+		panic(fmt.Sprintf("command: window of validated config refused: %v", err))
+	}
+	if !g.closed {
+		if err := g.reg.exportCommand(c); err != nil {
+			g.logger.Warn("bulwark: command metrics not exported", slog.String("group", g.name),
+				slog.String("command", name), slog.Any("error", err))
+		}
+	}
+	return c
+}
+
+// Close stops the group: it closes the bulkhead (waiting, until ctx ends,
+// for calls in progress), removes the group from its registry and its
+// metrics from the go-metrics registry. Calls made after Close are rejected
+// with an error matching ErrRejected and isolation.ErrClosed.
+func (g *Group) Close(ctx context.Context) error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	cmds := g.commands.Load()
+	g.mu.Unlock()
+
+	g.reg.remove(g, cmds)
+	return g.closeBulkhead(ctx)
+}
+
+// closeBulkhead closes the pool or semaphore; see Group.Close.
+func (g *Group) closeBulkhead(ctx context.Context) error {
+	var err error
+	if g.pool != nil {
+		err = g.pool.Close(ctx)
+	} else {
+		err = g.sem.Close(ctx)
+	}
+	if errors.Is(err, isolation.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// Snapshot describes the group and its commands now.
+func (g *Group) Snapshot() GroupSnapshot {
+	now := g.clock.Now()
+	s := GroupSnapshot{
+		Name:          g.name,
+		Strategy:      g.cfg.Strategy.String(),
+		Timeout:       g.cfg.Timeout,
+		FallbackLimit: g.cfg.FallbackLimit,
+		Breaker:       g.breaker.Snapshot(),
+		BreakerConfig: g.breaker.Config(),
+		Metrics:       g.metrics.Snapshot(now),
+	}
+	if g.pool != nil {
+		s.Bulkhead = g.pool.Stats()
+	} else {
+		s.Bulkhead = g.sem.Stats()
+	}
+	t := g.commands.Load()
+	s.Commands = make([]CommandSnapshot, 0, len(t.byName))
+	for _, name := range slices.Sorted(maps.Keys(t.byName)) {
+		s.Commands = append(s.Commands, t.byName[name].snapshot(now))
+	}
+	return s
+}
+
+func (c *commandState) snapshot(now time.Duration) CommandSnapshot {
+	s := CommandSnapshot{
+		Name:          c.name,
+		Group:         c.group.name,
+		InFlight:      c.inFlight.Load(),
+		Timeout:       c.timeout,
+		Breaker:       c.breaker.Snapshot(),
+		BreakerConfig: c.breaker.Config(),
+		Metrics:       c.metrics.Snapshot(now),
+	}
+	if calls := primaryCount(s.Metrics.Counts); calls > 0 {
+		s.DegradedRate = float64(s.Metrics.Counts[metrics.FallbackSuccess]) / float64(calls)
+	}
+	return s
+}
+
+// metricName joins go-metrics name parts with dots.
+func metricName(parts ...string) string { return strings.Join(parts, ".") }

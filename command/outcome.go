@@ -1,0 +1,122 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/isolation"
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// errDeadline is the cause of the contexts whose timeout Execute sets: it
+// tells our deadline from the caller's own cancellation or deadline.
+var errDeadline = errors.New("command: timeout")
+
+// primaries lists the primary outcomes: exactly one per call.
+var primaries = [...]metrics.Event{
+	metrics.Success, metrics.Failure, metrics.Timeout, metrics.BadRequest, metrics.ShortCircuited,
+	metrics.ThreadPoolRejected, metrics.SemaphoreRejected, metrics.Cancelled,
+}
+
+// primaryCount returns the number of calls in c: the sum of its primary
+// outcomes.
+func primaryCount(c metrics.Counts) int64 {
+	var n int64
+	for _, e := range primaries {
+		n += c[e]
+	}
+	return n
+}
+
+// fallsBack reports whether a call with primary outcome e tries a fallback.
+func fallsBack(e metrics.Event) bool {
+	switch e {
+	case metrics.Failure, metrics.Timeout, metrics.ShortCircuited,
+		metrics.ThreadPoolRejected, metrics.SemaphoreRejected:
+		return true
+	}
+	return false
+}
+
+// breakerOutcome maps a primary outcome to what the breakers count: only
+// calls that reached the dependency count; the rest release their permit.
+func breakerOutcome(e metrics.Event) circuit.Outcome {
+	switch e {
+	case metrics.Success:
+		return circuit.Success
+	case metrics.Failure:
+		return circuit.Failure
+	case metrics.Timeout:
+		return circuit.Timeout
+	}
+	return circuit.Ignored
+}
+
+// ended returns the outcome of a call whose run context ended: TIMEOUT when
+// our deadline ended it, CANCELLED when the caller's context did.
+func ended(runCtx context.Context) metrics.Event {
+	if context.Cause(runCtx) == errDeadline {
+		return metrics.Timeout
+	}
+	return metrics.Cancelled
+}
+
+// result is how the primary path of one call ended, before any fallback.
+type result struct {
+	event metrics.Event
+	err   error         // the cause when event is not Success
+	run   time.Duration // Run's latency; valid when ran
+	ran   bool          // Run returned before the caller was answered
+}
+
+// classify turns what the bulkhead and Run returned into the primary
+// outcome. berr is the bulkhead's error, runErr Run's (when berr is nil),
+// late reports that runCtx had ended when Run returned.
+func (g *Group) classify(runCtx context.Context, berr, runErr error, late bool) result {
+	switch {
+	case berr == nil && late:
+		return result{event: ended(runCtx), err: lateErr(runCtx, runErr), ran: true}
+	case berr == nil && runErr == nil:
+		return result{event: metrics.Success, ran: true}
+	case berr == nil:
+		if IsBadRequest(runErr) || (g.cfg.IsBadRequest != nil && g.cfg.IsBadRequest(runErr)) {
+			return result{event: metrics.BadRequest, err: runErr, ran: true}
+		}
+		return result{event: metrics.Failure, err: runErr, ran: true}
+	}
+	var pe *isolation.PanicError
+	switch {
+	case errors.As(berr, &pe):
+		return result{event: metrics.Failure, err: pe, ran: true}
+	case errors.Is(berr, isolation.ErrRejected), errors.Is(berr, isolation.ErrClosed):
+		return result{event: g.rejected, err: berr}
+	}
+	// ErrDetached or ErrDropped: the run context ended first.
+	return result{event: ended(runCtx), err: berr}
+}
+
+// lateErr is the cause of a call whose Run returned after runCtx ended:
+// Run's error if it returned one, else the context's.
+func lateErr(runCtx context.Context, runErr error) error {
+	if runErr != nil {
+		return runErr
+	}
+	return runCtx.Err()
+}
+
+// kindOf returns the sentinel an *Error of primary outcome e matches.
+func kindOf(ctx context.Context, e metrics.Event) error {
+	switch e {
+	case metrics.Timeout:
+		return ErrTimeout
+	case metrics.ShortCircuited:
+		return ErrShortCircuited
+	case metrics.ThreadPoolRejected, metrics.SemaphoreRejected:
+		return ErrRejected
+	case metrics.Cancelled:
+		return ctx.Err()
+	}
+	return nil
+}

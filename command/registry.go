@@ -1,0 +1,262 @@
+package command
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	gometrics "github.com/rcrowley/go-metrics"
+
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// RegistryConfig configures a Registry. Every field is optional.
+type RegistryConfig struct {
+	// Metrics receives the go-metrics gauges and counters of every group and
+	// command. Default: a new private go-metrics registry (see
+	// Registry.Metrics), never go-metrics' DefaultRegistry unless passed
+	// here.
+	Metrics gometrics.Registry
+	// Clock tells time to the metrics and, unless their config sets one, the
+	// breakers. Default metrics.SystemClock().
+	Clock metrics.Clock
+	// Logger is the default logger of groups and breakers. Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Registry holds the groups of an application: it creates them, exports
+// their metrics to go-metrics and snapshots them for dashboards. There is no
+// global registry: create one with NewRegistry and pass it around. A
+// Registry is safe for concurrent use.
+type Registry struct {
+	gm     gometrics.Registry
+	clock  metrics.Clock
+	logger *slog.Logger
+
+	mu     sync.RWMutex
+	groups map[string]*Group
+}
+
+// NewRegistry returns an empty registry configured by cfg.
+func NewRegistry(cfg RegistryConfig) *Registry {
+	r := &Registry{gm: cfg.Metrics, clock: cfg.Clock, logger: cfg.Logger, groups: map[string]*Group{}}
+	if r.gm == nil {
+		r.gm = gometrics.NewRegistry()
+	}
+	if r.clock == nil {
+		r.clock = metrics.SystemClock()
+	}
+	if r.logger == nil {
+		r.logger = slog.Default()
+	}
+	return r
+}
+
+// Metrics returns the go-metrics registry the groups and commands publish
+// into, for its reporters (gometrics.WriteOnce, WriteJSON, Graphite, ...).
+func (r *Registry) Metrics() gometrics.Registry { return r.gm }
+
+// NewGroup creates the group called name. The error wraps ErrInvalidConfig
+// and names the field when cfg is invalid or the name is empty or taken.
+func (r *Registry) NewGroup(name string, cfg GroupConfig) (*Group, error) {
+	g, _, err := r.group(name, cfg, false)
+	return g, err
+}
+
+// Group returns the group called name, and false if there is none.
+func (r *Registry) Group(name string) (*Group, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	g, ok := r.groups[name]
+	return g, ok
+}
+
+// group returns the group called name, creating it with cfg if there is none
+// (or failing if reuse is false and there is one). It reports whether the
+// group was created.
+func (r *Registry) group(name string, cfg GroupConfig, reuse bool) (*Group, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if g, ok := r.groups[name]; ok {
+		if reuse {
+			return g, false, nil
+		}
+		return nil, false, fmt.Errorf("%w: group %q already exists", ErrInvalidConfig, name)
+	}
+	g, err := newGroup(r, name, cfg)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := r.exportGroup(g); err != nil {
+		return nil, false, errors.Join(err, g.closeBulkhead(context.Background()))
+	}
+	r.groups[name] = g
+	for _, cmd := range slices.Sorted(maps.Keys(g.cfg.Commands)) {
+		g.addCommand(cmd, nil)
+	}
+	return g, true, nil
+}
+
+// remove forgets g and unregisters its metrics and those of cmds.
+func (r *Registry) remove(g *Group, cmds *commandTable) {
+	r.mu.Lock()
+	if r.groups[g.name] == g {
+		delete(r.groups, g.name)
+	}
+	r.mu.Unlock()
+	unregisterGroup(r.gm, g, cmds)
+}
+
+// Snapshot describes every group and command now, sorted by name. It reads
+// counters and histograms without stopping the executors; it is meant to be
+// called on a schedule (the stream does every 500 ms).
+func (r *Registry) Snapshot() Snapshot {
+	r.mu.RLock()
+	groups := make([]*Group, 0, len(r.groups))
+	for _, g := range r.groups {
+		groups = append(groups, g)
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(groups, func(a, b *Group) int { return cmp.Compare(a.name, b.name) })
+	s := Snapshot{Time: time.Now(), Groups: make([]GroupSnapshot, len(groups))}
+	for i, g := range groups {
+		s.Groups[i] = g.Snapshot()
+	}
+	return s
+}
+
+// Close closes every group (see Group.Close), waiting until ctx ends for
+// calls in progress, and returns their errors joined.
+func (r *Registry) Close(ctx context.Context) error {
+	r.mu.RLock()
+	groups := make([]*Group, 0, len(r.groups))
+	for _, g := range r.groups {
+		groups = append(groups, g)
+	}
+	r.mu.RUnlock()
+	var errs []error
+	for _, g := range groups {
+		if err := g.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("group %q: %w", g.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// go-metrics export. Names:
+//
+//	group.<group>.<metrics.Register names>       the group's window (rolling.*, cumulative.*, rolling.max)
+//	group.<group>.bulkhead.{active,queued,detached,capacity}   gauges
+//	group.<group>.bulkhead.{completed,rejected}  counters
+//	group.<group>.circuit.state                  gauge: 0 closed, 1 open, 2 half-open
+//	command.<group>.<command>.<metrics.Register names>  the command's window and latencies
+//	command.<group>.<command>.inflight           gauge
+//	command.<group>.<command>.circuit.state      gauge
+//	command.<group>.<command>.{calls,degraded}   counters: primary outcomes, FALLBACK_SUCCESS, since creation
+//
+// Every one reads the atomics the executor already keeps; nothing is
+// recorded through go-metrics.
+
+func groupPrefix(g *Group) string { return metricName("group", g.name) }
+
+func commandPrefix(c *commandState) string { return metricName("command", c.group.name, c.name) }
+
+// groupMetrics returns the group's metrics besides its window's, by name.
+func groupMetrics(g *Group) map[string]any {
+	p := groupPrefix(g)
+	stats := g.sem.Stats
+	if g.pool != nil {
+		stats = g.pool.Stats
+	}
+	return map[string]any{
+		p + ".bulkhead.active":    gometrics.NewFunctionalGauge(func() int64 { return int64(stats().Active) }),
+		p + ".bulkhead.queued":    gometrics.NewFunctionalGauge(func() int64 { return int64(stats().Queued) }),
+		p + ".bulkhead.detached":  gometrics.NewFunctionalGauge(func() int64 { return int64(stats().Detached) }),
+		p + ".bulkhead.capacity":  gometrics.NewFunctionalGauge(func() int64 { return int64(stats().Capacity) }),
+		p + ".bulkhead.completed": counterFunc(func() int64 { return stats().Completed }),
+		p + ".bulkhead.rejected":  counterFunc(func() int64 { return stats().Rejected }),
+		p + ".circuit.state":      gometrics.NewFunctionalGauge(func() int64 { return int64(g.breaker.State()) }),
+	}
+}
+
+// commandMetrics returns the command's metrics besides its window's, by name.
+func commandMetrics(c *commandState) map[string]any {
+	p := commandPrefix(c)
+	return map[string]any{
+		p + ".inflight":      gometrics.NewFunctionalGauge(c.inFlight.Load),
+		p + ".circuit.state": gometrics.NewFunctionalGauge(func() int64 { return int64(c.breaker.State()) }),
+		p + ".calls":         counterFunc(func() int64 { return primaryCount(c.metrics.Cumulative()) }),
+		p + ".degraded":      counterFunc(func() int64 { return c.metrics.Cumulative()[metrics.FallbackSuccess] }),
+	}
+}
+
+func (r *Registry) exportGroup(g *Group) error {
+	p := groupPrefix(g)
+	if err := metrics.Register(r.gm, p, func() metrics.Snapshot { return g.metrics.Snapshot(g.clock.Now()) }); err != nil {
+		return err
+	}
+	if err := registerAll(r.gm, groupMetrics(g)); err != nil {
+		metrics.Unregister(r.gm, p)
+		return err
+	}
+	return nil
+}
+
+func (r *Registry) exportCommand(c *commandState) error {
+	p := commandPrefix(c)
+	if err := metrics.Register(r.gm, p, func() metrics.Snapshot { return c.metrics.Snapshot(c.group.clock.Now()) }); err != nil {
+		return err
+	}
+	if err := registerAll(r.gm, commandMetrics(c)); err != nil {
+		metrics.Unregister(r.gm, p)
+		return err
+	}
+	return nil
+}
+
+// registerAll registers every metric of ms, or none: on a clash it removes
+// those it added and returns the error.
+func registerAll(reg gometrics.Registry, ms map[string]any) error {
+	var done []string
+	for _, name := range slices.Sorted(maps.Keys(ms)) {
+		if err := reg.Register(name, ms[name]); err != nil {
+			for _, n := range done {
+				reg.Unregister(n)
+			}
+			return fmt.Errorf("command: register %s: %w", name, err)
+		}
+		done = append(done, name)
+	}
+	return nil
+}
+
+// unregisterGroup removes the go-metrics of g and of its commands cmds.
+func unregisterGroup(reg gometrics.Registry, g *Group, cmds *commandTable) {
+	metrics.Unregister(reg, groupPrefix(g))
+	for name := range groupMetrics(g) {
+		reg.Unregister(name)
+	}
+	for _, c := range cmds.byName {
+		metrics.Unregister(reg, commandPrefix(c))
+		for name := range commandMetrics(c) {
+			reg.Unregister(name)
+		}
+	}
+}
+
+// counterFunc is a read-only go-metrics Counter over one of our counters.
+// Like go-metrics' own snapshots, it panics when asked to change.
+type counterFunc func() int64
+
+func (f counterFunc) Count() int64                { return f() }
+func (f counterFunc) Snapshot() gometrics.Counter { return gometrics.CounterSnapshot(f()) }
+func (counterFunc) Clear()                        { panic("command: Clear called on a read-only counter") }
+func (counterFunc) Inc(int64)                     { panic("command: Inc called on a read-only counter") }
+func (counterFunc) Dec(int64)                     { panic("command: Dec called on a read-only counter") }
