@@ -11,6 +11,7 @@ package bench
 //   - Baseline: what the pieces cost raw (direct call, semaphores, ants and go handoffs, clock).
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	sentinel "github.com/alibaba/sentinel-golang/api"
 	sentinelcb "github.com/alibaba/sentinel-golang/core/circuitbreaker"
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command"
 	"github.com/failsafe-go/failsafe-go"
 	"github.com/failsafe-go/failsafe-go/bulkhead"
 	"github.com/failsafe-go/failsafe-go/circuitbreaker"
@@ -93,6 +95,9 @@ func check(b *testing.B, err error) {
 
 func commandCases() []benchCase {
 	return []benchCase{
+		{"bulwark-semaphore", setupBulwark(command.Semaphore, command.NoTimeout)},
+		{"bulwark-semaphore-timeout", setupBulwark(command.Semaphore, longWait)},
+		{"bulwark-pool", setupBulwark(command.Thread, longWait)},
 		{"hystrix-go", setupHystrix},
 		{"failsafe-go", setupFailsafeComposed},
 	}
@@ -100,6 +105,33 @@ func commandCases() []benchCase {
 
 func BenchmarkCommand(b *testing.B)         { runCases(b, commandCases(), false) }
 func BenchmarkCommandParallel(b *testing.B) { runCases(b, commandCases(), true) }
+
+// nopCmd is the bulwark command around work.
+type nopCmd struct{}
+
+func (nopCmd) Run(context.Context) (int, error) { return work() }
+
+// setupBulwark creates a group with both breakers at their defaults (which a success never trips)
+// and a bulkhead that never fills: MaxConcurrent is the pool size (Thread) or the permits
+// (Semaphore).
+func setupBulwark(strategy command.Strategy, timeout time.Duration) func(b *testing.B) func() func() {
+	return func(b *testing.B) func() func() {
+		reg := command.NewRegistry(command.RegistryConfig{})
+		size := bigLimit
+		if strategy == command.Thread {
+			size = poolWorker
+		}
+		g, err := reg.NewGroup("bench", command.GroupConfig{Strategy: strategy, MaxConcurrent: size, Timeout: timeout})
+		check(b, err)
+		b.Cleanup(func() { check(b, reg.Close(context.Background())) })
+		ctx := context.Background()
+		return same(func() {
+			if r, err := command.Execute[int](ctx, g, nopCmd{}); err != nil || r != 42 {
+				b.Fatal("bulwark:", r, err)
+			}
+		})
+	}
+}
 
 // setupHystrix configures a hystrix-go command that never times out, trips or rejects. The result
 // travels through a captured variable, as hystrix-go's Do returns only an error.

@@ -1,3 +1,81 @@
 package main
 
-func bulwarkProtections() []func() protection { return nil }
+import (
+	"context"
+	"time"
+
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+func bulwarkProtections() []func() protection {
+	return []func() protection{bulwarkProtection}
+}
+
+// backendCmd is the bulwark command of one endpoint: Run calls the backend route; the embedded
+// Static answers the fallback.
+type backendCmd struct {
+	command.Static[struct{}]
+	name string
+	do   func(context.Context) error
+}
+
+func (c *backendCmd) Name() string { return c.name }
+
+func (c *backendCmd) Run(ctx context.Context) (struct{}, error) { return struct{}{}, c.do(ctx) }
+
+// bulwarkProtection: one group per endpoint (one per backend route): a goroutine pool of
+// bulkheadSize with no queue, the call timeout, group and command breakers with the common
+// settings, and a static fallback.
+func bulwarkProtection() protection {
+	reg := command.NewRegistry(command.RegistryConfig{})
+	window := metrics.Window{Length: breakerWindow, Buckets: 10}
+	breaker := circuit.Config{Window: window, MinRequests: minRequests, FailureRatio: failureRatio, OpenDuration: openDuration}
+	return protection{
+		name: "bulwark (pool)",
+		wrap: func(endpoint string, do func(context.Context) error) (call, error) {
+			g, err := reg.NewGroup(endpoint, command.GroupConfig{
+				Strategy:       command.Thread,
+				MaxConcurrent:  bulkheadSize,
+				Timeout:        callTimeout,
+				Window:         window,
+				Breaker:        breaker,
+				CommandBreaker: breaker,
+			})
+			if err != nil {
+				return nil, err
+			}
+			cmd := &backendCmd{name: endpoint, do: do}
+			return func(ctx context.Context) answer {
+				_, info, err := command.ExecuteInfo[struct{}](ctx, g, cmd)
+				if err != nil {
+					return answer{reason: reasonOf(info.Event), err: err}
+				}
+				if info.Degraded {
+					return answer{fallback: true, reason: reasonOf(info.Event)}
+				}
+				return answer{}
+			}, nil
+		},
+		closeAll: func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = reg.Close(ctx)
+		},
+	}
+}
+
+func reasonOf(e metrics.Event) string {
+	switch e {
+	case metrics.Success:
+		return ""
+	case metrics.ShortCircuited:
+		return reasonShortCircuit
+	case metrics.ThreadPoolRejected, metrics.SemaphoreRejected:
+		return reasonRejected
+	case metrics.Timeout:
+		return reasonTimeout
+	}
+	return reasonError
+}
