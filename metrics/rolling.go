@@ -73,8 +73,9 @@ func (r *Rolling) Window() Window { return r.window }
 // at returns the bucket for instant now, rotating it in if needed, or nil if
 // now is older than what the bucket's slot already holds.
 func (r *Rolling) at(now time.Duration) *bucket {
-	ep := int64(now) / r.width
-	b := &r.buckets[ep%int64(len(r.buckets))]
+	ep := r.epoch(now)
+	n := int64(len(r.buckets))
+	b := &r.buckets[(ep%n+n)%n]
 	if b.epoch.Load() == ep {
 		return b
 	}
@@ -134,6 +135,16 @@ func (r *Rolling) ObserveMax(now time.Duration, v int64) {
 	}
 }
 
+// epoch returns the number of the bucket interval holding now, rounding
+// down so that instants before the clock's origin work too.
+func (r *Rolling) epoch(now time.Duration) int64 {
+	ep := int64(now) / r.width
+	if now < 0 && int64(now)%r.width != 0 {
+		ep--
+	}
+	return ep
+}
+
 // live reports whether a bucket holding epoch ep lies in the window ending at
 // epoch cur.
 func (r *Rolling) live(ep, cur int64) bool {
@@ -144,7 +155,7 @@ func (r *Rolling) live(ep, cur int64) bool {
 // only counters, so it is cheap enough for a breaker to call on each failure.
 func (r *Rolling) Counts(now time.Duration) Counts {
 	var c Counts
-	cur := int64(now) / r.width
+	cur := r.epoch(now)
 	for i := range r.buckets {
 		b := &r.buckets[i]
 		if !r.live(b.epoch.Load(), cur) {
@@ -193,7 +204,7 @@ type Snapshot struct {
 // not per request.
 func (r *Rolling) Snapshot(now time.Duration) Snapshot {
 	s := Snapshot{Window: r.window, Cumulative: r.Cumulative()}
-	cur := int64(now) / r.width
+	cur := r.epoch(now)
 	var run, total *histAccumulator
 	if r.buckets[0].run != nil {
 		run, total = new(histAccumulator), new(histAccumulator)

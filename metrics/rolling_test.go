@@ -194,3 +194,17 @@ func TestRollingConcurrentRotation(t *testing.T) {
 	<-readerDone
 	assert.EqualValues(t, writers*per, r.Cumulative()[Success])
 }
+
+// Regression: a clock reading before its origin used to index the ring with a
+// negative number and panic.
+func TestRollingNegativeInstants(t *testing.T) {
+	r := newRing(t, true)
+	r.Add(-1500*time.Millisecond, Failure)
+	r.ObserveTotal(-1500*time.Millisecond, time.Millisecond)
+	r.Add(-50*time.Millisecond, Success)
+	c := r.Counts(-50 * time.Millisecond)
+	assert.EqualValues(t, 1, c[Success])
+	assert.Zero(t, c[Failure], "1.5 s before is outside a 1 s window")
+	assert.EqualValues(t, 1, r.Counts(0)[Success], "-50 ms is still inside the window at 0")
+	assert.Zero(t, r.Counts(time.Second)[Success])
+}
