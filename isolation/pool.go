@@ -1,0 +1,459 @@
+package isolation
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/ants/v2"
+)
+
+// DefaultPoolSize is the Pool size used when PoolConfig.Size is 0 (Hystrix's coreSize).
+const DefaultPoolSize = 10
+
+// maxCapacity bounds sizes and queue lengths, far above anything useful.
+const maxCapacity = math.MaxInt32
+
+// PoolConfig configures a Pool. The zero value is a pool of DefaultPoolSize workers and no
+// queue.
+type PoolConfig struct {
+	// Size is the number of calls that may run at once. 0 means DefaultPoolSize.
+	Size int
+	// Queue is the number of calls that may wait for a free worker. 0 means no queue: a call
+	// that finds every worker busy is rejected at once.
+	Queue int
+	// Logger receives the panics of detached work. nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// WithDefaults returns the effective configuration: the documented default for every zero field.
+func (c PoolConfig) WithDefaults() PoolConfig {
+	if c.Size == 0 {
+		c.Size = DefaultPoolSize
+	}
+	return c
+}
+
+// Validate reports a negative or out-of-range field; the error wraps ErrInvalidConfig.
+func (c PoolConfig) Validate() error {
+	if err := checkRange("Size", c.Size, 0); err != nil {
+		return err
+	}
+	return checkRange("Queue", c.Queue, 0)
+}
+
+func checkRange(field string, v, lowest int) error {
+	if v < lowest || v > maxCapacity {
+		return fmt.Errorf("%w: %s = %d, want %d..%d", ErrInvalidConfig, field, v, lowest, maxCapacity)
+	}
+	return nil
+}
+
+// The slots word: how many workers hold a slot, plus two flags set by Close.
+const (
+	slotsClosing = 1 << 62 // Execute admits no new call; queued calls still get workers
+	slotsSealed  = 1 << 61 // nobody takes a slot any more
+	slotsCount   = slotsSealed - 1
+)
+
+// Pool is a bulkhead of worker goroutines (from an ants pool) with a bounded FIFO queue of
+// waiting calls. A Pool is safe for concurrent use. Create it with NewPool and Close it when
+// done: until then it keeps a few goroutines of its own.
+//
+// Execute hands work to a worker and waits for it, its context, or both:
+//   - a free worker: the work runs at once;
+//   - every worker busy and room in the queue: the call waits in the queue; a worker that
+//     finishes its work takes the oldest queued call before it goes idle;
+//   - every worker busy and the queue full: ErrRejected at once, without blocking;
+//   - the context ends while the call is queued: the call leaves the queue and its work never
+//     runs (ErrDropped);
+//   - the context ends while the work runs: the caller returns at once (ErrDetached); the work
+//     goes on with the ended context and keeps its worker until it returns, so a hung
+//     dependency fills its own bulkhead, not its callers' goroutines.
+//
+// A deadline in the context therefore covers queue time plus run time.
+type Pool struct {
+	slots     atomic.Int64 // workers holding a slot | slotsClosing | slotsSealed
+	size      atomic.Int64
+	queue     queue
+	workers   *ants.PoolWithFuncGeneric[*job]
+	jobs      sync.Pool // *job
+	detached  atomic.Int64
+	largest   atomic.Int64
+	completed atomic.Int64
+	rejected  atomic.Int64
+	logger    *slog.Logger
+	resizeMu  sync.Mutex
+	closeOnce atomic.Bool
+}
+
+// NewPool returns a Pool configured by cfg, or an error wrapping ErrInvalidConfig.
+//
+// The goroutines come from an ants pool. Admission is the Pool's own (an atomic slot count),
+// not ants' capacity: a worker frees its slot before ants puts it back on its idle list, so
+// ants' count lags behind and would refuse calls that have a free slot. The ants pool is
+// therefore unbounded and nonblocking; it never holds more than Size busy workers plus idle
+// ones, which exit after about a second.
+func NewPool(cfg PoolConfig) (*Pool, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	p := &Pool{logger: cfg.Logger}
+	p.size.Store(int64(cfg.Size))
+	p.queue.capacity = cfg.Queue
+	p.jobs.New = func() any { return &job{done: make(chan struct{}, 1)} }
+	workers, err := ants.NewPoolWithFuncGeneric(-1, p.serve,
+		ants.WithNonblocking(true), ants.WithLogger(antsLogger{p}))
+	if err != nil {
+		return nil, fmt.Errorf("isolation: starting worker pool: %w", err)
+	}
+	p.workers = workers
+	return p, nil
+}
+
+// Execute runs work(ctx) on a worker and waits until it returns or ctx ends. It returns:
+//   - nil when work returned, or a *PanicError when it panicked (the Pool keeps working);
+//   - an error matching ErrRejected, at once, when every worker is busy and the queue full;
+//   - an error matching ErrDropped and ctx.Err() when ctx ended before the work started;
+//     the work never runs;
+//   - an error matching ErrDetached and ctx.Err() when ctx ended while the work ran; the
+//     work goes on with ctx (ended) and keeps its worker until it returns; its result is
+//     dropped and a panic is logged;
+//   - ErrClosed after Close.
+//
+// ctx is the context work receives. Read what work produced only after a nil return: after
+// ErrDetached it is still running. ctx must not be nil. A call costs at most one allocation
+// (the job record, recycled through a sync.Pool, so usually none).
+func (p *Pool) Execute(ctx context.Context, work func(ctx context.Context)) error {
+	done := ctx.Done()
+	if p.acquire(false) {
+		j := p.newJob(ctx, work)
+		if p.workers.Invoke(j) != nil { // only once Close released the ants pool
+			p.slots.Add(-1)
+			p.recycle(j)
+			return ErrClosed
+		}
+		return p.wait(done, j, false)
+	}
+	if p.slots.Load()&(slotsClosing|slotsSealed) != 0 {
+		return ErrClosed
+	}
+	j := p.newJob(ctx, work)
+	if err := p.queue.push(j); err != nil {
+		p.recycle(j)
+		if err == ErrRejected {
+			p.rejected.Add(1)
+		}
+		return err
+	}
+	// Every slot was taken a moment ago, but a worker may have released its slot after
+	// looking at the (then empty) queue. See serve.
+	if p.acquire(true) {
+		p.startWorker()
+	}
+	return p.wait(done, j, true)
+}
+
+// acquire takes a slot if one is free. Execute's own calls (draining false) are refused once
+// Close has begun; calls that keep the queue moving (draining true) only once it is sealed.
+func (p *Pool) acquire(draining bool) bool {
+	stop := int64(slotsClosing | slotsSealed)
+	if draining {
+		stop = slotsSealed
+	}
+	for {
+		w := p.slots.Load()
+		if w&stop != 0 || w&slotsCount >= p.size.Load() {
+			return false
+		}
+		if p.slots.CompareAndSwap(w, w+1) {
+			n := w&slotsCount + 1
+			for m := p.largest.Load(); n > m && !p.largest.CompareAndSwap(m, n); m = p.largest.Load() {
+			}
+			return true
+		}
+	}
+}
+
+// startWorker gives the slot just acquired to a new worker that starts with the queue.
+func (p *Pool) startWorker() {
+	if p.workers.Invoke(nil) != nil { // only once Close released the ants pool
+		p.slots.Add(-1)
+	}
+}
+
+// serve is the worker: it runs j (nil to start with the queue), then queued calls, while it
+// holds one slot.
+//
+// No lost wake-up: a worker releases its slot and then reads the queue length; Execute pushes
+// (queue length +1) and then tries to take a slot. All four are sequentially consistent
+// atomics, so either the worker sees the pushed call and takes a slot back to run it, or
+// Execute sees the released slot and starts a worker. When the worker's re-acquire fails,
+// every slot is held by a worker that will pass through this same check, or the pool is
+// sealed and Close flushes the queue.
+func (p *Pool) serve(j *job) {
+	for {
+		if j != nil {
+			p.run(j)
+		}
+		j = nil
+		if p.slots.Load()&slotsCount <= p.size.Load() { // not shrinking
+			j = p.queue.pop()
+		}
+		if j != nil {
+			continue
+		}
+		p.slots.Add(-1)
+		if p.queue.n.Load() == 0 || !p.acquire(true) {
+			return
+		}
+	}
+}
+
+// run runs one job unless its caller has already gone.
+func (p *Pool) run(j *job) {
+	if err := j.ctx.Err(); err != nil {
+		p.finish(j, jobPending, dropped(err))
+		return
+	}
+	if !j.state.CompareAndSwap(jobPending, jobStarted) {
+		p.recycle(j) // the caller gave up before the work started
+		return
+	}
+	p.finish(j, jobStarted, p.call(j))
+}
+
+// call runs the work and recovers a panic. If work calls runtime.Goexit this goroutine ends
+// after the deferred function, which therefore finishes the job and hands the slot on.
+func (p *Pool) call(j *job) (err error) {
+	returned := false
+	defer func() {
+		if v := recover(); v != nil {
+			err = newPanicError(v)
+			return
+		}
+		if returned {
+			return
+		}
+		p.finish(j, jobStarted, newPanicError(goexitValue))
+		p.slots.Add(-1)
+		if p.queue.n.Load() > 0 && p.acquire(true) {
+			p.startWorker()
+		}
+	}()
+	j.work(j.ctx)
+	returned = true
+	return nil
+}
+
+// finish publishes the job's result (from is jobStarted when the work ran, jobPending when it
+// was dropped). If the caller is still waiting it gets the result and recycles the job;
+// otherwise the caller is gone and finish recycles the job itself.
+func (p *Pool) finish(j *job, from int32, err error) {
+	if from == jobStarted {
+		p.completed.Add(1)
+	}
+	j.err = err
+	if j.state.CompareAndSwap(from, jobFinished) {
+		j.done <- struct{}{} // capacity 1: never blocks; j belongs to the caller from here
+		return
+	}
+	if from == jobStarted {
+		p.detached.Add(-1)
+		if pe, ok := err.(*PanicError); ok {
+			p.log().Error("isolation: detached work panicked",
+				slog.Any("panic", pe.Value), slog.String("stack", string(pe.Stack)))
+		}
+	}
+	p.recycle(j)
+}
+
+// wait waits for the job's result or for the caller's context to end.
+func (p *Pool) wait(done <-chan struct{}, j *job, queued bool) error {
+	if done == nil { // the context never ends
+		<-j.done
+		return p.collect(j)
+	}
+	select {
+	case <-j.done:
+		return p.collect(j)
+	case <-done:
+		return p.abandon(j, queued)
+	}
+}
+
+// collect returns the result of a finished job and recycles it.
+func (p *Pool) collect(j *job) error {
+	err := j.err
+	p.recycle(j)
+	return err
+}
+
+// abandon is the caller leaving because its context ended. A queued job is unlinked and never
+// runs; otherwise the state word decides between dropped (not started), detached (running)
+// and a result that arrived meanwhile.
+func (p *Pool) abandon(j *job, queued bool) error {
+	cause := j.ctx.Err()
+	if queued && p.queue.remove(j) {
+		p.recycle(j)
+		return dropped(cause)
+	}
+	for {
+		switch j.state.Load() {
+		case jobPending:
+			if j.state.CompareAndSwap(jobPending, jobAbandoned) {
+				return dropped(cause)
+			}
+		case jobStarted:
+			// Count before the swap so that the worker's decrement can never come first.
+			p.detached.Add(1)
+			if j.state.CompareAndSwap(jobStarted, jobAbandoned) {
+				return detached(cause)
+			}
+			p.detached.Add(-1)
+		case jobFinished:
+			<-j.done
+			return p.collect(j)
+		}
+	}
+}
+
+func (p *Pool) newJob(ctx context.Context, work func(context.Context)) *job {
+	j := p.jobs.Get().(*job)
+	j.ctx, j.work = ctx, work
+	return j
+}
+
+func (p *Pool) recycle(j *job) {
+	j.ctx, j.work, j.err = nil, nil, nil
+	j.state.Store(jobPending)
+	p.jobs.Put(j)
+}
+
+// Resize sets the number of workers and the queue capacity, both taking effect at once. Work
+// already running or queued is kept: on shrinking, workers above the new size leave after
+// their current call and the queue refuses calls until it is below the new capacity; on
+// growing, queued calls start at once. size must be at least 1 and queue at least 0 (0: no
+// queue); otherwise the error wraps ErrInvalidConfig. After Close it returns ErrClosed.
+func (p *Pool) Resize(size, queue int) error {
+	if err := checkRange("size", size, 1); err != nil {
+		return err
+	}
+	if err := checkRange("queue", queue, 0); err != nil {
+		return err
+	}
+	p.resizeMu.Lock()
+	defer p.resizeMu.Unlock()
+	if p.slots.Load()&(slotsClosing|slotsSealed) != 0 {
+		return ErrClosed
+	}
+	p.size.Store(int64(size))
+	p.queue.setCapacity(queue)
+	for n := p.queue.n.Load(); n > 0 && p.acquire(true); n-- {
+		p.startWorker()
+	}
+	return nil
+}
+
+// Stats returns the Pool's gauges and counters; Strategy is StrategyThread.
+func (p *Pool) Stats() Stats {
+	return Stats{
+		Strategy:      StrategyThread,
+		Capacity:      int(p.size.Load()),
+		QueueCapacity: p.queue.getCapacity(),
+		Active:        int(p.slots.Load() & slotsCount),
+		Queued:        int(p.queue.n.Load()),
+		Detached:      int(p.detached.Load()),
+		LargestActive: int(p.largest.Load()),
+		Completed:     p.completed.Load(),
+		Rejected:      p.rejected.Load(),
+	}
+}
+
+// Close stops admitting calls (Execute returns ErrClosed from then on) and waits until the
+// queued and running calls have finished, detached ones included, or ctx ends.
+//
+// When everything finished it releases the workers, waits for their goroutines to exit and
+// returns nil. When ctx ends first it drops the calls still queued (their callers get an error
+// matching ErrDropped and ErrClosed), releases the workers and returns a *CloseError with the
+// number of calls dropped and still running; each running call keeps its goroutine until its
+// work returns. A second Close returns ErrClosed.
+func (p *Pool) Close(ctx context.Context) error {
+	if !p.closeOnce.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	p.resizeMu.Lock()
+	p.queue.close()
+	p.slots.Or(slotsClosing)
+	p.resizeMu.Unlock()
+
+	if err := p.drain(ctx); err != nil {
+		n := p.flush()
+		running := int(p.slots.Load() & slotsCount)
+		p.workers.Release()
+		if n == 0 && running == 0 {
+			return nil
+		}
+		return &CloseError{Dropped: n, Running: running, Err: err}
+	}
+	if err := p.workers.ReleaseContext(ctx); err != nil {
+		return fmt.Errorf("isolation: close: waiting for idle workers to exit: %w", err)
+	}
+	return nil
+}
+
+// drain waits until no slot is held and the queue is empty, then seals the pool (in the same
+// CompareAndSwap, so no slot can be taken in between). If ctx ends first it seals the pool
+// anyway and returns ctx.Err().
+func (p *Pool) drain(ctx context.Context) error {
+	var tick *time.Ticker
+	for {
+		w := p.slots.Load()
+		if w&slotsCount == 0 && p.queue.n.Load() == 0 && p.slots.CompareAndSwap(w, w|slotsSealed) {
+			return nil
+		}
+		if tick == nil {
+			tick = time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			p.slots.Or(slotsSealed)
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// flush drops every queued call (the pool is sealed and the queue closed, so none can come
+// back) and returns how many there were.
+func (p *Pool) flush() int {
+	n := 0
+	for j := p.queue.takeAll(); j != nil; n++ {
+		next := j.next
+		j.prev, j.next = nil, nil
+		p.finish(j, jobPending, errDroppedClosed)
+		j = next
+	}
+	return n
+}
+
+func (p *Pool) log() *slog.Logger {
+	if p.logger != nil {
+		return p.logger
+	}
+	return slog.Default()
+}
+
+// antsLogger sends ants' own log lines (it logs only panics that escape a worker, which the
+// Pool recovers before ants sees them) to the Pool's logger.
+type antsLogger struct{ p *Pool }
+
+func (l antsLogger) Printf(format string, args ...any) {
+	l.p.log().Error("isolation: ants: " + fmt.Sprintf(format, args...))
+}

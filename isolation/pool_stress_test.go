@@ -1,0 +1,266 @@
+package isolation
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestPoolNoLostWakeup races a worker going idle against a caller that finds the slot taken
+// and enqueues. In each round a caller goroutine is already spinning on its own P when the
+// work starts; the work flags that it is about to return and spins for a random 0 to ~2 µs,
+// the caller sees the flag, spins for its own random while and calls Execute. Over the rounds
+// the enqueue lands before, during and after each step of the worker's exit (pop, release,
+// recheck). A lost wake-up leaves the queued call waiting with no worker: its 2 s deadline
+// then drops it and the test fails.
+func TestPoolNoLostWakeup(t *testing.T) {
+	rounds := 20000
+	if testing.Short() {
+		rounds = 2000
+	}
+	p := newTestPool(t, PoolConfig{Size: 1, Queue: 4})
+	rng := rand.New(rand.NewPCG(1, 2))
+	held := 0 // rounds where the slot was still taken just before the racing Execute
+	for round := range rounds {
+		var ready, returning atomic.Bool
+		workSpin, callerSpin := rng.IntN(3000), rng.IntN(3000)
+		type result struct {
+			held bool
+			err  error
+		}
+		raced := make(chan result, 1)
+		go func() {
+			ready.Store(true)
+			// Spin, not yield: yielding would let the work run on this P and return before we
+			// look. Yield only after a while, in case the work is queued behind us here.
+			start := time.Now()
+			for i := 1; !returning.Load(); i++ {
+				if i%1024 == 0 && time.Since(start) > 50*time.Microsecond {
+					runtime.Gosched()
+				}
+			}
+			spin(callerSpin)
+			h := p.slots.Load()&slotsCount >= 1
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			raced <- result{h, p.Execute(ctx, func(context.Context) {})}
+		}()
+		for !ready.Load() {
+			runtime.Gosched()
+		}
+		require.NoError(t, p.Execute(context.Background(), func(context.Context) {
+			returning.Store(true)
+			spin(workSpin)
+		}))
+		r := <-raced
+		require.NoError(t, r.err, "round %d: the queued call was not picked up", round)
+		if r.held {
+			held++
+		}
+	}
+	t.Logf("%d rounds, slot still taken just before the racing Execute in %d", rounds, held)
+	assert.Greater(t, held, rounds/100, "the test must exercise the enqueue path")
+}
+
+// countingHandler is a slog.Handler that counts records.
+type countingHandler struct{ n atomic.Int64 }
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool  { return true }
+func (h *countingHandler) Handle(context.Context, slog.Record) error { h.n.Add(1); return nil }
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler        { return h }
+func (h *countingHandler) WithGroup(string) slog.Handler             { return h }
+
+var spinSink atomic.Int64
+
+// spin burns about n×2 ns without yielding.
+func spin(n int) {
+	x := int64(0)
+	for i := range n {
+		x += int64(i)
+	}
+	spinSink.Add(x)
+}
+
+// outcome is how a stress call ended, from the caller's point of view.
+type outcome int
+
+const (
+	outSuccess outcome = iota
+	outPanicked
+	outDetached
+	outRejected
+	outDropped
+	numOutcomes
+)
+
+// classify maps Execute's error to exactly one outcome and fails on anything else.
+func classify(t *testing.T, err error) outcome {
+	var pe *PanicError
+	matches := 0
+	out := outcome(-1)
+	for o, ok := range map[outcome]bool{
+		outSuccess:  err == nil,
+		outPanicked: errors.As(err, &pe),
+		outDetached: errors.Is(err, ErrDetached),
+		outRejected: errors.Is(err, ErrRejected),
+		outDropped:  errors.Is(err, ErrDropped),
+	} {
+		if ok {
+			matches++
+			out = o
+		}
+	}
+	if matches != 1 {
+		t.Errorf("error %v matches %d outcomes", err, matches)
+	}
+	return out
+}
+
+// TestPoolStress: 64 submitters, random run times, timeouts and panics against a pool of 4
+// with a queue of 8. Every call must end in exactly one outcome, the outcomes must balance with
+// the work that actually ran, the bounds must hold at every sample, and the pool must end idle.
+func TestPoolStress(t *testing.T) {
+	const size, queueLen, submitters = 4, 8, 64
+	total := 100_000
+	if testing.Short() {
+		total = 10_000
+	}
+	logged := &countingHandler{}
+	p := newTestPool(t, PoolConfig{Size: size, Queue: queueLen, Logger: slog.New(logged)})
+
+	ran := make([]atomic.Int32, total)
+	panics := make([]bool, total)
+	var running, maxRunning, executed atomic.Int64
+	var next atomic.Int64
+	var outcomes [numOutcomes]atomic.Int64
+	perCall := make([]outcome, total)
+
+	stop := make(chan struct{})
+	sampled := make(chan int)
+	go func() { // checks the gauges while the load runs
+		n := 0
+		for {
+			select {
+			case <-stop:
+				sampled <- n
+				return
+			default:
+			}
+			s := p.Stats()
+			if s.Active > size || s.Queued > queueLen || s.Detached > size {
+				t.Errorf("bounds broken: %+v", s)
+			}
+			n++
+			time.Sleep(50 * time.Microsecond)
+		}
+	}()
+
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := range submitters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(42, uint64(g)))
+			for {
+				id := int(next.Add(1) - 1)
+				if id >= total {
+					return
+				}
+				kind := rng.IntN(100)
+				panics[id] = kind >= 98
+				sleep := time.Duration(rng.IntN(100)) * time.Microsecond
+				work := func(context.Context) {
+					if ran[id].Add(1) != 1 {
+						t.Errorf("call %d ran twice", id)
+					}
+					n := running.Add(1)
+					for m := maxRunning.Load(); n > m && !maxRunning.CompareAndSwap(m, n); m = maxRunning.Load() {
+					}
+					defer func() {
+						running.Add(-1)
+						executed.Add(1)
+					}()
+					switch {
+					case kind < 70: // returns at once
+					case kind < 88:
+						runtime.Gosched()
+					case kind < 98:
+						time.Sleep(sleep)
+					default:
+						panic("stress")
+					}
+				}
+				ctx, cancel := context.Background(), context.CancelFunc(func() {})
+				if rng.IntN(2) == 0 {
+					ctx, cancel = context.WithTimeout(ctx, time.Duration(rng.IntN(200))*time.Microsecond)
+				}
+				err := p.Execute(ctx, work)
+				cancel()
+				o := classify(t, err)
+				if o == outRejected { // back off, or rejections crowd out every other outcome
+					time.Sleep(time.Duration(rng.IntN(1000)) * time.Microsecond)
+				}
+				perCall[id] = o
+				outcomes[o].Add(1)
+				if (o == outSuccess || o == outPanicked) && ran[id].Load() != 1 {
+					t.Errorf("call %d returned %v but its work did not run", id, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(stop)
+	samples := <-sampled
+
+	eventually(t, func() bool {
+		s := p.Stats()
+		return s.Active == 0 && s.Detached == 0 && s.Queued == 0
+	}, "pool idle after the load")
+
+	var o [numOutcomes]int64
+	for i := range o {
+		o[i] = outcomes[i].Load()
+	}
+	t.Logf("%d calls in %v: success %d, panicked %d, detached %d, rejected %d, dropped %d; "+
+		"max running %d; %d samples", total, elapsed, o[outSuccess], o[outPanicked], o[outDetached],
+		o[outRejected], o[outDropped], maxRunning.Load(), samples)
+
+	assert.Equal(t, int64(total), o[outSuccess]+o[outPanicked]+o[outDetached]+o[outRejected]+o[outDropped])
+	assert.Equal(t, executed.Load(), o[outSuccess]+o[outPanicked]+o[outDetached], "work run = calls that reached it")
+	wantLogged := int64(0)
+	for id := range total {
+		if panics[id] && perCall[id] == outDetached {
+			wantLogged++
+		}
+		want := int32(0)
+		if c := perCall[id]; c == outSuccess || c == outPanicked || c == outDetached {
+			want = 1
+		}
+		if ran[id].Load() != want {
+			t.Fatalf("call %d ended %d but its work ran %d times", id, perCall[id], ran[id].Load())
+		}
+	}
+	assert.Equal(t, wantLogged, logged.n.Load(), "one log record per panic of detached work")
+	assert.LessOrEqual(t, maxRunning.Load(), int64(size))
+	for _, out := range []outcome{outSuccess, outPanicked, outDetached, outRejected, outDropped} {
+		assert.Positive(t, o[out], "outcome %d never happened: the stress does not cover it", out)
+	}
+
+	s := p.Stats()
+	assert.Equal(t, executed.Load(), s.Completed)
+	assert.Equal(t, o[outRejected], s.Rejected)
+	assert.LessOrEqual(t, s.LargestActive, size)
+	assert.Equal(t, size, s.LargestActive)
+	require.NoError(t, p.Close(context.Background()))
+}

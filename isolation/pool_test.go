@@ -1,0 +1,583 @@
+package isolation
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// newTestPool returns a Pool that is closed (and checked to close cleanly, unless the test
+// closed it itself) when the test ends.
+func newTestPool(t *testing.T, cfg PoolConfig) *Pool {
+	t.Helper()
+	p, err := NewPool(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := p.Close(ctx); !errors.Is(err, ErrClosed) {
+			assert.NoError(t, err)
+		}
+	})
+	return p
+}
+
+// gate is work that blocks until released (or a second passes, so a failing test cannot hang).
+type gate struct {
+	started chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func newGate() *gate {
+	return &gate{started: make(chan struct{}, 16), release: make(chan struct{})}
+}
+
+func (g *gate) work(context.Context) {
+	g.started <- struct{}{}
+	select {
+	case <-g.release:
+	case <-time.After(time.Second):
+	}
+}
+
+func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
+
+// waitStarted waits for n works of the gate to start.
+func (g *gate) waitStarted(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-g.started:
+		case <-time.After(5 * time.Second):
+			t.Fatal("work did not start")
+		}
+	}
+}
+
+// eventually polls cond every millisecond for up to 5 s.
+func eventually(t *testing.T, cond func() bool, msg string) {
+	t.Helper()
+	require.Eventually(t, cond, 5*time.Second, time.Millisecond, msg)
+}
+
+// async runs Execute on another goroutine and returns a channel with its error.
+func async(p Bulkhead, ctx context.Context, work func(context.Context)) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- p.Execute(ctx, work) }()
+	return ch
+}
+
+func receive(t *testing.T, ch <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatal("Execute did not return")
+		return nil
+	}
+}
+
+func TestPoolConfigDefaultsAndValidation(t *testing.T) {
+	p := newTestPool(t, PoolConfig{})
+	s := p.Stats()
+	assert.Equal(t, StrategyThread, s.Strategy)
+	assert.Equal(t, DefaultPoolSize, s.Capacity)
+	assert.Zero(t, s.QueueCapacity)
+
+	for _, c := range []struct {
+		cfg  PoolConfig
+		want string
+	}{
+		{PoolConfig{Size: -1}, "Size = -1"},
+		{PoolConfig{Queue: -2}, "Queue = -2"},
+		{PoolConfig{Size: maxCapacity + 1}, "Size = 2147483648"},
+	} {
+		_, err := NewPool(c.cfg)
+		assert.ErrorIs(t, err, ErrInvalidConfig)
+		assert.ErrorContains(t, err, c.want)
+	}
+}
+
+type ctxKey struct{}
+
+func TestPoolRunsWorkOnWorkerWithCallersContext(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Size: 2})
+	ctx := context.WithValue(context.Background(), ctxKey{}, "caller")
+	var got any
+	require.NoError(t, p.Execute(ctx, func(ctx context.Context) { got = ctx.Value(ctxKey{}) }))
+	assert.Equal(t, "caller", got)
+	s := p.Stats()
+	assert.Equal(t, int64(1), s.Completed)
+	assert.Equal(t, 1, s.LargestActive)
+}
+
+func TestPoolRejectsAtOnceWhenPoolAndQueueAreFull(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Size: 1, Queue: 1})
+	g := newGate()
+	defer g.open()
+	running := async(p, context.Background(), g.work)
+	g.waitStarted(t, 1)
+	queued := async(p, context.Background(), g.work)
+	eventually(t, func() bool { return p.Stats().Queued == 1 }, "second call queued")
+
+	start := time.Now()
+	err := p.Execute(context.Background(), func(context.Context) { t.Error("rejected work ran") })
+	assert.ErrorIs(t, err, ErrRejected)
+	assert.Less(t, time.Since(start), 100*time.Millisecond, "rejection must not block")
+	assert.Equal(t, int64(1), p.Stats().Rejected)
+
+	g.open()
+	assert.NoError(t, receive(t, running))
+	assert.NoError(t, receive(t, queued))
+}
+
+func TestPoolNoQueueRejectsWhenBusy(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Size: 1})
+	g := newGate()
+	defer g.open()
+	running := async(p, context.Background(), g.work)
+	g.waitStarted(t, 1)
+	assert.ErrorIs(t, p.Execute(context.Background(), g.work), ErrRejected)
+	g.open()
+	assert.NoError(t, receive(t, running))
+}
+
+func TestPoolQueuedCallTimesOutAndNeverRuns(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Size: 1, Queue: 1})
+	g := newGate() // the pool is busy for up to 1 s
+	defer g.open()
+	busy := async(p, context.Background(), g.work)
+	g.waitStarted(t, 1)
+
+	var ran atomic.Bool
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := p.Execute(ctx, func(context.Context) { ran.Store(true) })
+	took := time.Since(start)
+
+	assert.ErrorIs(t, err, ErrDropped)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.GreaterOrEqual(t, took, 50*time.Millisecond)
+	assert.Less(t, took, 500*time.Millisecond)
+	assert.Zero(t, p.Stats().Queued, "the dropped call left the queue")
+
+	g.open()
+	require.NoError(t, receive(t, busy))
+	eventually(t, func() bool { return p.Stats().Active == 0 }, "pool idle")
+	assert.False(t, ran.Load(), "dropped work must never run")
+	assert.Equal(t, int64(1), p.Stats().Completed)
+}
+
+func TestPoolCallWithEndedContextNeverRuns(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Size: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var ran atomic.Bool
+	err := p.Execute(ctx, func(context.Context) { ran.Store(true) })
+	assert.ErrorIs(t, err, ErrDropped)
+	assert.ErrorIs(t, err, context.Canceled)
+	eventually(t, func() bool { return p.Stats().Active == 0 }, "pool idle")
+	assert.False(t, ran.Load())
+}
+
+func TestPoolQueueIsFIFO(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Size: 1, Queue: 5})
+	g := newGate()
+	defer g.open()
+	first := async(p, context.Background(), g.work)
+	g.waitStarted(t, 1)
+
+	var mu sync.Mutex
+	var order []int
+	var waits []<-chan error
+	for i := range 5 {
+		waits = append(waits, async(p, context.Background(), func(context.Context) {
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+		}))
+		eventually(t, func() bool { return p.Stats().Queued == i+1 }, "call queued")
+	}
+	g.open()
+	require.NoError(t, receive(t, first))
+	for _, w := range waits {
+		require.NoError(t, receive(t, w))
+	}
+	assert.Equal(t, []int{0, 1, 2, 3, 4}, order)
+}
+
+func TestPoolDetachesNonCooperativeWork(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	p, err := NewPool(PoolConfig{Size: 1})
+	require.NoError(t, err)
+	require.NoError(t, p.Execute(context.Background(), func(context.Context) {}))
+	baseline := runtime.NumGoroutine() // one idle worker and the ants housekeeping
+
+	ended := make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	var workCtx context.Context
+	start := time.Now()
+	err = p.Execute(ctx, func(ctx context.Context) {
+		workCtx = ctx
+		time.Sleep(300 * time.Millisecond) // ignores its context
+		close(ended)
+	})
+	took := time.Since(start)
+
+	assert.ErrorIs(t, err, ErrDetached)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.GreaterOrEqual(t, took, 20*time.Millisecond)
+	assert.Less(t, took, 250*time.Millisecond, "the caller is released at its deadline")
+
+	s := p.Stats()
+	assert.Equal(t, 1, s.Detached)
+	assert.Equal(t, 1, s.Active, "detached work keeps its slot")
+	assert.ErrorIs(t, p.Execute(context.Background(), func(context.Context) {
+		t.Error("ran beside detached work")
+	}), ErrRejected)
+
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("detached work did not finish")
+	}
+	eventually(t, func() bool { return p.Stats().Detached == 0 && p.Stats().Active == 0 }, "slot freed")
+	assert.Error(t, workCtx.Err(), "work ran with the caller's (ended) context")
+	// Polled here rather than with require.Eventually, whose checks run on goroutines of their own.
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > baseline; {
+		require.True(t, time.Now().Before(deadline), "goroutines: %d, baseline %d", runtime.NumGoroutine(), baseline)
+		time.Sleep(time.Millisecond)
+	}
+	assert.Equal(t, int64(2), p.Stats().Completed)
+
+	require.NoError(t, p.Close(context.Background()))
+	goleak.VerifyNone(t, ignore)
+}
+
+func TestPoolDetachedWorkDelaysQueuedCall(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Size: 1, Queue: 1})
+	var ended atomic.Bool
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	err := p.Execute(ctx, func(context.Context) {
+		time.Sleep(200 * time.Millisecond)
+		ended.Store(true)
+	})
+	require.ErrorIs(t, err, ErrDetached)
+
+	var endedBefore atomic.Bool
+	require.NoError(t, p.Execute(context.Background(), func(context.Context) {
+		endedBefore.Store(ended.Load())
+	}))
+	assert.True(t, endedBefore.Load(), "queued call ran only after the detached work returned")
+}
+
+func TestPoolBulkheadHoldsAfterTimeouts(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Size: 2, Queue: 2})
+	var running, maxRunning atomic.Int64
+	var wg sync.WaitGroup
+	work := func(context.Context) {
+		defer wg.Done()
+		n := running.Add(1)
+		for m := maxRunning.Load(); n > m && !maxRunning.CompareAndSwap(m, n); m = maxRunning.Load() {
+		}
+		time.Sleep(50 * time.Millisecond) // ignores its context
+		running.Add(-1)
+	}
+	var detachedN, refused int
+	for range 10 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		wg.Add(1)
+		err := p.Execute(ctx, work)
+		cancel()
+		switch {
+		case errors.Is(err, ErrDetached):
+			detachedN++
+		case errors.Is(err, ErrRejected), errors.Is(err, ErrDropped):
+			wg.Done() // never ran
+			refused++
+		default:
+			t.Fatalf("unexpected result %v", err)
+		}
+		assert.LessOrEqual(t, p.Stats().Active, 2)
+	}
+	wg.Wait()
+	assert.LessOrEqual(t, maxRunning.Load(), int64(2), "never more than Size works at once")
+	assert.GreaterOrEqual(t, detachedN, 2)
+	assert.Positive(t, refused, "timed-out work kept the slots, so later calls were refused")
+	assert.Equal(t, 10, detachedN+refused)
+	assert.LessOrEqual(t, p.Stats().LargestActive, 2)
+}
+
+func TestPoolRecoversPanics(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Size: 1})
+	err := p.Execute(context.Background(), func(context.Context) { panicInWork() })
+	var pe *PanicError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "boom", pe.Value)
+	assert.Contains(t, string(pe.Stack), "panicInWork")
+
+	err = p.Execute(context.Background(), func(context.Context) { panic(context.Canceled) })
+	assert.ErrorIs(t, err, context.Canceled, "an error value stays reachable")
+
+	assert.NoError(t, p.Execute(context.Background(), func(context.Context) {}), "pool still works")
+	assert.Equal(t, int64(3), p.Stats().Completed)
+}
+
+func panicInWork() { panic("boom") }
+
+// syncBuffer is an io.Writer safe for the logger's concurrent use.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestPoolLogsPanicOfDetachedWork(t *testing.T) {
+	var logs syncBuffer
+	p := newTestPool(t, PoolConfig{Size: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	err := p.Execute(ctx, func(context.Context) {
+		time.Sleep(100 * time.Millisecond)
+		panic("late boom")
+	})
+	require.ErrorIs(t, err, ErrDetached)
+	eventually(t, func() bool { return strings.Contains(logs.String(), "late boom") }, "panic logged")
+	assert.Contains(t, logs.String(), "detached work panicked")
+	assert.NoError(t, p.Execute(context.Background(), func(context.Context) {}))
+}
+
+func TestPoolSurvivesGoexitInWork(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Size: 1, Queue: 4})
+	g := newGate()
+	defer g.open()
+	first := async(p, context.Background(), func(ctx context.Context) {
+		g.work(ctx)
+		runtime.Goexit()
+	})
+	g.waitStarted(t, 1)
+	var ranQueued atomic.Int32
+	var queued []<-chan error
+	for range 3 {
+		queued = append(queued, async(p, context.Background(), func(context.Context) { ranQueued.Add(1) }))
+	}
+	eventually(t, func() bool { return p.Stats().Queued == 3 }, "calls queued")
+	g.open()
+
+	var pe *PanicError
+	require.ErrorAs(t, receive(t, first), &pe)
+	assert.Equal(t, goexitValue, pe.Value)
+	for _, q := range queued {
+		assert.NoError(t, receive(t, q), "the queue still drains")
+	}
+	assert.Equal(t, int32(3), ranQueued.Load())
+	eventually(t, func() bool { return p.Stats().Active == 0 }, "slot freed")
+}
+
+func TestPoolResize(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Size: 1})
+	g := newGate()
+	defer g.open()
+	first := async(p, context.Background(), g.work)
+	g.waitStarted(t, 1)
+	assert.ErrorIs(t, p.Execute(context.Background(), g.work), ErrRejected)
+
+	require.NoError(t, p.Resize(2, 0))
+	second := async(p, context.Background(), g.work)
+	g.waitStarted(t, 1)
+	assert.Equal(t, 2, p.Stats().Active)
+
+	require.NoError(t, p.Resize(1, 0))
+	assert.Equal(t, 2, p.Stats().Active, "running work keeps its slots")
+	assert.ErrorIs(t, p.Execute(context.Background(), g.work), ErrRejected)
+	g.open()
+	require.NoError(t, receive(t, first))
+	require.NoError(t, receive(t, second))
+	eventually(t, func() bool { return p.Stats().Active == 0 }, "pool idle")
+
+	var cur, maxCur atomic.Int64
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = p.Execute(context.Background(), func(context.Context) {
+				n := cur.Add(1)
+				for m := maxCur.Load(); n > m && !maxCur.CompareAndSwap(m, n); m = maxCur.Load() {
+				}
+				time.Sleep(time.Millisecond)
+				cur.Add(-1)
+			})
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, int64(1), maxCur.Load(), "shrunk to one worker")
+
+	assert.ErrorIs(t, p.Resize(0, 0), ErrInvalidConfig)
+	assert.ErrorIs(t, p.Resize(1, -1), ErrInvalidConfig)
+	s := p.Stats()
+	assert.Equal(t, 1, s.Capacity)
+	assert.Zero(t, s.QueueCapacity)
+}
+
+func TestPoolResizeUpStartsQueuedCalls(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Size: 1, Queue: 4})
+	g := newGate()
+	defer g.open()
+	var calls []<-chan error
+	for range 4 {
+		calls = append(calls, async(p, context.Background(), g.work))
+	}
+	g.waitStarted(t, 1)
+	eventually(t, func() bool { return p.Stats().Queued == 3 }, "three queued")
+
+	require.NoError(t, p.Resize(4, 4))
+	g.waitStarted(t, 3) // before anything was released
+	s := p.Stats()
+	assert.Equal(t, 4, s.Active)
+	assert.Zero(t, s.Queued)
+	assert.Equal(t, 4, s.QueueCapacity)
+	g.open()
+	for _, c := range calls {
+		assert.NoError(t, receive(t, c))
+	}
+}
+
+func TestPoolResizeDownQueue(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Size: 1, Queue: 3})
+	g := newGate()
+	defer g.open()
+	var calls []<-chan error
+	for range 3 {
+		calls = append(calls, async(p, context.Background(), g.work))
+	}
+	g.waitStarted(t, 1)
+	eventually(t, func() bool { return p.Stats().Queued == 2 }, "two queued")
+	require.NoError(t, p.Resize(1, 1))
+	assert.Equal(t, 2, p.Stats().Queued, "queued calls stay")
+	assert.ErrorIs(t, p.Execute(context.Background(), g.work), ErrRejected)
+	g.open()
+	for _, c := range calls {
+		assert.NoError(t, receive(t, c))
+	}
+}
+
+func TestPoolCloseIdle(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	p, err := NewPool(PoolConfig{Size: 2, Queue: 2})
+	require.NoError(t, err)
+	require.NoError(t, p.Execute(context.Background(), func(context.Context) {}))
+	require.NoError(t, p.Close(context.Background()))
+	goleak.VerifyNone(t, ignore)
+
+	assert.ErrorIs(t, p.Execute(context.Background(), func(context.Context) { t.Error("ran after Close") }), ErrClosed)
+	assert.ErrorIs(t, p.Close(context.Background()), ErrClosed)
+	assert.ErrorIs(t, p.Resize(4, 4), ErrClosed)
+}
+
+func TestPoolCloseDrainsRunningAndQueued(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Size: 1, Queue: 3})
+	g := newGate()
+	defer g.open()
+	var calls []<-chan error
+	for range 4 {
+		calls = append(calls, async(p, context.Background(), g.work))
+	}
+	g.waitStarted(t, 1)
+	eventually(t, func() bool { return p.Stats().Queued == 3 }, "three queued")
+
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close(context.Background()) }()
+	eventually(t, func() bool {
+		return errors.Is(p.Execute(context.Background(), g.work), ErrClosed)
+	}, "Close stops admitting")
+	g.open()
+	require.NoError(t, receive(t, closed))
+	for _, c := range calls {
+		assert.NoError(t, receive(t, c), "admitted calls finish")
+	}
+	assert.Equal(t, int64(4), p.Stats().Completed)
+}
+
+func TestPoolCloseReportsWhatItCutOff(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	p, err := NewPool(PoolConfig{Size: 1, Queue: 2})
+	require.NoError(t, err)
+	g := newGate()
+	defer g.open()
+	running := async(p, context.Background(), g.work)
+	g.waitStarted(t, 1)
+	var ranQueued atomic.Bool
+	q1 := async(p, context.Background(), func(context.Context) { ranQueued.Store(true) })
+	q2 := async(p, context.Background(), func(context.Context) { ranQueued.Store(true) })
+	eventually(t, func() bool { return p.Stats().Queued == 2 }, "two queued")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err = p.Close(ctx)
+	var ce *CloseError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, 2, ce.Dropped)
+	assert.Equal(t, 1, ce.Running)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "2 queued calls dropped, 1 calls still running")
+
+	for _, q := range []<-chan error{q1, q2} {
+		err := receive(t, q)
+		assert.ErrorIs(t, err, ErrDropped)
+		assert.ErrorIs(t, err, ErrClosed)
+	}
+	g.open()
+	assert.NoError(t, receive(t, running), "running work finishes on its own")
+	assert.False(t, ranQueued.Load())
+	goleak.VerifyNone(t, ignore)
+}
+
+func TestPoolAntsLogsGoToLogger(t *testing.T) {
+	var logs syncBuffer
+	p := newTestPool(t, PoolConfig{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	antsLogger{p}.Printf("worker exits from panic: %v", "x")
+	assert.Contains(t, logs.String(), "isolation: ants: worker exits from panic: x")
+}
+
+func TestPoolExecuteAllocatesAtMostOnce(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	p := newTestPool(t, PoolConfig{Size: 4})
+	work := func(context.Context) {}
+	ctx := context.Background()
+	allocs := testing.AllocsPerRun(1000, func() {
+		if err := p.Execute(ctx, work); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.LessOrEqual(t, allocs, 1.0)
+}
