@@ -189,7 +189,7 @@ type Group struct {
 	sem      *isolation.Semaphore // Semaphore strategy
 	fallback *isolation.Semaphore
 	breaker  *circuit.Breaker
-	metrics  *metrics.Rolling // every event of every command; Max: peak running
+	metrics  *metrics.Rolling // Max only: peak running (counts are the commands', see window)
 	rejected metrics.Event    // ThreadPoolRejected or SemaphoreRejected
 	running  atomic.Int64     // Run calls in progress (detached ones included)
 	cmdCfg   circuit.Config   // CommandBreaker with Clock and Logger set
@@ -414,9 +414,31 @@ func (g *Group) Snapshot() GroupSnapshot {
 	t := g.commands.Load()
 	s.Commands = make([]CommandSnapshot, 0, len(t.byName))
 	for _, name := range slices.Sorted(maps.Keys(t.byName)) {
-		s.Commands = append(s.Commands, t.byName[name].snapshot(now))
+		cs := t.byName[name].snapshot(now)
+		addCounts(&s.Metrics.Counts, cs.Metrics.Counts)
+		addCounts(&s.Metrics.Cumulative, cs.Metrics.Cumulative)
+		s.Commands = append(s.Commands, cs)
 	}
 	return s
+}
+
+// window returns the group's window at now without latencies: its
+// commands' counts summed, and the peak of calls running at once. The
+// executor records each event once, in the command's window; the group's
+// counts are derived here.
+func (g *Group) window(now time.Duration) metrics.Snapshot {
+	s := g.metrics.Snapshot(now)
+	for _, c := range g.commands.Load().byName {
+		addCounts(&s.Counts, c.metrics.Counts(now))
+		addCounts(&s.Cumulative, c.metrics.Cumulative())
+	}
+	return s
+}
+
+func addCounts(sum *metrics.Counts, c metrics.Counts) {
+	for e := range sum {
+		sum[e] += c[e]
+	}
 }
 
 func (c *commandState) snapshot(now time.Duration) CommandSnapshot {

@@ -199,7 +199,7 @@ func commandMetrics(c *commandState) map[string]any {
 
 func (r *Registry) exportGroup(g *Group) error {
 	p := groupPrefix(g)
-	if err := metrics.Register(r.gm, p, func() metrics.Snapshot { return g.metrics.Snapshot(g.clock.Now()) }); err != nil {
+	if err := metrics.Register(r.gm, p, func() metrics.Snapshot { return g.window(g.clock.Now()) }); err != nil {
 		return err
 	}
 	if err := registerAll(r.gm, groupMetrics(g)); err != nil {
