@@ -57,7 +57,7 @@ type Transport struct {
 	base http.RoundTripper
 	cfg  TransportConfig
 
-	mu     sync.Mutex                         // serialises group creation
+	mu     sync.Mutex                        // serialises group creation
 	groups atomic.Pointer[map[string]*Group] // copy on write
 }
 
