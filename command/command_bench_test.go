@@ -1,0 +1,144 @@
+package command
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/panjf2000/ants/v2"
+
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// Run with: go test -run='^$' -bench=. -benchmem -count=6 ./command/
+//
+// Each Execute benchmark has its baseline in this file, measured in the same
+// run: the clock reads every call needs (BenchmarkClock), and a raw ants
+// handoff (BenchmarkAntsSubmitWait) for the pool.
+
+// benchCmd is the cheapest command: no state (so passing it to Execute
+// allocates nothing) and an immediate result.
+type benchCmd struct{}
+
+func (benchCmd) Run(context.Context) (int, error) { return 1, nil }
+
+func benchGroup(b *testing.B, cfg GroupConfig) *Group {
+	b.Helper()
+	reg := NewRegistry(RegistryConfig{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	b.Cleanup(func() {
+		if err := reg.Close(context.Background()); err != nil {
+			b.Error(err)
+		}
+	})
+	g, err := reg.NewGroup("bench", cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return g
+}
+
+// sink keeps results alive so the compiler cannot drop the work.
+var sink time.Duration
+
+// BenchmarkClock is the floor of every Execute: the two readings of
+// metrics.SystemClock (start and end) that it makes per call.
+func BenchmarkClock(b *testing.B) {
+	clock := metrics.SystemClock()
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		var d time.Duration
+		for b.Loop() {
+			t0 := clock.Now()
+			d += clock.Now() - t0
+		}
+		sink = d
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			var d time.Duration
+			for pb.Next() {
+				t0 := clock.Now()
+				d += clock.Now() - t0
+			}
+			sink = d
+		})
+	})
+}
+
+func benchExecute(b *testing.B, g *Group, opts ...Option) {
+	ctx := context.Background()
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Execute(ctx, g, benchCmd{}, opts...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := Execute(ctx, g, benchCmd{}, opts...); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
+// BenchmarkExecuteSemaphoreNoTimeout: both breakers, metrics and outcome
+// classification, on the caller's goroutine, without a timer. Target: the
+// clock baseline + 80 ns, 0 allocs.
+func BenchmarkExecuteSemaphoreNoTimeout(b *testing.B) {
+	benchExecute(b, benchGroup(b, GroupConfig{Strategy: Semaphore, MaxConcurrent: 64, Timeout: NoTimeout}))
+}
+
+// BenchmarkExecuteSemaphoreTimeout adds the per-call context.WithTimeout.
+func BenchmarkExecuteSemaphoreTimeout(b *testing.B) {
+	benchExecute(b, benchGroup(b, GroupConfig{Strategy: Semaphore, MaxConcurrent: 64, Timeout: time.Second}))
+}
+
+// BenchmarkExecutePool: the same on a pool worker, with the default
+// timeout. Target: within 1.5× of BenchmarkAntsSubmitWait.
+func BenchmarkExecutePool(b *testing.B) {
+	benchExecute(b, benchGroup(b, GroupConfig{MaxConcurrent: 64, Timeout: time.Second}))
+}
+
+// BenchmarkExecutePoolNoTimeout is the pool without a timer.
+func BenchmarkExecutePoolNoTimeout(b *testing.B) {
+	benchExecute(b, benchGroup(b, GroupConfig{MaxConcurrent: 64, Timeout: NoTimeout}))
+}
+
+// BenchmarkAntsSubmitWait is the raw handoff the pool builds on: submit a
+// task to an ants pool and wait for it to signal completion.
+func BenchmarkAntsSubmitWait(b *testing.B) {
+	pool, err := ants.NewPool(64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = pool.ReleaseTimeout(5 * time.Second) }()
+	submitWait := func(b *testing.B, next func() bool) {
+		done := make(chan struct{}, 1)
+		task := func() { done <- struct{}{} }
+		for next() {
+			if err := pool.Submit(task); err != nil {
+				b.Error(err)
+				return
+			}
+			<-done
+		}
+	}
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		submitWait(b, b.Loop)
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) { submitWait(b, pb.Next) })
+	})
+}

@@ -1,0 +1,334 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// The chaos tests drive two groups (pool and semaphore) with 64 goroutines
+// making random calls: success, error, panic, a Run that outlives its
+// timeout, a caller that gives up, a bad request; half the commands have a
+// fallback that itself succeeds, fails or panics. Then what every caller saw
+// must agree exactly with the rolling window (the manual clock never moves,
+// so the window holds everything), the cumulative counters, the breakers'
+// windows and the bulkheads' own counters.
+
+const (
+	chaosGoroutines = 64
+	chaosCalls      = 200_000
+)
+
+type scenario uint8
+
+const (
+	scSuccess scenario = iota
+	scError
+	scPanic
+	scTimeout
+	scHung // answers successfully, but after its deadline
+	scCancel
+	scBadRequest
+	numScenarios
+)
+
+// expected is the primary outcome each scenario must produce when the call
+// is admitted.
+var expected = [numScenarios]metrics.Event{
+	scSuccess: metrics.Success, scError: metrics.Failure, scPanic: metrics.Failure, scTimeout: metrics.Timeout,
+	scHung: metrics.Timeout, scCancel: metrics.Cancelled, scBadRequest: metrics.BadRequest,
+}
+
+func pickScenario(r *rand.Rand) scenario {
+	switch n := r.IntN(100); {
+	case n < 45:
+		return scSuccess
+	case n < 65:
+		return scError
+	case n < 70:
+		return scPanic
+	case n < 73:
+		return scTimeout
+	case n < 75:
+		return scHung
+	case n < 82:
+		return scCancel
+	default:
+		return scBadRequest
+	}
+}
+
+// chaosCmd behaves as its scenario says.
+type chaosCmd struct {
+	sc     scenario
+	cancel context.CancelFunc
+}
+
+var errChaos = errors.New("chaos: dependency error")
+
+func (c chaosCmd) Run(ctx context.Context) (int, error) {
+	switch c.sc {
+	case scError:
+		return 0, errChaos
+	case scPanic:
+		panic("chaos: panic in Run")
+	case scTimeout:
+		<-ctx.Done()
+		return 0, ctx.Err()
+	case scHung: // answers, but only after its deadline
+		<-ctx.Done()
+		time.Sleep(time.Millisecond)
+		return 1, nil
+	case scCancel:
+		c.cancel()
+		<-ctx.Done()
+		return 0, ctx.Err()
+	case scBadRequest:
+		return 0, BadRequest(errChaos)
+	}
+	return 1, nil
+}
+
+// chaosFB adds a fallback that behaves as fb says: 0 succeeds, 1 fails, 2
+// panics, 3 succeeds slowly.
+type chaosFB struct {
+	chaosCmd
+	fb int
+}
+
+func (c chaosFB) Fallback(context.Context, error) (int, error) {
+	switch c.fb {
+	case 1:
+		return 0, errors.New("chaos: fallback error")
+	case 2:
+		panic("chaos: panic in Fallback")
+	case 3:
+		time.Sleep(100 * time.Microsecond) // a slow fallback, so the fallback limit is reached
+	}
+	return -1, nil
+}
+
+// tally is what the callers of one command saw.
+type tally struct {
+	calls  int64
+	events metrics.Counts // every event of every Info
+}
+
+type chaosResult struct {
+	mu      sync.Mutex
+	tallies map[string]*tally // by group/command
+}
+
+func (r *chaosResult) add(key string, t *tally) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sum := r.tallies[key]
+	if sum == nil {
+		sum = &tally{}
+		r.tallies[key] = sum
+	}
+	sum.calls += t.calls
+	for e := range sum.events {
+		sum.events[e] += t.events[e]
+	}
+}
+
+// runChaos makes calls calls from 64 goroutines over the groups and checks
+// each call's Info on the spot; it returns what the callers saw.
+func runChaos(t *testing.T, groups []*Group, calls int) *chaosResult {
+	res := &chaosResult{tallies: map[string]*tally{}}
+	var wg sync.WaitGroup
+	for w := range chaosGoroutines {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 42))
+			local := map[string]*tally{}
+			for i := 0; i < calls/chaosGoroutines; i++ {
+				if !chaosCall(t, r, groups[r.IntN(len(groups))], local) {
+					return
+				}
+			}
+			for k, v := range local {
+				res.add(k, v)
+			}
+		})
+	}
+	wg.Wait()
+	return res
+}
+
+func chaosCall(t *testing.T, r *rand.Rand, g *Group, local map[string]*tally) bool {
+	sc := pickScenario(r)
+	name := fmt.Sprintf("cmd%d", r.IntN(4))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts := []Option{WithName(name)}
+	if sc == scTimeout || sc == scHung {
+		opts = append(opts, WithTimeout(time.Millisecond))
+	}
+	base := chaosCmd{sc: sc, cancel: cancel}
+	hasFB := r.IntN(2) == 0
+	fb := r.IntN(4)
+	var (
+		v    int
+		info Info
+		err  error
+	)
+	if hasFB {
+		v, info, err = ExecuteInfo(ctx, g, chaosFB{base, fb}, opts...)
+	} else {
+		v, info, err = ExecuteInfo(ctx, g, base, opts...)
+	}
+
+	// Per-call invariants.
+	var primary []metrics.Event
+	for _, e := range primaries {
+		if info.Events.Has(e) {
+			primary = append(primary, e)
+		}
+	}
+	ok := assert.Len(t, primary, 1, "exactly one primary outcome: %v", info.Events) &&
+		assert.Equal(t, info.Event, primary[0]) &&
+		assert.Contains(t, []metrics.Event{expected[sc], g.rejected, metrics.ShortCircuited}, info.Event, "scenario %d", sc) &&
+		assert.Equal(t, err != nil, info.Events.Has(metrics.ExceptionThrown), "EXCEPTION_THROWN iff error: %v", err) &&
+		assert.Equal(t, info.Degraded, info.Events.Has(metrics.FallbackSuccess)) &&
+		assert.Equal(t, info.Degraded, err == nil && v == -1, "a degraded call serves the fallback's value")
+	if fallsBack(info.Event) {
+		fbEvents := 0
+		for _, e := range []metrics.Event{metrics.FallbackSuccess, metrics.FallbackFailure, metrics.FallbackRejection, metrics.FallbackMissing} {
+			if info.Events.Has(e) {
+				fbEvents++
+			}
+		}
+		ok = ok && assert.Equal(t, 1, fbEvents, "one fallback event: %v", info.Events)
+		if !hasFB {
+			ok = ok && assert.True(t, info.Events.Has(metrics.FallbackMissing))
+		}
+	}
+	key := g.name + "/" + name
+	tl := local[key]
+	if tl == nil {
+		tl = &tally{}
+		local[key] = tl
+	}
+	tl.calls++
+	for e := range metrics.NumEvents {
+		if info.Events.Has(e) {
+			tl.events[e]++
+		}
+	}
+	return ok
+}
+
+func chaosRegistry(t *testing.T, breaker circuit.Config) []*Group {
+	reg, _ := newTestRegistry(t)
+	pool, err := reg.NewGroup("pool", GroupConfig{MaxConcurrent: 12, QueueSize: 4, FallbackLimit: 2, Timeout: 10 * time.Second,
+		Breaker: breaker, CommandBreaker: breaker})
+	require.NoError(t, err)
+	sem, err := reg.NewGroup("semaphore", GroupConfig{Strategy: Semaphore, MaxConcurrent: 8, FallbackLimit: 2, Timeout: 10 * time.Second,
+		Breaker: breaker, CommandBreaker: breaker})
+	require.NoError(t, err)
+	return []*Group{pool, sem}
+}
+
+// TestConservationUnderChaos: with breakers forced closed (nothing is
+// short-circuited, every outcome still counted in their windows), every
+// count agrees with what the callers saw, exactly.
+func TestConservationUnderChaos(t *testing.T) {
+	groups := chaosRegistry(t, circuit.Config{Mode: circuit.ForcedClosed})
+	start := time.Now()
+	res := runChaos(t, groups, chaosCalls)
+	t.Logf("%d calls in %v", chaosCalls, time.Since(start))
+	require.False(t, t.Failed())
+	waitIdle(t, groups)
+
+	var total int64
+	for _, g := range groups {
+		now := g.clock.Now()
+		var groupSeen metrics.Counts
+		var groupHealth circuit.Health
+		for name, c := range g.commands.Load().byName {
+			seen := res.tallies[g.name+"/"+name]
+			require.NotNil(t, seen, name)
+			assert.Equal(t, seen.events, c.metrics.Counts(now), "%s/%s: window == what callers saw", g.name, name)
+			assert.Equal(t, seen.events, c.metrics.Cumulative(), "%s/%s: cumulative == what callers saw", g.name, name)
+			assert.Equal(t, seen.calls, primaryCount(seen.events), "%s/%s: one primary outcome per call", g.name, name)
+			assert.Zero(t, c.inFlight.Load())
+			assert.Zero(t, seen.events[metrics.ShortCircuited])
+
+			h := c.breaker.Snapshot().Health
+			reached := seen.events[metrics.Success] + seen.events[metrics.Failure] + seen.events[metrics.Timeout]
+			assert.Equal(t, reached, h.Requests, "%s/%s: the breaker counts only calls that reached the dependency", g.name, name)
+			assert.Equal(t, seen.events[metrics.Failure], h.Failures)
+			assert.Equal(t, seen.events[metrics.Timeout], h.Timeouts)
+			addCounts(&groupSeen, seen.events)
+			groupHealth.Requests += h.Requests
+			groupHealth.Failures += h.Failures
+			total += seen.calls
+		}
+		w := g.window(now)
+		assert.Equal(t, groupSeen, w.Counts, "%s: group window", g.name)
+		assert.Equal(t, groupSeen, w.Cumulative)
+		gh := g.breaker.Snapshot().Health
+		assert.Equal(t, groupHealth.Requests, gh.Requests, "%s: group breaker", g.name)
+		assert.Equal(t, groupHealth.Failures, gh.Failures)
+
+		bs := g.Snapshot().Bulkhead
+		assert.Equal(t, groupSeen[g.rejected], bs.Rejected, "%s: bulkhead rejections", g.name)
+		assert.Equal(t, groupSeen[metrics.FallbackRejection], g.fallback.Stats().Rejected, "%s: fallback rejections", g.name)
+		assert.Positive(t, groupSeen[g.rejected], "%s: the test reaches rejections", g.name)
+		assert.Positive(t, groupSeen[metrics.FallbackRejection], "%s: and fallback rejections", g.name)
+		for _, e := range []metrics.Event{metrics.Success, metrics.Failure, metrics.Timeout, metrics.BadRequest, metrics.Cancelled,
+			metrics.FallbackSuccess, metrics.FallbackFailure, metrics.FallbackMissing, metrics.ExceptionThrown} {
+			assert.Positive(t, groupSeen[e], "%s: the test reaches %v", g.name, e)
+		}
+	}
+	assert.Equal(t, int64(chaosCalls/chaosGoroutines*chaosGoroutines), total)
+}
+
+// TestBalanceWithLiveBreakers: with real breakers (which open, go half-open
+// and close as the chaos goes), every call still has exactly one primary
+// outcome, and the counts still agree with the callers.
+func TestBalanceWithLiveBreakers(t *testing.T) {
+	groups := chaosRegistry(t, circuit.Config{MinRequests: 20, FailureRatio: 0.3, OpenDuration: time.Millisecond,
+		Clock: metrics.SystemClock()})
+	const calls = chaosCalls / 4
+	res := runChaos(t, groups, calls)
+	require.False(t, t.Failed())
+	waitIdle(t, groups)
+	var total, shorted int64
+	for key, seen := range res.tallies {
+		assert.Equal(t, seen.calls, primaryCount(seen.events), "%s: sum of primary outcomes == calls", key)
+		total += seen.calls
+		shorted += seen.events[metrics.ShortCircuited]
+	}
+	for _, g := range groups {
+		for name, c := range g.commands.Load().byName {
+			assert.Equal(t, res.tallies[g.name+"/"+name].events, c.metrics.Cumulative(), "%s/%s", g.name, name)
+		}
+	}
+	assert.Equal(t, int64(calls/chaosGoroutines*chaosGoroutines), total)
+	assert.Positive(t, shorted, "the breakers did open")
+}
+
+// waitIdle waits until the detached calls of the pool groups have returned,
+// so that no test leaves a worker behind.
+func waitIdle(t *testing.T, groups []*Group) {
+	require.Eventually(t, func() bool {
+		for _, g := range groups {
+			if g.running.Load() != 0 {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, time.Millisecond)
+}
