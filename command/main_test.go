@@ -16,12 +16,14 @@ import (
 // skips the goroutines ants' package init starts for its default pool.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }
 
+var discardLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
+
 // newTestRegistry returns a registry on a manual clock (never advanced
 // unless a test does) with a silent logger; it is closed with the test.
 func newTestRegistry(t testing.TB) (*Registry, *metrics.ManualClock) {
 	t.Helper()
 	clock := new(metrics.ManualClock)
-	reg := NewRegistry(RegistryConfig{Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	reg := NewRegistry(RegistryConfig{Clock: clock, Logger: discardLogger})
 	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
 	return reg, clock
 }

@@ -60,7 +60,23 @@ func NewRegistry(cfg RegistryConfig) *Registry {
 }
 
 // Metrics returns the go-metrics registry the groups and commands publish
-// into, for its reporters (gometrics.WriteOnce, WriteJSON, Graphite, ...).
+// into, for its reporters (gometrics.WriteOnce, WriteJSONOnce, Graphite...).
+// The names, with <window> the names of metrics.Register (rolling.<event>,
+// cumulative.<event>, rolling.max, run_ns.<quantile>, total_ns.<quantile>):
+//
+//	group.<group>.<window>                      the sum of its commands' counts; rolling.max: peak running calls
+//	group.<group>.bulkhead.active|queued|detached|capacity   gauges
+//	group.<group>.bulkhead.completed|rejected   counters
+//	group.<group>.circuit.state                 gauge: 0 closed, 1 open, 2 half-open
+//	command.<group>.<command>.<window>          the command's counts and latencies
+//	command.<group>.<command>.inflight          gauge
+//	command.<group>.<command>.circuit.state     gauge
+//	command.<group>.<command>.calls|degraded    counters: calls, and calls served by a fallback
+//
+// Every one reads counters the executor keeps anyway, when a reporter asks;
+// nothing is recorded through go-metrics, and no Meter is created. A group's
+// metrics are removed by its Close. Use gometrics.NewPrefixedChildRegistry
+// to put them under a prefix of your own.
 func (r *Registry) Metrics() gometrics.Registry { return r.gm }
 
 // NewGroup creates the group called name. The error wraps ErrInvalidConfig
@@ -149,20 +165,6 @@ func (r *Registry) Close(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
-
-// go-metrics export. Names:
-//
-//	group.<group>.<metrics.Register names>       the group's window (rolling.*, cumulative.*, rolling.max)
-//	group.<group>.bulkhead.{active,queued,detached,capacity}   gauges
-//	group.<group>.bulkhead.{completed,rejected}  counters
-//	group.<group>.circuit.state                  gauge: 0 closed, 1 open, 2 half-open
-//	command.<group>.<command>.<metrics.Register names>  the command's window and latencies
-//	command.<group>.<command>.inflight           gauge
-//	command.<group>.<command>.circuit.state      gauge
-//	command.<group>.<command>.{calls,degraded}   counters: primary outcomes, FALLBACK_SUCCESS, since creation
-//
-// Every one reads the atomics the executor already keeps; nothing is
-// recorded through go-metrics.
 
 func groupPrefix(g *Group) string { return metricName("group", g.name) }
 

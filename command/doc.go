@@ -1,0 +1,125 @@
+// Package command runs calls to dependencies as commands, Hystrix-style:
+// each call goes through two circuit breakers (its group's and its own), a
+// bulkhead (a goroutine pool or a semaphore) and a timeout, its outcome is
+// counted in rolling metrics, and when it fails, times out or is refused, a
+// fallback may serve a degraded value, which is always marked as such.
+//
+// A command is a struct with Run (and optionally Fallback); a Group is one
+// dependency, created in a Registry:
+//
+//	type getUser struct{ id int }
+//
+//	func (c getUser) Run(ctx context.Context) (User, error)             { return db.User(ctx, c.id) }
+//	func (c getUser) Fallback(ctx context.Context, err error) (User, error) { return Guest, nil }
+//
+//	reg := command.NewRegistry(command.RegistryConfig{})
+//	users, err := reg.NewGroup("users", command.GroupConfig{Timeout: 200 * time.Millisecond})
+//	...
+//	u, info, err := command.ExecuteInfo(ctx, users, getUser{id: 7})
+//	if info.Degraded { // u is Guest: the fallback's, because of info.Reason ("timeout", ...)
+//	}
+//
+// # Commands and groups
+//
+// A command's name is its Name method (Namer), else its type name ("getUser"
+// for getUser or *getUser, computed once per type), or WithName for one call.
+// Every name in a group has its own breaker (from GroupConfig.CommandBreaker)
+// and its own metrics; commands of the same name share them, even if their
+// types differ. Names must come from a small fixed set, never from request
+// data.
+//
+// A group (Hystrix's thread-pool key) owns the bulkhead, a group-level
+// breaker (GroupConfig.Breaker), the default timeout, the fallback limiter
+// and the bad-request classifier. A call runs only if both breakers admit it
+// (the group's is asked first; if the command's refuses, the group's permit
+// is released uncounted) and its outcome is recorded in both. So a failing
+// command opens its own breaker while its siblings keep working, and a
+// failing dependency opens the group's breaker for all of them. Defaults
+// follow Hystrix: Thread strategy with 10 workers and no queue, 1 s timeout,
+// 10 concurrent fallbacks, 10 s windows of 10 buckets, breakers that trip at
+// 50% failures over at least 20 calls and stay open 5 s.
+//
+// # Outcomes
+//
+// Every call has exactly one primary outcome (Info.Event), with Hystrix's
+// event names:
+//
+//   - SHORT_CIRCUITED: a breaker refused the call; Run did not run.
+//   - THREAD_POOL_REJECTED, SEMAPHORE_REJECTED: the bulkhead was full (or
+//     closed); Run did not run.
+//   - SUCCESS: Run returned no error before the deadline. It is also SLOW when
+//     Run took longer than GroupConfig.SlowCallDuration.
+//   - FAILURE: Run returned an error, or panicked (the error is an
+//     *isolation.PanicError with the panic value and stack).
+//   - TIMEOUT: the group's (or WithTimeout's) deadline passed first. In Thread
+//     mode the caller is answered at the deadline and Run goes on in its
+//     worker with a cancelled context, keeping its worker until it returns
+//     (a hung dependency fills its own pool, not its callers' goroutines). In
+//     Semaphore mode Run runs on the caller's goroutine, so a Run that ignores
+//     its context keeps the caller; a Run that returns after the deadline is a
+//     TIMEOUT whatever it returned. A late value is handed to the command's
+//     Discard method (Discarder), if any, so its resources can be freed.
+//   - BAD_REQUEST: the caller's fault: Run returned an error marked with
+//     BadRequest, or one GroupConfig.IsBadRequest accepts. The error (and
+//     Run's value) is returned exactly as Run returned them; no fallback.
+//   - CANCELLED: the caller's context ended before Run returned, by
+//     cancellation or by the caller's own deadline; no fallback. Give callers'
+//     deadlines room above the group timeout: a call the caller's deadline
+//     ends is CANCELLED, and the breakers never see a dependency that hangs
+//     past it.
+//
+// The breakers count only the calls that reached the dependency: SUCCESS,
+// FAILURE and TIMEOUT. Refusals, rejections, bad requests and cancellations
+// release their permits uncounted: counting our own refusals as the
+// dependency's failures would make a breaker excite itself.
+//
+// Errors: a call that produced no value returns an *Error. errors.Is matches
+// ErrShortCircuited (and circuit.ErrOpen), ErrTimeout (and
+// context.DeadlineExceeded), ErrRejected (and isolation.ErrRejected),
+// ErrFallbackRejected, ErrFallbackMissing and, for CANCELLED, the context's
+// error; errors.As reaches Run's own error through it.
+//
+// # Fallbacks and degradation
+//
+// On FAILURE, TIMEOUT, a rejection or a short-circuit, Execute calls the
+// command's Fallback (Fallbacker) with the caller's context and the *Error,
+// under the group's fallback limit, and emits one of FALLBACK_SUCCESS,
+// FALLBACK_FAILURE (it returned an error or panicked), FALLBACK_REJECTION
+// (the limit was reached) or FALLBACK_MISSING (no Fallback, NoFallback
+// embedded, or the Fallback declined by returning ErrFallbackMissing). A
+// value served by a fallback is degraded: Info.Degraded and Info.Reason say
+// so, and it counts in the command's DegradedRate. Execute alone cannot tell
+// a degraded value from a real one; use ExecuteInfo where it matters.
+// EXCEPTION_THROWN is emitted whenever the caller gets an error.
+//
+// Helpers: Static serves a fixed value, LastGood the last good value while
+// it is younger than its maximum age, and NoFallback marks a command that
+// must fail loudly (a payment never "succeeds" by fallback). A fallback must
+// not call the dependency that just failed.
+//
+// # Metrics
+//
+// Each command records its events and its run and total latencies in a
+// metrics.Rolling window; a group's counts are the sum of its commands', and
+// its window's Max is the peak of calls running at once. Registry.Snapshot
+// reads them all (cheap enough to call every 500 ms), and every group and
+// command publishes functional gauges and counters into a go-metrics
+// registry (RegistryConfig.Metrics, or a private one): see Registry.Metrics
+// for the names. Nothing goes through go-metrics on the call path.
+//
+// # Cost
+//
+// In a Semaphore group without a timeout, Execute takes no lock and makes no
+// allocation: a few atomic adds and the clock read at the start and end of
+// the call. A timeout costs what context.WithTimeout costs; a Thread group
+// adds the hand-off to a worker and back. Passing a command by value
+// converts it to an interface, which allocates unless the command is empty
+// or a pointer that already lives on the heap.
+//
+// # HTTP
+//
+// Transport is an http.RoundTripper that runs each request as a command in a
+// group per host, with 5xx and network errors as failures, 4xx (429 too) as
+// bad requests, and an optional degraded 503 answer (Retry-After,
+// X-Degraded) when a host's breaker is open or its bulkhead full.
+package command

@@ -1,0 +1,264 @@
+package command_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// greet is a command: Run is the call to the dependency; the result type is
+// string.
+type greet struct{ name string }
+
+func (g greet) Run(ctx context.Context) (string, error) { return "hello, " + g.name, nil }
+
+func ExampleExecute() {
+	reg := command.NewRegistry(command.RegistryConfig{})
+	defer reg.Close(context.Background())
+	greeter, err := reg.NewGroup("greeter", command.GroupConfig{Timeout: 100 * time.Millisecond})
+	if err != nil {
+		panic(err)
+	}
+
+	s, err := command.Execute(context.Background(), greeter, greet{name: "Ada"})
+	fmt.Println(s, err)
+	// Output: hello, Ada <nil>
+}
+
+// getProfile can degrade: when Run fails, Fallback serves a guest profile.
+type getProfile struct{ id int }
+
+func (getProfile) Run(ctx context.Context) (string, error) {
+	return "", errors.New("profile service down")
+}
+
+func (getProfile) Fallback(ctx context.Context, err error) (string, error) {
+	return "guest", nil
+}
+
+func ExampleExecuteInfo() {
+	reg := command.NewRegistry(command.RegistryConfig{})
+	defer reg.Close(context.Background())
+	profiles, err := reg.NewGroup("profiles", command.GroupConfig{})
+	if err != nil {
+		panic(err)
+	}
+
+	p, info, err := command.ExecuteInfo(context.Background(), profiles, getProfile{id: 7})
+	fmt.Println(p, err)
+	fmt.Println("degraded:", info.Degraded, "because of", info.Reason)
+	fmt.Println(info.Command, info.Events)
+	// Output:
+	// guest <nil>
+	// degraded: true because of failure
+	// getProfile FAILURE|FALLBACK_SUCCESS
+}
+
+// price serves the last good price, for at most a minute, when the feed is
+// down: the embedded *LastGood provides Fallback.
+type price struct {
+	*command.LastGood[float64]
+	feedUp bool
+}
+
+func (p price) Run(ctx context.Context) (float64, error) {
+	if !p.feedUp {
+		return 0, errors.New("feed down")
+	}
+	p.Store(101.5)
+	return 101.5, nil
+}
+
+func ExampleLastGood() {
+	clock := new(metrics.ManualClock)
+	reg := command.NewRegistry(command.RegistryConfig{Clock: clock})
+	defer reg.Close(context.Background())
+	quotes, err := reg.NewGroup("quotes", command.GroupConfig{Strategy: command.Semaphore})
+	if err != nil {
+		panic(err)
+	}
+	last, err := command.NewLastGood[float64](time.Minute, clock)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+
+	v, info, err := command.ExecuteInfo(ctx, quotes, price{last, true})
+	fmt.Println(v, info.Degraded, err)
+
+	clock.Advance(30 * time.Second)
+	v, info, err = command.ExecuteInfo(ctx, quotes, price{last, false})
+	_, age, _ := last.Load()
+	fmt.Println(v, info.Degraded, err, "age", age)
+
+	clock.Advance(time.Minute)
+	v, info, err = command.ExecuteInfo(ctx, quotes, price{last, false})
+	fmt.Println(v, info.Degraded, errors.Is(err, command.ErrStale), info.Events)
+	// Output:
+	// 101.5 false <nil>
+	// 101.5 true <nil> age 30s
+	// 0 false true FAILURE|FALLBACK_FAILURE|EXCEPTION_THROWN
+}
+
+// recommend falls back to an empty list, which callers can tell from a real
+// empty list by Info.Degraded.
+type recommend struct {
+	command.Static[[]string]
+}
+
+func (recommend) Run(ctx context.Context) ([]string, error) {
+	return nil, errors.New("recommender overloaded")
+}
+
+func ExampleStatic() {
+	reg := command.NewRegistry(command.RegistryConfig{})
+	defer reg.Close(context.Background())
+	recs, err := reg.NewGroup("recommendations", command.GroupConfig{Strategy: command.Semaphore})
+	if err != nil {
+		panic(err)
+	}
+
+	list, info, err := command.ExecuteInfo(context.Background(), recs, recommend{command.Static[[]string]{Value: []string{}}})
+	fmt.Println(len(list), info.Degraded, err)
+	// Output: 0 true <nil>
+}
+
+// charge is a payment: it must never succeed by fallback.
+type charge struct {
+	command.NoFallback
+	cents int
+}
+
+func (charge) Run(ctx context.Context) (string, error) {
+	return "", errors.New("payment gateway unreachable")
+}
+
+func ExampleNoFallback() {
+	reg := command.NewRegistry(command.RegistryConfig{})
+	defer reg.Close(context.Background())
+	payments, err := reg.NewGroup("payments", command.GroupConfig{})
+	if err != nil {
+		panic(err)
+	}
+
+	_, err = command.Execute(context.Background(), payments, charge{cents: 1999})
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, command.ErrFallbackMissing))
+	// Output:
+	// command payments/charge: failure: payment gateway unreachable (fallback: command: no fallback)
+	// true
+}
+
+// lookup rejects malformed ids itself: the caller's fault, not the
+// dependency's.
+type lookup struct{ id string }
+
+var errMalformed = errors.New("malformed id")
+
+func (l lookup) Run(ctx context.Context) (int, error) {
+	if l.id == "" {
+		return 0, command.BadRequest(errMalformed)
+	}
+	return len(l.id), nil
+}
+
+func ExampleBadRequest() {
+	reg := command.NewRegistry(command.RegistryConfig{})
+	defer reg.Close(context.Background())
+	accounts, err := reg.NewGroup("accounts", command.GroupConfig{Strategy: command.Semaphore})
+	if err != nil {
+		panic(err)
+	}
+
+	_, info, err := command.ExecuteInfo(context.Background(), accounts, lookup{})
+	fmt.Println(info.Event, errors.Is(err, errMalformed), command.IsBadRequest(err))
+	fmt.Println("counted by the breaker:", accounts.Breaker().Snapshot().Health.Requests)
+	// Output:
+	// BAD_REQUEST true true
+	// counted by the breaker: 0
+}
+
+func ExampleRegistry_Snapshot() {
+	reg := command.NewRegistry(command.RegistryConfig{})
+	defer reg.Close(context.Background())
+	profiles, _ := reg.NewGroup("profiles", command.GroupConfig{Strategy: command.Semaphore})
+	greeter, _ := reg.NewGroup("greeter", command.GroupConfig{})
+	ctx := context.Background()
+	for range 3 {
+		_, _ = command.Execute(ctx, profiles, getProfile{})
+	}
+	_, _ = command.Execute(ctx, greeter, greet{"Bo"})
+
+	for _, g := range reg.Snapshot().Groups {
+		fmt.Println(g.Name, g.Strategy, g.Breaker.State)
+		for _, c := range g.Commands {
+			fmt.Printf("  %s: %d calls, %d failures, degraded rate %.0f%%\n", c.Name,
+				c.Metrics.Cumulative[metrics.Success]+c.Metrics.Cumulative[metrics.Failure],
+				c.Metrics.Counts[metrics.Failure], 100*c.DegradedRate)
+		}
+	}
+	// Output:
+	// greeter THREAD closed
+	//   greet: 1 calls, 0 failures, degraded rate 0%
+	// profiles SEMAPHORE closed
+	//   getProfile: 3 calls, 3 failures, degraded rate 100%
+}
+
+func ExampleRegistry_Metrics() {
+	reg := command.NewRegistry(command.RegistryConfig{})
+	defer reg.Close(context.Background())
+	profiles, _ := reg.NewGroup("profiles", command.GroupConfig{})
+	for range 2 {
+		_, _ = command.Execute(context.Background(), profiles, getProfile{})
+	}
+
+	calls := reg.Metrics().Get("command.profiles.getProfile.calls").(interface{ Count() int64 })
+	failures := reg.Metrics().Get("command.profiles.getProfile.rolling.failure").(interface{ Value() int64 })
+	fmt.Println(calls.Count(), failures.Value())
+	// Output: 2 2
+}
+
+func ExampleTransport() {
+	dependency := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	defer dependency.Close()
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+
+	reg := command.NewRegistry(command.RegistryConfig{})
+	defer reg.Close(context.Background())
+	transport, err := command.NewTransport(reg, command.TransportConfig{
+		Base:    base,
+		Degrade: true,
+		Group:   command.GroupConfig{Breaker: circuit.Config{MinRequests: 3, OpenDuration: 10 * time.Second}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	client := &http.Client{Transport: transport}
+
+	for range 3 {
+		_, err := client.Get(dependency.URL)
+		var se *command.StatusError
+		fmt.Println(errors.As(err, &se), se.StatusCode)
+	}
+	resp, err := client.Get(dependency.URL) // the host's breaker is open now
+	if err != nil {
+		panic(err)
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, resp.Header.Get("X-Degraded"), resp.Header.Get("Retry-After"))
+	// Output:
+	// true 503
+	// true 503
+	// true 503
+	// 503 short_circuited 10
+}

@@ -1,0 +1,392 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	gometrics "github.com/rcrowley/go-metrics"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+func TestGroupConfigValidation(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  GroupConfig
+		want string
+	}{
+		{GroupConfig{Strategy: 7}, "Strategy 7"},
+		{GroupConfig{MaxConcurrent: -1}, "MaxConcurrent -1"},
+		{GroupConfig{QueueSize: -2}, "QueueSize -2"},
+		{GroupConfig{Strategy: Semaphore, QueueSize: 3}, "QueueSize 3 is set but Strategy is SEMAPHORE"},
+		{GroupConfig{Timeout: -2 * time.Second}, "Timeout -2s"},
+		{GroupConfig{FallbackLimit: -1}, "FallbackLimit -1"},
+		{GroupConfig{SlowCallDuration: -time.Second}, "SlowCallDuration -1s"},
+		{GroupConfig{Window: metrics.Window{Length: 10 * time.Second, Buckets: 3}}, "Window {Length: 10s, Buckets: 3}"},
+		{GroupConfig{Breaker: circuit.Config{FailureRatio: 2}}, "Breaker: circuit: invalid config: FailureRatio 2"},
+		{GroupConfig{CommandBreaker: circuit.Config{MinRequests: -1}}, "CommandBreaker: circuit: invalid config: MinRequests -1"},
+		{GroupConfig{Commands: map[string]CommandConfig{"get": {Timeout: -3}}}, `Commands["get"].Timeout -3ns`},
+		{GroupConfig{Commands: map[string]CommandConfig{"": {}}}, "a command name must not be empty"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			require.ErrorIs(t, err, ErrInvalidConfig)
+			assert.ErrorContains(t, err, tc.want)
+			reg, _ := newTestRegistry(t)
+			_, err = reg.NewGroup("g", tc.cfg)
+			assert.ErrorIs(t, err, ErrInvalidConfig)
+		})
+	}
+}
+
+func TestGroupConfigDefaults(t *testing.T) {
+	g, _ := newTestGroup(t, GroupConfig{CommandBreaker: circuit.Config{SlowCallDuration: time.Second, SlowCallRatio: 0.5}})
+	cfg := g.Config()
+	assert.Equal(t, Thread, cfg.Strategy)
+	assert.Equal(t, 10, cfg.MaxConcurrent)
+	assert.Zero(t, cfg.QueueSize)
+	assert.Equal(t, time.Second, cfg.Timeout)
+	assert.Equal(t, 10, cfg.FallbackLimit)
+	assert.Equal(t, metrics.DefaultWindow(), cfg.Window)
+	assert.Equal(t, time.Second, cfg.SlowCallDuration, "defaults to the command breaker's threshold")
+	bc := g.Breaker().Config()
+	assert.Equal(t, 20, bc.MinRequests)
+	assert.Equal(t, 0.5, bc.FailureRatio)
+	assert.Equal(t, 5*time.Second, bc.OpenDuration)
+	assert.Equal(t, metrics.DefaultWindow(), bc.Window)
+	assert.Equal(t, "deps", bc.Name)
+	assert.Same(t, g.clock, bc.Clock, "the breakers tell time by the registry's clock")
+	stats := g.pool.Stats()
+	assert.Equal(t, 10, stats.Capacity)
+	assert.Zero(t, stats.QueueCapacity)
+}
+
+func TestNewGroupNames(t *testing.T) {
+	reg, _ := newTestRegistry(t)
+	_, err := reg.NewGroup("", GroupConfig{})
+	assert.ErrorIs(t, err, ErrInvalidConfig)
+	g, err := reg.NewGroup("a", GroupConfig{})
+	require.NoError(t, err)
+	_, err = reg.NewGroup("a", GroupConfig{})
+	assert.ErrorIs(t, err, ErrInvalidConfig)
+	assert.ErrorContains(t, err, `group "a" already exists`)
+	got, ok := reg.Group("a")
+	assert.True(t, ok)
+	assert.Same(t, g, got)
+}
+
+type plain struct{}
+
+func (plain) Run(context.Context) (int, error) { return 1, nil }
+
+type pointy struct{ n int }
+
+func (p *pointy) Run(context.Context) (int, error) { return p.n, nil }
+
+type generic[T any] struct{}
+
+func (generic[T]) Run(context.Context) (T, error) {
+	var zero T
+	return zero, nil
+}
+
+type named struct{ n string }
+
+func (n named) Name() string                      { return n.n }
+func (named) Run(context.Context) (string, error) { return "", nil }
+
+func TestCommandNames(t *testing.T) {
+	g, _ := newTestGroup(t, GroupConfig{Strategy: Semaphore})
+	ctx := context.Background()
+	name := func(info Info, err error) string {
+		require.NoError(t, err)
+		return info.Command
+	}
+	_, info, err := ExecuteInfo(ctx, g, plain{})
+	assert.Equal(t, "plain", name(info, err))
+	_, info, err = ExecuteInfo(ctx, g, &pointy{n: 2})
+	assert.Equal(t, "pointy", name(info, err))
+	_, info, err = ExecuteInfo(ctx, g, generic[string]{})
+	assert.Equal(t, "generic[string]", name(info, err))
+	_, info, err = ExecuteInfo(ctx, g, named{"lookup"})
+	assert.Equal(t, "lookup", name(info, err))
+	_, info, err = ExecuteInfo(ctx, g, named{"other"})
+	assert.Equal(t, "other", name(info, err), "Name is asked on every call")
+	_, info, err = ExecuteInfo(ctx, g, named{"lookup"}, WithName("forced"))
+	assert.Equal(t, "forced", name(info, err))
+	_, info, err = ExecuteInfo(ctx, g, plain{}, WithName(""))
+	assert.Equal(t, "plain", name(info, err), "an empty WithName keeps the default")
+	assert.Equal(t, []string{"forced", "generic[string]", "lookup", "other", "plain", "pointy"}, commandNames(g.Snapshot()))
+}
+
+func commandNames(s GroupSnapshot) []string {
+	var names []string
+	for _, c := range s.Commands {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// TestExecuteDoesNotAllocate: a semaphore call without a timeout, with the
+// default (type) name, by Namer or by WithName, allocates nothing once the
+// command exists.
+func TestExecuteDoesNotAllocate(t *testing.T) {
+	g, _ := newTestGroup(t, GroupConfig{Strategy: Semaphore, Timeout: NoTimeout})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		call func()
+	}{
+		{"type name", func() { _, _ = Execute(ctx, g, plain{}) }},
+		{"Namer", func() { _, _ = Execute(ctx, g, named{"lookup"}) }},
+		{"WithName", func() { _, _ = Execute(ctx, g, plain{}, WithName("x")) }},
+		{"ExecuteInfo", func() { _, _, _ = ExecuteInfo(ctx, g, plain{}) }},
+	} {
+		tc.call()
+		assert.Zero(t, testing.AllocsPerRun(100, tc.call), tc.name)
+	}
+}
+
+func TestCommandConfig(t *testing.T) {
+	reg, _ := newTestRegistry(t)
+	g, err := reg.NewGroup("g", GroupConfig{Strategy: Semaphore, Timeout: time.Second,
+		Commands: map[string]CommandConfig{"fast": {Timeout: 10 * time.Millisecond}, "free": {Timeout: NoTimeout}}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"fast", "free"}, commandNames(g.Snapshot()), "declared commands show before their first call")
+	deadline := func(name string) (time.Duration, bool) {
+		var left time.Duration
+		var ok bool
+		_, err := Execute(context.Background(), g, op[int]{name, func(ctx context.Context) (int, error) {
+			var d time.Time
+			d, ok = ctx.Deadline()
+			left = time.Until(d)
+			return 0, nil
+		}})
+		require.NoError(t, err)
+		return left, ok
+	}
+	left, ok := deadline("fast")
+	assert.True(t, ok)
+	assert.LessOrEqual(t, left, 10*time.Millisecond)
+	_, ok = deadline("free")
+	assert.False(t, ok)
+	left, ok = deadline("other")
+	assert.True(t, ok)
+	assert.Greater(t, left, 10*time.Millisecond)
+	s := g.Snapshot()
+	assert.Equal(t, NoTimeout, s.Commands[1].Timeout)
+	assert.Equal(t, time.Second, s.Commands[2].Timeout)
+}
+
+func TestRegistrySnapshot(t *testing.T) {
+	reg, clock := newTestRegistry(t)
+	b, err := reg.NewGroup("b", GroupConfig{Strategy: Semaphore, MaxConcurrent: 3, FallbackLimit: 4, Timeout: NoTimeout})
+	require.NoError(t, err)
+	a, err := reg.NewGroup("a", GroupConfig{MaxConcurrent: 2, QueueSize: 1, Timeout: 50 * time.Millisecond})
+	require.NoError(t, err)
+	ctx := context.Background()
+	degrade := opFB[int]{op[int]{"y", fail[int](errBoom)}, func(context.Context, error) (int, error) { return 0, nil }}
+	for range 3 {
+		_, _ = Execute(ctx, b, degrade)
+	}
+	_, _ = Execute(ctx, b, op[int]{"y", succeed(1)})
+	_, _ = Execute(ctx, b, op[int]{"x", func(context.Context) (int, error) { clock.Advance(time.Millisecond); return 1, nil }})
+	_, _ = Execute(ctx, a, op[int]{"z", succeed(1)})
+
+	s := reg.Snapshot()
+	assert.WithinDuration(t, time.Now(), s.Time, time.Minute)
+	require.Len(t, s.Groups, 2)
+	assert.Equal(t, "a", s.Groups[0].Name, "sorted by name")
+	sa, sb := s.Groups[0], s.Groups[1]
+	assert.Equal(t, "THREAD", sa.Strategy)
+	assert.Equal(t, 2, sa.Bulkhead.Capacity)
+	assert.Equal(t, 1, sa.Bulkhead.QueueCapacity)
+	assert.Equal(t, 50*time.Millisecond, sa.Timeout)
+	assert.Equal(t, "SEMAPHORE", sb.Strategy)
+	assert.Equal(t, NoTimeout, sb.Timeout)
+	assert.Equal(t, 4, sb.FallbackLimit)
+	assert.Equal(t, 3, sb.Bulkhead.Capacity)
+	assert.Equal(t, "b", sb.Breaker.Name)
+	assert.Equal(t, 20, sb.BreakerConfig.MinRequests)
+
+	require.Equal(t, []string{"x", "y"}, commandNames(sb))
+	x, y := sb.Commands[0], sb.Commands[1]
+	assert.Equal(t, "b", y.Group)
+	assert.Equal(t, "b/y", y.Breaker.Name)
+	assert.Equal(t, int64(3), y.Metrics.Counts[metrics.Failure])
+	assert.Equal(t, int64(3), y.Metrics.Counts[metrics.FallbackSuccess])
+	assert.Equal(t, 0.75, y.DegradedRate)
+	assert.Equal(t, int64(4), y.Metrics.Total.Count)
+	assert.InEpsilon(t, float64(time.Millisecond), float64(x.Metrics.Run.Percentiles[8]), 0.02, "run latency from the registry's clock")
+	assert.Zero(t, x.InFlight)
+	assert.Equal(t, int64(4), sb.Metrics.Counts[metrics.Success]+sb.Metrics.Counts[metrics.Failure]-1,
+		"the group's counts are its commands' summed")
+	assert.Equal(t, int64(3), sb.Metrics.Cumulative[metrics.Failure])
+	assert.Equal(t, int64(1), sb.Metrics.Max, "peak running calls")
+	assert.Zero(t, sb.Metrics.Total.Count, "latencies are per command")
+}
+
+func TestGoMetricsExport(t *testing.T) {
+	gm := gometrics.NewRegistry()
+	clock := new(metrics.ManualClock)
+	reg := NewRegistry(RegistryConfig{Metrics: gm, Clock: clock, Logger: discardLogger})
+	g, err := reg.NewGroup("users", GroupConfig{Strategy: Semaphore})
+	require.NoError(t, err)
+	ctx := context.Background()
+	for range 3 {
+		_, _ = Execute(ctx, g, opFB[int]{op[int]{"get", fail[int](errBoom)}, func(context.Context, error) (int, error) { return 0, nil }})
+	}
+	_, _ = Execute(ctx, g, op[int]{"get", succeed(1)})
+
+	gauge := func(name string) int64 {
+		m, ok := gm.Get(name).(gometrics.Gauge)
+		require.True(t, ok, "gauge %s", name)
+		return m.Value()
+	}
+	counter := func(name string) int64 {
+		m, ok := gm.Get(name).(gometrics.Counter)
+		require.True(t, ok, "counter %s", name)
+		return m.Count()
+	}
+	assert.Equal(t, int64(3), gauge("command.users.get.rolling.failure"))
+	assert.Equal(t, int64(1), gauge("command.users.get.cumulative.success"))
+	assert.Equal(t, int64(4), counter("command.users.get.calls"))
+	assert.Equal(t, int64(3), counter("command.users.get.degraded"))
+	assert.Zero(t, gauge("command.users.get.inflight"))
+	assert.Equal(t, int64(circuit.Closed), gauge("command.users.get.circuit.state"))
+	assert.Equal(t, int64(3), gauge("group.users.rolling.fallback_success"))
+	assert.Equal(t, int64(1), gauge("group.users.rolling.max"))
+	assert.Equal(t, int64(10), gauge("group.users.bulkhead.capacity"))
+	assert.Equal(t, int64(4), counter("group.users.bulkhead.completed"))
+	gm.Each(func(name string, m any) {
+		_, isMeter := m.(gometrics.Meter)
+		assert.False(t, isMeter, "%s: no Meter (its ticker goroutine never exits)", name)
+	})
+
+	g.Breaker().SetMode(circuit.ForcedOpen)
+	assert.Equal(t, int64(circuit.Open), gauge("group.users.circuit.state"))
+
+	require.NoError(t, reg.Close(ctx))
+	n := 0
+	gm.Each(func(string, any) { n++ })
+	assert.Zero(t, n, "Close removes every metric")
+}
+
+func TestGoMetricsDefaultsToPrivateRegistry(t *testing.T) {
+	reg, _ := newTestRegistry(t)
+	_, err := reg.NewGroup("private", GroupConfig{Strategy: Semaphore})
+	require.NoError(t, err)
+	assert.NotSame(t, gometrics.DefaultRegistry, reg.Metrics())
+	assert.Nil(t, gometrics.DefaultRegistry.Get("group.private.rolling.success"))
+	assert.NotNil(t, reg.Metrics().Get("group.private.rolling.success"))
+}
+
+func TestGoMetricsNameClash(t *testing.T) {
+	gm := gometrics.NewRegistry()
+	require.NoError(t, gm.Register("group.taken.bulkhead.active", gometrics.NewCounter()))
+	require.NoError(t, gm.Register("command.ok.get.calls", gometrics.NewCounter()))
+	reg := NewRegistry(RegistryConfig{Metrics: gm, Logger: discardLogger})
+	defer reg.Close(context.Background())
+
+	_, err := reg.NewGroup("taken", GroupConfig{Strategy: Semaphore})
+	require.Error(t, err, "a group whose metrics cannot be exported is not created")
+	_, ok := reg.Group("taken")
+	assert.False(t, ok)
+	assert.Nil(t, gm.Get("group.taken.rolling.success"), "what was registered before the clash is removed")
+
+	g, err := reg.NewGroup("ok", GroupConfig{Strategy: Semaphore})
+	require.NoError(t, err)
+	_, err = Execute(context.Background(), g, op[int]{"get", succeed(1)})
+	assert.NoError(t, err, "a command whose metrics clash still runs")
+}
+
+func TestRegistryCloseWaits(t *testing.T) {
+	reg, _ := newTestRegistry(t)
+	g, err := reg.NewGroup("slow", GroupConfig{Timeout: NoTimeout})
+	require.NoError(t, err)
+	entered, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := Execute(context.Background(), g, op[int]{"get", func(context.Context) (int, error) {
+			close(entered)
+			<-release
+			return 1, nil
+		}})
+		done <- err
+	}()
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	err = reg.Close(ctx)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "Close reports the call it had to leave running")
+	close(release)
+	assert.NoError(t, <-done)
+	assert.NoError(t, g.Close(context.Background()), "a second Close is a no-op")
+}
+
+func TestLastGood(t *testing.T) {
+	_, err := NewLastGood[int](0, nil)
+	assert.ErrorIs(t, err, ErrInvalidConfig)
+	clock := new(metrics.ManualClock)
+	lg, err := NewLastGood[int](time.Second, clock)
+	require.NoError(t, err)
+	_, err = lg.Fallback(context.Background(), errBoom)
+	assert.ErrorIs(t, err, ErrNoLastGood)
+	lg.Store(4)
+	clock.Advance(time.Second)
+	v, err := lg.Fallback(context.Background(), errBoom)
+	require.NoError(t, err)
+	assert.Equal(t, 4, v, "at exactly the maximum age: still served")
+	clock.Advance(time.Nanosecond)
+	v, err = lg.Fallback(context.Background(), errBoom)
+	assert.ErrorIs(t, err, ErrStale)
+	assert.Zero(t, v)
+	v, age, ok := lg.Load()
+	assert.Equal(t, 4, v)
+	assert.Equal(t, time.Second+time.Nanosecond, age)
+	assert.True(t, ok)
+	assert.Equal(t, time.Second, lg.MaxAge())
+}
+
+func TestLastGoodConcurrent(t *testing.T) {
+	lg, err := NewLastGood[[2]int](time.Hour, nil)
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 10_000 {
+			lg.Store([2]int{i, -i})
+		}
+	}()
+	for range 10_000 {
+		if v, _, ok := lg.Load(); ok {
+			require.Equal(t, v[0], -v[1], "a value is never torn")
+		}
+	}
+	<-done
+}
+
+func TestEventSet(t *testing.T) {
+	s := events(metrics.Timeout, metrics.FallbackSuccess, metrics.Success)
+	assert.Equal(t, "SUCCESS|TIMEOUT|FALLBACK_SUCCESS", s.String())
+	assert.Equal(t, 3, s.Len())
+	assert.True(t, s.Has(metrics.Timeout))
+	assert.False(t, s.Has(metrics.Failure))
+	assert.Empty(t, EventSet(0).String())
+}
+
+func TestStrategyString(t *testing.T) {
+	assert.Equal(t, "THREAD", Thread.String())
+	assert.Equal(t, "SEMAPHORE", Semaphore.String())
+	assert.Equal(t, "Strategy(9)", Strategy(9).String())
+}
+
+func TestBadRequestNil(t *testing.T) {
+	assert.NoError(t, BadRequest(nil))
+	assert.False(t, IsBadRequest(errBoom))
+	assert.True(t, IsBadRequest(errors.Join(errBoom, BadRequest(errBoom))))
+}
