@@ -127,40 +127,44 @@
   }
 
   // circuitDetail tells how long the breaker has been in its state, its
-  // half-open progress or remaining open time, and why it last tripped.
+  // remaining open time or half-open progress, and why it last tripped.
   function circuitDetail(n) {
-    if (!n) return ['', ''];
+    if (!n) return ['', '', ''];
     let since = 'for ' + fmtDur(n.timeInStateMs);
     if (n.mode === 'observe-only') since = 'would be ' + (STATE_LABEL[n.state] || n.state) + ' · ' + since;
+    let progress = '';
     if (n.state === 'open' && n.mode === 'normal') {
-      since += ' · retry in ' + fmtDur(n.retryAfterMs) + ' (open ' + fmtDur(n.openDurationMs) + ')';
+      progress = 'retry in ' + fmtDur(n.retryAfterMs) + ' · open ' + fmtDur(n.openDurationMs);
     } else if (n.state === 'half-open') {
-      since += ' · probes ' + n.probeSuccesses + '/' + n.probesNeeded;
+      progress = 'probes ' + n.probeSuccesses + '/' + n.probesNeeded + ' ok · ' + n.probes + ' in flight';
     } else if (n.rampShare < 1) {
-      since += ' · ramp ' + Math.round(n.rampShare * 100) + '%';
+      progress = 'ramping up: ' + Math.round(n.rampShare * 100) + '% admitted';
     }
     let trip = '';
     const ts = n.transitions || [];
     for (let i = ts.length - 1; i >= 0; i--) {
       if (ts[i].to === 'open' && ts[i].from === 'closed') {
-        trip = 'last trip: ' + ts[i].reason + ' · ' + fmtDur(n.currentTime - ts[i].at) + ' ago';
+        trip = 'last trip: ' + ts[i].reason + ', ' + fmtDur(n.currentTime - ts[i].at) + ' ago';
         break;
       }
     }
     if (!trip && n.reason) trip = 'last: ' + n.reason;
-    return [since, trip];
+    return [since, progress, trip];
   }
 
   // ---- commands ---------------------------------------------------------
 
+  // The window's counters, in the Hystrix dashboard's colours. Cancelled is
+  // bulwark's own (from the native event).
   const COUNTERS = [
     ['success', 'Success', (h) => h.rollingCountSuccess],
-    ['short-circuited', 'Short-circuited', (h) => h.rollingCountShortCircuited],
-    ['bad-request', 'Bad request', (h) => h.rollingCountBadRequests],
+    ['failure', 'Failure', (h) => h.rollingCountFailure],
     ['timeout', 'Timeout', (h) => h.rollingCountTimeout],
     ['rejected', 'Rejected', (h) => h.rollingCountThreadPoolRejected + h.rollingCountSemaphoreRejected],
-    ['failure', 'Failure', (h) => h.rollingCountFailure],
+    ['short-circuited', 'Short-circuited', (h) => h.rollingCountShortCircuited],
+    ['bad-request', 'Bad request', (h) => h.rollingCountBadRequests],
     ['fallback', 'Fallback', (h) => h.rollingCountFallbackSuccess],
+    ['cancelled', 'Cancelled', (h, n) => (n ? n.rollingCountCancelled : 0)],
   ];
 
   const PERCENTILES = [
@@ -259,10 +263,11 @@
     t.state = el('span', 'state');
     t.groupState = el('span', 'groupstate');
     t.since = el('span', 'since');
+    t.progress = el('span', 'progress');
     t.trip = el('span', 'trip');
     const stateLine = el('div', 'stateline');
-    stateLine.append(t.state, t.groupState);
-    circ.append(stateLine, t.since, t.trip);
+    stateLine.append(t.groupState, t.state);
+    circ.append(stateLine, t.since, t.progress, t.trip);
     main.append(errBox, rateBox, circ);
 
     const counters = el('div', 'counters');
@@ -270,6 +275,7 @@
     for (const [k, label] of COUNTERS) {
       const cell = el('div', 'counter c-' + k);
       cell.setAttribute('data-k', k);
+      cell.title = label;
       const v = el('span', 'v', '0');
       cell.append(v, el('span', 'k', label));
       counters.append(cell);
@@ -333,8 +339,9 @@
     t.root.classList.toggle('stale', now - c.seen > STALE_MS);
     setText(t.state, STATE_LABEL[key]);
     setAttr(t.state, 'data-state', key);
-    const [since, trip] = circuitDetail(n);
+    const [since, progress, trip] = circuitDetail(n);
     setText(t.since, since);
+    setText(t.progress, progress);
     setText(t.trip, trip);
     if (n && n.groupState && (n.groupState !== 'closed' || n.groupMode === 'forced-open')) {
       setText(t.groupState, 'group ' + (STATE_LABEL[n.groupMode === 'forced-open' ? 'forced-open' : n.groupState] || n.groupState));
@@ -352,7 +359,7 @@
     setText(t.rate, fmtRate(c.rate));
 
     if (h) {
-      for (const [k, , get] of COUNTERS) setText(t.counters[k], fmtInt(get(h)));
+      for (const [k, , get] of COUNTERS) setText(t.counters[k], fmtInt(get(h, n)));
       for (const [k] of PERCENTILES) setText(t.lat[k], fmtMs((h.latencyExecute || {})[k]));
       setText(t.mean, fmtMs(h.latencyExecute_mean));
       setText(t.timeout, 'timeout ' + fmtMs(h.propertyValue_executionTimeoutInMilliseconds));
@@ -481,7 +488,7 @@
     const key = circuit(n, null);
     setText(t.state, n ? STATE_LABEL[key] : '–');
     setAttr(t.state, 'data-state', n ? key : '');
-    setText(t.since, n ? circuitDetail(n)[0] : '');
+    setText(t.since, n ? circuitDetail(n).slice(0, 2).filter(Boolean).join(' · ') : '');
   }
 
   // ---- ordering, filtering and the render loop --------------------------
