@@ -126,8 +126,10 @@ func (e *hystrixCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 		RollingCountThreadPoolRejected: counts[metrics.ThreadPoolRejected],
 		RollingCountTimeout:            counts[metrics.Timeout],
 
-		CurrentConcurrentExecutionCount:    c.InFlight,
-		RollingMaxConcurrentExecutionCount: c.Metrics.Max,
+		CurrentConcurrentExecutionCount: c.InFlight,
+		// Never below the calls in flight now, should the command's ring not
+		// track its peak concurrency.
+		RollingMaxConcurrentExecutionCount: max(c.Metrics.Max, c.InFlight),
 
 		LatencyExecuteMean: ms(c.Metrics.Run.Mean),
 		LatencyExecute:     percentilesOf(c.Metrics.Run),

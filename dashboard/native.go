@@ -43,6 +43,9 @@ type breaker struct {
 // taken at epoch-ms now, s.Since after the newest transition.
 func (b *breaker) fill(now int64, s *circuit.Snapshot) {
 	ts := b.Transitions[:0]
+	if ts == nil {
+		ts = make([]transition, 0, len(s.Transitions)) // [] on the wire, never null
+	}
 	if n := len(s.Transitions); n > 0 {
 		clock := s.Transitions[n-1].At + s.Since // the breaker's clock at the snapshot
 		for _, t := range s.Transitions {

@@ -214,6 +214,12 @@ func TestStreamNativeEvents(t *testing.T) {
 	assert.Equal(t, "probe_failed", last["reason"])
 	assert.EqualValues(t, now-2000, num(last["at"]))
 
+	firstEv := f.ofType(TypeBulwarkCommand)[0] // the first encoded, with no transitions
+	assert.Equal(t, []any{}, firstEv["transitions"], "an empty list, not null")
+	for _, g := range f.ofType(TypeBulwarkGroup) {
+		assert.Equal(t, []any{}, g["transitions"], "an empty list, not null")
+	}
+
 	list := f.find(TypeBulwarkCommand, "ListUsers", "users")
 	require.NotNil(t, list)
 	assert.InDelta(t, 0.3333, flt(list["degradedRate"]), 1e-9, "four decimals on the wire")

@@ -1,0 +1,326 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command"
+)
+
+// skipOrFail skips the test when the browser is missing on a developer's
+// machine, and fails it in CI (CI set), where a missing browser is a broken
+// setup, not a reason to pass.
+func skipOrFail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "" {
+		t.Skipf(format, args...)
+	}
+	t.Fatalf(format, args...)
+}
+
+// chromiumPath finds the browser: $BULWARK_CHROMIUM, then the usual names
+// on $PATH, then /usr/bin/chromium.
+func chromiumPath() (string, error) {
+	if p := os.Getenv("BULWARK_CHROMIUM"); p != "" {
+		return p, nil
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium", nil
+	}
+	return "", errors.New("no chromium on $PATH nor at /usr/bin/chromium (set BULWARK_CHROMIUM)")
+}
+
+// startBrowser starts headless Chromium with a fresh profile and returns a
+// tab context; the browser is stopped when the test ends.
+func startBrowser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := chromiumPath()
+	if err != nil {
+		skipOrFail(t, "browser test: %v", err)
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	ctx, cancelTab := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc() // waits for the browser process to exit
+	})
+	// The first Do starts the browser and binds its life to ctx: no timeout
+	// context here, or the browser would end with it.
+	if err := chromedp.Do(ctx); err != nil {
+		skipOrFail(t, "browser test: cannot start %s: %v", path, err)
+	}
+	return ctx
+}
+
+// tileJS returns a JavaScript expression for the tile of command name: found
+// by comparing data-command values, so no name needs CSS escaping.
+func tileJS(name string) string {
+	lit, _ := json.Marshal(name)
+	return fmt.Sprintf(`Array.from(document.querySelectorAll('[data-command]')).find(e => e.dataset.command === %s)`, lit)
+}
+
+// tileState reads the circuit state shown on a command's tile ("" if the
+// tile is not there yet).
+func tileState(ctx context.Context, name string) (string, error) {
+	return chromedp.Run(ctx, chromedp.Evaluate[string](
+		fmt.Sprintf(`(() => { const t = %s; return t ? t.querySelector('.state').textContent : ''; })()`, tileJS(name))))
+}
+
+// waitFor polls read until it returns want, or fails after d.
+func waitFor(t *testing.T, d time.Duration, what, want string, read func() (string, error)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var got string
+	var err error
+	for time.Now().Before(deadline) {
+		if got, err = read(); err == nil && got == want {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: want %q within %v, last read %q (err %v)", what, want, d, got, err)
+}
+
+// screenshotPath is $BULWARK_SCREENSHOT (relative to the module root when
+// relative), else a file in a temporary directory.
+func screenshotPath(t *testing.T) string {
+	p := os.Getenv("BULWARK_SCREENSHOT")
+	if p == "" {
+		return filepath.Join(t.TempDir(), "dashboard.png")
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join("..", p) // tests run in dashboard/, the module root is its parent
+	}
+	return p
+}
+
+// liveCommands runs calls of a few commands in a real registry until the
+// test ends.
+type liveCommands struct {
+	reg       *command.Registry
+	users     *command.Group
+	cache     *command.Group
+	failList  atomic.Bool // ListUsers fails while set
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	completed atomic.Int64
+}
+
+// xssName is a command name that would be an element if the page parsed
+// names as HTML.
+const xssName = `<img src=x onerror=alert(1)>`
+
+type namedCall struct {
+	name string
+	fail *atomic.Bool
+}
+
+func (c namedCall) Name() string { return c.name }
+func (c namedCall) Run(ctx context.Context) (int, error) {
+	select {
+	case <-time.After(2 * time.Millisecond):
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	if c.fail != nil && c.fail.Load() {
+		return 0, errors.New("dependency down")
+	}
+	return 1, nil
+}
+
+func startLiveCommands(t *testing.T) *liveCommands {
+	t.Helper()
+	l := &liveCommands{reg: command.NewRegistry(command.RegistryConfig{Logger: slog.New(slog.DiscardHandler)})}
+	// A breaker that trips fast and stays open for the test's duration.
+	breaker := circuit.Config{MinRequests: 5, OpenDuration: time.Minute}
+	var err error
+	l.users, err = l.reg.NewGroup("users", command.GroupConfig{MaxConcurrent: 8, CommandBreaker: breaker})
+	require.NoError(t, err)
+	l.cache, err = l.reg.NewGroup("cache", command.GroupConfig{Strategy: command.Semaphore, CommandBreaker: breaker})
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	loop := func(g *command.Group, cmd namedCall) {
+		l.wg.Go(func() {
+			for ctx.Err() == nil {
+				if _, err := command.Execute(ctx, g, cmd); err == nil {
+					l.completed.Add(1)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+	loop(l.users, namedCall{name: "GetUser"})
+	loop(l.users, namedCall{name: "ListUsers", fail: &l.failList})
+	loop(l.users, namedCall{name: "DeleteUser"})
+	loop(l.cache, namedCall{name: xssName})
+	t.Cleanup(l.stop)
+	return l
+}
+
+func (l *liveCommands) stop() {
+	l.cancel()
+	l.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = l.reg.Close(ctx)
+}
+
+// switchable serves h, or 503 while down is set: a stream outage the page
+// must ride out.
+type switchable struct {
+	h    http.Handler
+	down atomic.Bool
+}
+
+func (s *switchable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.down.Load() {
+		http.Error(w, "down for the test", http.StatusServiceUnavailable)
+		return
+	}
+	s.h.ServeHTTP(w, r)
+}
+
+func TestBrowserDashboard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test: skipped in -short mode")
+	}
+	ctx := startBrowser(t)
+	live := startLiveCommands(t)
+	h, err := New(live.reg, Config{})
+	require.NoError(t, err)
+	sw := &switchable{h: h}
+	ts := httptest.NewServer(sw) // listens on 127.0.0.1
+	defer func() {
+		// The page holds its stream open and reconnects: turn it away
+		// before closing, or Close would wait for it.
+		sw.down.Store(true)
+		ts.CloseClientConnections()
+		ts.Close()
+	}()
+
+	// Any alert() would mean a name ran as HTML: record and dismiss it.
+	var dialogs atomic.Int32
+	dialogCtx, stopDialogs := context.WithCancel(ctx)
+	dialogEvents := chromedp.Events(dialogCtx, page.JavascriptDialogOpening)
+	dialogDone := make(chan struct{})
+	go func() {
+		defer close(dialogDone)
+		for _, err := range dialogEvents {
+			if err != nil {
+				return
+			}
+			dialogs.Add(1)
+			_, _ = chromedp.Call(dialogCtx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}()
+	defer func() {
+		stopDialogs()
+		<-dialogDone
+	}()
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.EmulateViewport(1400, 1000),
+		chromedp.Navigate(ts.URL+"/?delay=100"),
+	))
+
+	// Every command shows up, closed.
+	for _, name := range []string{"GetUser", "ListUsers", "DeleteUser", xssName} {
+		waitFor(t, 10*time.Second, name+" tile", "Closed", func() (string, error) { return tileState(ctx, name) })
+	}
+	conn, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.ID("conn"), "data-conn"))
+	require.NoError(t, err)
+	assert.Equal(t, "live", conn.Value)
+
+	// Failures trip ListUsers' breaker; forcing DeleteUser's shows as forced.
+	live.failList.Store(true)
+	waitFor(t, 10*time.Second, "ListUsers after failures", "Open", func() (string, error) { return tileState(ctx, "ListUsers") })
+	del, ok := live.users.CommandBreaker("DeleteUser")
+	require.True(t, ok)
+	del.SetMode(circuit.ForcedOpen)
+	waitFor(t, 10*time.Second, "DeleteUser forced", "Forced Open", func() (string, error) { return tileState(ctx, "DeleteUser") })
+	trip, err := chromedp.Run(ctx, chromedp.Evaluate[string](tileJS("ListUsers")+`.querySelector('.trip').textContent`))
+	require.NoError(t, err)
+	assert.Contains(t, trip, "error_ratio", "the tile tells why it tripped")
+	attr, err := chromedp.Run(ctx, chromedp.Evaluate[string](tileJS("ListUsers")+`.dataset.state`))
+	require.NoError(t, err)
+	assert.Equal(t, "open", attr)
+
+	// The hostile name is text: no element came out of it, no alert fired.
+	xss, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]any](fmt.Sprintf(`(() => {
+		const t = %s;
+		return {name: t.querySelector('.name').textContent, imgs: t.querySelectorAll('img').length,
+		        pageImgs: document.images.length};
+	})()`, tileJS(xssName))))
+	require.NoError(t, err)
+	assert.Equal(t, xssName, xss["name"])
+	assert.EqualValues(t, 0, xss["imgs"], "no <img> in the tile")
+	assert.EqualValues(t, 0, xss["pageImgs"], "no <img> anywhere")
+
+	// The filter box hides what does not match.
+	require.NoError(t, chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("filter"), "list")))
+	waitFor(t, 5*time.Second, "filtered tiles", "ListUsers", func() (string, error) {
+		return chromedp.Run(ctx, chromedp.Evaluate[string](
+			`Array.from(document.querySelectorAll('#commands [data-command]')).filter(e => !e.hidden).map(e => e.dataset.command).join(',')`))
+	})
+	require.NoError(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](
+		`(() => { const f = document.getElementById('filter'); f.value = ''; f.dispatchEvent(new Event('input')); })()`)))
+
+	// The stream goes down: the badge says so; it comes back by itself.
+	sw.down.Store(true)
+	ts.CloseClientConnections()
+	waitFor(t, 10*time.Second, "badge while the stream is down", "reconnecting", func() (string, error) {
+		a, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.ID("conn"), "data-conn"))
+		return a.Value, err
+	})
+	sw.down.Store(false)
+	waitFor(t, 15*time.Second, "badge after the stream is back", "live", func() (string, error) {
+		a, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.ID("conn"), "data-conn"))
+		return a.Value, err
+	})
+	waitFor(t, 10*time.Second, "ListUsers after reconnecting", "Open", func() (string, error) { return tileState(ctx, "ListUsers") })
+
+	assert.Zero(t, dialogs.Load(), "a name ran as script")
+	assert.Positive(t, live.completed.Load())
+
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	out := screenshotPath(t)
+	require.NoError(t, os.WriteFile(out, png, 0o644))
+	t.Logf("screenshot: %s (%d bytes)", out, len(png))
+}
