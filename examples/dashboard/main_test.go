@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the run if the demo leaves a goroutine behind (the ants
+// package's own default pool, started when it loads, excepted).
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
+}
+
+// demo is the demo program running in the test.
+type demo struct {
+	url  string // http://127.0.0.1:port/
+	stop context.CancelFunc
+	done chan error
+}
+
+var urlLine = regexp.MustCompile(`bulwark dashboard: (http://\S+/) `)
+
+// startDemo runs the program with args (plus -addr 127.0.0.1:0 -quiet) and
+// waits for the URL it prints.
+func startDemo(t *testing.T, args ...string) *demo {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	d := &demo{stop: cancel, done: make(chan error, 1)}
+	go func() {
+		err := run(ctx, append([]string{"-addr", "127.0.0.1:0", "-quiet"}, args...), pw)
+		pw.CloseWithError(io.EOF)
+		d.done <- err
+	}()
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if m := urlLine.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	select {
+	case d.url = <-found:
+	case err := <-d.done:
+		t.Fatalf("demo ended before serving: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("demo printed no URL within 10 s")
+	}
+	return d
+}
+
+// wait stops the demo (if it has not stopped by itself) and returns its error.
+func (d *demo) wait(t *testing.T, within time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-d.done:
+		return err
+	case <-time.After(within):
+		t.Fatalf("demo still running after %v", within)
+		return nil
+	}
+}
+
+// readEvents reads the stream at url until stop returns true for the
+// events seen so far or d passes.
+func readEvents(t *testing.T, streamURL string, d time.Duration, stop func([]map[string]any) bool) []map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, streamURL, nil)
+	require.NoError(t, err)
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "text/event-stream;charset=UTF-8", resp.Header.Get("Content-Type"))
+
+	var events []map[string]any
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "ping: " {
+			if stop(events) {
+				return events
+			}
+			continue
+		}
+		if rest, ok := strings.CutPrefix(line, "data: "); ok {
+			var ev map[string]any
+			require.NoError(t, json.Unmarshal([]byte(rest), &ev), rest)
+			events = append(events, ev)
+		}
+	}
+	return events
+}
+
+// latest returns the newest event of type typ and name.
+func latest(events []map[string]any, typ, name string) map[string]any {
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i]["type"] == typ && events[i]["name"] == name {
+			return events[i]
+		}
+	}
+	return nil
+}
+
+func TestDemoServesPageAndStream(t *testing.T) {
+	d := startDemo(t, "-duration", "1m")
+	u, err := url.Parse(d.url)
+	require.NoError(t, err)
+	host, _, err := net.SplitHostPort(u.Host)
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1", host, "binds only to the address given")
+
+	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Get(d.url)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, resp.Header.Get("Content-Type"), "text/html")
+
+	commands := map[string]string{
+		"GetUser": "users", "Charge": "payments", "Query": "search",
+		"CheckStock": "inventory", "Generate": "reports", "ForUser": "recommendations",
+	}
+	// Read until every command has served calls and the small reports pool
+	// has rejected some (generous bound: it rejects within a second or two).
+	events := readEvents(t, d.url+"hystrix.stream?delay=200", 20*time.Second, func(evs []map[string]any) bool {
+		for name := range commands {
+			ev := latest(evs, "HystrixCommand", name)
+			if ev == nil || ev["requestCount"].(float64) == 0 {
+				return false
+			}
+		}
+		gen := latest(evs, "HystrixCommand", "Generate")
+		return gen["rollingCountThreadPoolRejected"].(float64) > 0
+	})
+	for name, group := range commands {
+		ev := latest(events, "HystrixCommand", name)
+		require.NotNil(t, ev, name)
+		assert.Equal(t, group, ev["group"], name)
+		assert.Positive(t, ev["requestCount"], name)
+		assert.NotNil(t, latest(events, "BulwarkCommand", name), name)
+		assert.NotNil(t, latest(events, "BulwarkGroup", group), group)
+	}
+	assert.Positive(t, latest(events, "HystrixCommand", "Generate")["rollingCountThreadPoolRejected"])
+	// Pool groups have a thread-pool event, the semaphore group none.
+	assert.NotNil(t, latest(events, "HystrixThreadPool", "reports"))
+	assert.Nil(t, latest(events, "HystrixThreadPool", "recommendations"))
+	assert.Equal(t, "SEMAPHORE", latest(events, "HystrixCommand", "ForUser")["propertyValue_executionIsolationStrategy"])
+
+	d.stop()
+	require.NoError(t, d.wait(t, 15*time.Second))
+}
+
+func TestDemoStopsAfterDuration(t *testing.T) {
+	d := startDemo(t, "-duration", "1500ms")
+	defer d.stop()
+	require.NoError(t, d.wait(t, 15*time.Second))
+}
+
+func TestDemoRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-duration", "-1s"},
+		{"-load", "0"},
+		{"-nope"},
+		{"-addr", "256.0.0.1:1"},
+	} {
+		err := run(context.Background(), args, io.Discard)
+		assert.Error(t, err, "%v", args)
+	}
+}
