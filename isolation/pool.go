@@ -77,18 +77,19 @@ const (
 //
 // A deadline in the context therefore covers queue time plus run time.
 type Pool struct {
-	slots     atomic.Int64 // workers holding a slot | slotsClosing | slotsSealed
-	size      atomic.Int64
-	queue     queue
-	workers   *ants.PoolWithFuncGeneric[*job]
-	jobs      sync.Pool // *job
-	detached  atomic.Int64
-	largest   atomic.Int64
-	completed atomic.Int64
-	rejected  atomic.Int64
-	logger    *slog.Logger
-	resizeMu  sync.Mutex
-	closeOnce atomic.Bool
+	slots      atomic.Int64 // workers holding a slot | slotsClosing | slotsSealed
+	size       atomic.Int64
+	queue      queue
+	workers    *ants.Pool
+	startQueue func()    // serve(nil): a worker that starts with the queue
+	jobs       sync.Pool // *job
+	detached   atomic.Int64
+	largest    atomic.Int64
+	completed  atomic.Int64
+	rejected   atomic.Int64
+	logger     *slog.Logger
+	resizeMu   sync.Mutex
+	closeOnce  atomic.Bool
 }
 
 // NewPool returns a Pool configured by cfg, or an error wrapping ErrInvalidConfig.
@@ -106,9 +107,13 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	p := &Pool{logger: cfg.Logger}
 	p.size.Store(int64(cfg.Size))
 	p.queue.capacity = cfg.Queue
-	p.jobs.New = func() any { return &job{done: make(chan struct{}, 1)} }
-	workers, err := ants.NewPoolWithFuncGeneric(-1, p.serve,
-		ants.WithNonblocking(true), ants.WithLogger(antsLogger{p}))
+	p.jobs.New = func() any {
+		j := &job{done: make(chan struct{}, 1)}
+		j.task = func() { p.serve(j) }
+		return j
+	}
+	p.startQueue = func() { p.serve(nil) }
+	workers, err := ants.NewPool(-1, ants.WithNonblocking(true), ants.WithLogger(antsLogger{p}))
 	if err != nil {
 		return nil, fmt.Errorf("isolation: starting worker pool: %w", err)
 	}
@@ -133,7 +138,7 @@ func (p *Pool) Execute(ctx context.Context, work func(ctx context.Context)) erro
 	done := ctx.Done()
 	if p.acquire(false) {
 		j := p.newJob(ctx, work)
-		if p.workers.Invoke(j) != nil { // only once Close released the ants pool
+		if p.workers.Submit(j.task) != nil { // only once Close released the ants pool
 			p.slots.Add(-1)
 			p.recycle(j)
 			return ErrClosed
@@ -182,7 +187,7 @@ func (p *Pool) acquire(draining bool) bool {
 
 // startWorker gives the slot just acquired to a new worker that starts with the queue.
 func (p *Pool) startWorker() {
-	if p.workers.Invoke(nil) != nil { // only once Close released the ants pool
+	if p.workers.Submit(p.startQueue) != nil { // only once Close released the ants pool
 		p.slots.Add(-1)
 	}
 }

@@ -17,46 +17,54 @@ import (
 
 // TestPoolNoLostWakeup races a worker going idle against a caller that finds the slot taken
 // and enqueues. In each round a caller goroutine is already spinning on its own P when the
-// work starts; the work flags that it is about to return and spins for a random 0 to ~2 µs,
-// the caller sees the flag, spins for its own random while and calls Execute. Over the rounds
-// the enqueue lands before, during and after each step of the worker's exit (pop, release,
-// recheck). A lost wake-up leaves the queued call waiting with no worker: its 2 s deadline
-// then drops it and the test fails.
+// work starts; the work flags that it is about to return, the caller sees the flag and calls
+// Execute. Who spins how long after the flag adapts round by round (the work less when the
+// caller found the slot still taken, more when not), so the caller keeps arriving just as the
+// worker leaves, with jitter, landing before, during and after each step of the worker's exit
+// (pop, release, recheck) whatever the speed of the machine or -race. A lost wake-up leaves
+// the queued call waiting with no worker: its 2 s deadline then drops it and the test fails.
+//
+// The test runs until 10 000 rounds found the slot taken (about 20 000 rounds, 2-3 s on an idle
+// 2-core VM), or 15 s on a loaded one, and fails if too few did: then it proved nothing.
 func TestPoolNoLostWakeup(t *testing.T) {
-	rounds := 20000
+	target, budget := 10000, 15*time.Second
 	if testing.Short() {
-		rounds = 2000
+		target, budget = 1000, 3*time.Second
 	}
 	p := newTestPool(t, PoolConfig{Size: 1, Queue: 4})
 	rng := rand.New(rand.NewPCG(1, 2))
 	held := 0 // rounds where the slot was still taken just before the racing Execute
-	for round := range rounds {
-		var ready, returning atomic.Bool
-		workSpin, callerSpin := rng.IntN(3000), rng.IntN(3000)
+	// offset > 0: the work spins that much after flagging; offset < 0: the caller waits that
+	// much after seeing the flag. It settles where the caller arrives as the worker leaves.
+	offset := 0
+	round := 0
+	for deadline := time.Now().Add(budget); held < target && time.Now().Before(deadline); round++ {
+		var returning atomic.Bool
+		ready := make(chan struct{})
+		workSpin, callerSpin := 0, 0
+		if d := offset + rng.IntN(2000) - 1000; d >= 0 {
+			workSpin = d
+		} else {
+			callerSpin = -d
+		}
 		type result struct {
 			held bool
 			err  error
 		}
 		raced := make(chan result, 1)
 		go func() {
-			ready.Store(true)
-			// Spin, not yield: yielding would let the work run on this P and return before we
-			// look. Yield only after a while, in case the work is queued behind us here.
-			start := time.Now()
-			for i := 1; !returning.Load(); i++ {
-				if i%1024 == 0 && time.Since(start) > 50*time.Microsecond {
-					runtime.Gosched()
-				}
-			}
+			close(ready)
+			spinUntil(&returning)
 			spin(callerSpin)
 			h := p.slots.Load()&slotsCount >= 1
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			raced <- result{h, p.Execute(ctx, func(context.Context) {})}
 		}()
-		for !ready.Load() {
-			runtime.Gosched()
-		}
+		// Block rather than spin or yield: the caller goroutine is running (it closed ready)
+		// and keeps its P, so this goroutine, and then the work handed over from it, resume
+		// on the other P.
+		<-ready
 		require.NoError(t, p.Execute(context.Background(), func(context.Context) {
 			returning.Store(true)
 			spin(workSpin)
@@ -65,10 +73,14 @@ func TestPoolNoLostWakeup(t *testing.T) {
 		require.NoError(t, r.err, "round %d: the queued call was not picked up", round)
 		if r.held {
 			held++
+			offset = max(-50_000, offset-100)
+		} else {
+			offset = min(50_000, offset+100)
 		}
 	}
-	t.Logf("%d rounds, slot still taken just before the racing Execute in %d", rounds, held)
-	assert.Greater(t, held, rounds/100, "the test must exercise the enqueue path")
+	t.Logf("%d rounds, slot still taken just before the racing Execute in %d (offset settled at %d)",
+		round, held, offset)
+	assert.GreaterOrEqual(t, held, target/10, "the test must exercise the enqueue path")
 }
 
 // countingHandler is a slog.Handler that counts records.
@@ -78,6 +90,18 @@ func (h *countingHandler) Enabled(context.Context, slog.Level) bool  { return tr
 func (h *countingHandler) Handle(context.Context, slog.Record) error { h.n.Add(1); return nil }
 func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler        { return h }
 func (h *countingHandler) WithGroup(string) slog.Handler             { return h }
+
+// spinUntil spins until flag is set. It yields only after a millisecond, in case the
+// goroutine that sets the flag is queued behind this one on its P: yielding at once would let
+// that goroutine run here, sequentially, and there would be no race to test.
+func spinUntil(flag *atomic.Bool) {
+	start := time.Now()
+	for i := 1; !flag.Load(); i++ {
+		if i%1024 == 0 && time.Since(start) > time.Millisecond {
+			runtime.Gosched()
+		}
+	}
+}
 
 var spinSink atomic.Int64
 

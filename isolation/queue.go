@@ -29,6 +29,7 @@ type job struct {
 	work  func(context.Context)
 	err   error         // written by the worker before jobFinished, read by the caller after done
 	done  chan struct{} // capacity 1; signalled once on jobFinished; empty when recycled
+	task  func()        // serve(this job), bound once so that submitting it allocates nothing
 	state atomic.Int32
 
 	// Queue links and membership, guarded by queue.mu.
