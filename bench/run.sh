@@ -14,25 +14,28 @@ cd "$(dirname "$0")"
 quick=0
 if [ "${1:-}" = "-quick" ]; then quick=1; fi
 
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bulwark-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
 if [ "$quick" = 1 ]; then
 	count=${COUNT:-1}
 	benchtime=${BENCHTIME:-1x}
+	proftime=1x
 	flag=-quick
 	out=$tmp/RESULTS.md
 	svg=$tmp/overhead.svg
 else
 	count=${COUNT:-5}
 	benchtime=${BENCHTIME:-500ms}
+	proftime=2s
 	flag=
 	out=RESULTS.md
 	svg=overhead.svg
 fi
 
 bench_cmd="go test -run='^\$' -bench=. -benchmem -count=$count -benchtime=$benchtime ."
-prof_cmd="go test -run='^\$' -bench='^BenchmarkCommand\$/^bulwark-NAME\$' -benchtime=$benchtime -cpuprofile=NAME.out -o bench.test . && go tool pprof -top -nodecount=20 bench.test NAME.out  # NAME: semaphore, pool"
+prof_cmd="go test -run='^\$' -bench='^BenchmarkCommand\$/^bulwark-NAME\$' -benchtime=$proftime -cpuprofile=NAME.out -o bench.test . && go tool pprof -top -nodecount=20 bench.test NAME.out  # NAME: semaphore, pool"
 timeouts_cmd="go run ./cmd/timeouts $flag"
 protect_cmd="go run ./cmd/protect $flag"
 report_cmd="go run ./cmd/report -in bench.txt -svg overhead.svg"
@@ -47,7 +50,7 @@ echo "== CPU profiles of the bulwark commands" >&2
 for name in semaphore pool; do
 	{
 		echo "### bulwark-$name"
-		go test -run='^$' -bench="^BenchmarkCommand\$/^bulwark-$name\$" -benchtime="$benchtime" \
+		go test -run='^$' -bench="^BenchmarkCommand\$/^bulwark-$name\$" -benchtime="$proftime" \
 			-cpuprofile="$tmp/$name.out" -o "$tmp/bench.test" . | grep '^Benchmark' || echo "(no such benchmark)"
 		if [ -s "$tmp/$name.out" ]; then
 			go tool pprof -top -nodecount=20 "$tmp/bench.test" "$tmp/$name.out" 2>/dev/null
@@ -62,6 +65,7 @@ go run ./cmd/timeouts $flag >"$tmp/timeouts.md"
 echo "== protection: $protect_cmd" >&2
 go run ./cmd/protect $flag >"$tmp/protect.md"
 
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 machine_cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 subtitle="$(nproc) cores, $machine_cpu, $(go env GOVERSION), -count=$count -benchtime=$benchtime; bars: serial (top) and b.RunParallel (bottom)"
 go run ./cmd/report -in "$tmp/bench.txt" -svg "$svg" -subtitle "$subtitle" >"$tmp/overhead.md"
@@ -83,6 +87,7 @@ fi
 	echo "- CPU: $machine_cpu"
 	echo "- Go: $(go version)"
 	echo "- OS: $(uname -sr)"
+	echo "- Load average (1/5/15 min) at start: $load_start; at end: $load_end (other work on the machine skews absolute numbers)"
 	echo "- Peers (bench/go.mod):"
 	go list -m github.com/afex/hystrix-go github.com/failsafe-go/failsafe-go github.com/sony/gobreaker/v2 \
 		github.com/alibaba/sentinel-golang github.com/panjf2000/ants/v2 golang.org/x/sync | sed 's/^/  - /'

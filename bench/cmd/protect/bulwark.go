@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/bulwark-go/bulwark/circuit"
@@ -29,7 +30,7 @@ func (c *backendCmd) Run(ctx context.Context) (struct{}, error) { return struct{
 // bulkheadSize with no queue, the call timeout, group and command breakers with the common
 // settings, and a static fallback.
 func bulwarkProtection() protection {
-	reg := command.NewRegistry(command.RegistryConfig{})
+	reg := command.NewRegistry(command.RegistryConfig{Logger: slog.New(slog.DiscardHandler)})
 	window := metrics.Window{Length: breakerWindow, Buckets: 10}
 	breaker := circuit.Config{Window: window, MinRequests: minRequests, FailureRatio: failureRatio, OpenDuration: openDuration}
 	return protection{

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -27,7 +28,7 @@ func (c workCmd) Run(ctx context.Context) (struct{}, error) {
 func bulwarkSubject(name string, strategy command.Strategy) subject {
 	var seq atomic.Int64
 	return subject{name: name, open: func(limit int, to time.Duration) (instance, error) {
-		reg := command.NewRegistry(command.RegistryConfig{})
+		reg := command.NewRegistry(command.RegistryConfig{Logger: slog.New(slog.DiscardHandler)})
 		g, err := reg.NewGroup(fmt.Sprintf("timeouts-%d", seq.Add(1)), command.GroupConfig{
 			Strategy:       strategy,
 			MaxConcurrent:  limit,
