@@ -12,7 +12,7 @@
 //   - search/Query: slow, with latency spikes past its 300 ms timeout that
 //     ignore cancellation, so timeouts, detached executions and the slow-call
 //     ratio show.
-//   - inventory/CheckStock: down 20 s of every minute (from second 25 to 45):
+//   - inventory/CheckStock: down 20 s of every minute (from second 35 to 55):
 //     its breaker opens, probes with a growing (backed-off) open duration and
 //     closes again; a static fallback answers meanwhile.
 //   - reports/Generate: a pool of 2 workers and a queue of 2, fed more than it
@@ -236,7 +236,7 @@ func (query) Run(ctx context.Context) ([]string, error) {
 	return []string{"result"}, nil
 }
 
-// checkStock: down from second 25 to second 45 of every minute; a static
+// checkStock: down from second 35 to second 55 of every minute; a static
 // fallback (-1: "unknown") answers while it fails or its breaker is open.
 type checkStock struct {
 	command.Static[int]
@@ -259,7 +259,7 @@ func (c checkStock) Run(ctx context.Context) (int, error) {
 
 func (s *service) inventoryDown(now time.Time) bool {
 	sec := now.Sub(s.start) % time.Minute
-	return sec >= 25*time.Second && sec < 45*time.Second
+	return sec >= 35*time.Second && sec < 55*time.Second
 }
 
 // generate: a slow report, fed more than its 2 workers and 2 queue slots

@@ -13,8 +13,9 @@ import (
 
 // TestDemoScreenshot makes docs/dashboard.png: it runs the demo, lets its
 // dependencies fail for a while (50 s by default: the inventory breaker is
-// then open with a backed-off duration, the recommendations are degraded,
-// the reports pool rejects and search calls time out and stay detached),
+// then open, its open duration backed off from 5 s to 10 s after a failed
+// probe; the recommendations are degraded, the reports pool rejects, search
+// calls time out and stay detached),
 // then photographs the page in headless Chromium. It runs only when asked:
 //
 //	BULWARK_DEMO_SCREENSHOT=docs/dashboard.png go test -run TestDemoScreenshot -timeout 5m ./examples/dashboard/
