@@ -22,7 +22,10 @@
 //     breaker's threshold), answered with the last good value, so the
 //     degraded rate shows.
 //
-// It binds only to -addr, which is loopback by default.
+// It binds only to -addr, which is loopback by default. docs/dashboard.png is
+// this demo after 50 s, made by
+//
+//	BULWARK_DEMO_SCREENSHOT=docs/dashboard.png go test -run TestDemoScreenshot ./examples/dashboard/
 package main
 
 import (
