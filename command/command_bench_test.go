@@ -15,8 +15,10 @@ import (
 // Run with: go test -run='^$' -bench=. -benchmem -count=6 ./command/
 //
 // Each Execute benchmark has its baseline in this file, measured in the same
-// run: the clock reads every call needs (BenchmarkClock), and a raw ants
-// handoff (BenchmarkAntsSubmitWait) for the pool.
+// run: the clock reads every call needs (BenchmarkClock), the
+// context.WithTimeout every call with a timeout needs
+// (BenchmarkContextWithTimeout), and a raw ants handoff
+// (BenchmarkAntsSubmitWait) for the pool.
 
 // benchCmd is the cheapest command: no state (so passing it to Execute
 // allocates nothing) and an immediate result.
@@ -65,6 +67,21 @@ func BenchmarkClock(b *testing.B) {
 			}
 			sink = d
 		})
+	})
+}
+
+// BenchmarkContextWithTimeout is what a timeout costs before Execute does
+// anything: the context (with its timer) that Run gets, its Done channel
+// (the pool waits on it) and its cancellation.
+func BenchmarkContextWithTimeout(b *testing.B) {
+	ctx := context.Background()
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c, cancel := context.WithTimeout(ctx, time.Second)
+			_ = c.Done()
+			cancel()
+		}
 	})
 }
 

@@ -73,7 +73,7 @@ func execute[T any](ctx context.Context, g *Group, cmd Runner[T], opts []Option,
 		if g.sem != nil {
 			v, r, now = runOnCaller(ctx, g, cmd, timeout, t0)
 		} else {
-			v, r, now = runInPool(ctx, g, cmd, timeout)
+			v, r, now = runInPool(ctx, c, cmd, timeout, t0)
 		}
 		o, lat := breakerOutcome(r.event), r.run
 		if !r.ran {
@@ -179,14 +179,16 @@ func runOnCaller[T any](ctx context.Context, g *Group, cmd Runner[T], timeout, t
 
 // poolCall carries one call to a pool worker and its result back. state
 // decides who owns the result when the caller leaves at its deadline while
-// the worker finishes: exactly one of them moves it out of callRunning.
+// the worker finishes: exactly one of them moves it out of callRunning, and
+// whoever uses the poolCall last recycles it.
 type poolCall[T any] struct {
-	g     *Group
+	c     *commandState
 	cmd   Runner[T]
 	v     T
 	err   error
-	start time.Duration
+	start time.Duration // when Run's latency starts
 	state atomic.Uint32
+	work  func(context.Context) // p.run, bound once
 }
 
 const (
@@ -195,33 +197,72 @@ const (
 	callAbandoned        // the caller left first: the worker drops the result
 )
 
-// run is the work handed to the pool.
+// newPoolCall returns a poolCall from the command's free list, or a new one.
+func newPoolCall[T any](c *commandState) *poolCall[T] {
+	if p, ok := c.calls.Get().(*poolCall[T]); ok {
+		return p
+	}
+	p := new(poolCall[T])
+	p.work = p.run
+	return p
+}
+
+// recycle puts p back on the free list of c. Only the last user of p may
+// call it: the caller once Pool.Execute returned and it has read the result,
+// or the worker when the caller had left.
+func (p *poolCall[T]) recycle(c *commandState) {
+	var zero T
+	p.c, p.cmd, p.v, p.err = nil, nil, zero, nil
+	p.state.Store(callRunning)
+	c.calls.Put(p)
+}
+
+// run is the work handed to the pool. Run's latency counts from the call's
+// start (p.start is t0), which the hand-off to an idle worker barely delays;
+// only a pool with a queue reads the clock again here, to leave queue time
+// out of it.
 func (p *poolCall[T]) run(ctx context.Context) {
-	g := p.g
-	p.start = g.clock.Now()
+	c := p.c
+	g := c.group
+	if g.cfg.QueueSize > 0 {
+		p.start = g.clock.Now()
+	}
 	g.metrics.ObserveMax(p.start, g.running.Add(1))
 	defer g.running.Add(-1)
 	p.v, p.err = p.cmd.Run(ctx)
-	if !p.state.CompareAndSwap(callRunning, callDone) && p.err == nil {
-		discard(p.cmd, p.v) // late result: the caller already had its answer
+	if !p.state.CompareAndSwap(callRunning, callDone) {
+		// The caller left: nobody will take this result.
+		if p.err == nil {
+			discard(p.cmd, p.v)
+		}
+		p.recycle(c)
 	}
 }
 
 // runInPool runs cmd on a worker of the group's pool; the caller leaves at
 // the deadline (or when ctx ends) even if Run goes on.
-func runInPool[T any](ctx context.Context, g *Group, cmd Runner[T], timeout time.Duration) (v T, r result, t1 time.Duration) {
+func runInPool[T any](ctx context.Context, c *commandState, cmd Runner[T], timeout, t0 time.Duration) (v T, r result, t1 time.Duration) {
+	g := c.group
 	runCtx, cancel := timed(ctx, timeout)
-	p := &poolCall[T]{g: g, cmd: cmd}
-	berr := g.pool.Execute(runCtx, p.run)
+	p := newPoolCall[T](c)
+	p.c, p.cmd, p.start = c, cmd, t0
+	berr := g.pool.Execute(runCtx, p.work)
 	t1 = g.clock.Now()
 	var runErr error
+	var run time.Duration
+	last := true // the caller is p's last user
 	switch {
 	case berr == nil:
-		v, runErr = p.v, p.err
+		v, runErr, run = p.v, p.err, t1-p.start
 	case errors.Is(berr, isolation.ErrDetached):
-		if !p.state.CompareAndSwap(callRunning, callAbandoned) && p.err == nil {
+		if p.state.CompareAndSwap(callRunning, callAbandoned) {
+			last = false // the worker recycles p when Run returns
+		} else if p.err == nil {
 			discard(cmd, p.v) // Run returned meanwhile, but the answer is TIMEOUT or CANCELLED
 		}
+	}
+	if last {
+		p.recycle(c)
 	}
 	late := berr == nil && runCtx.Err() != nil
 	r = g.classify(runCtx, berr, runErr, late)
@@ -229,7 +270,7 @@ func runInPool[T any](ctx context.Context, g *Group, cmd Runner[T], timeout time
 		cancel()
 	}
 	if r.ran {
-		r.run = t1 - p.start
+		r.run = run
 	}
 	if late && runErr == nil {
 		discard(cmd, v)

@@ -566,3 +566,20 @@ func errorIn(err error, errs []error) bool {
 	}
 	return false
 }
+
+// TestPoolCallReuseAcrossTypes: commands of different result types sharing
+// a name (and so a free list of pool calls) each get their own results.
+func TestPoolCallReuseAcrossTypes(t *testing.T) {
+	g, _ := newTestGroup(t, GroupConfig{Timeout: NoTimeout})
+	ctx := context.Background()
+	for i := range 200 {
+		n, err := Execute(ctx, g, op[int]{"same", succeed(i)})
+		require.NoError(t, err)
+		require.Equal(t, i, n)
+		s, err := Execute(ctx, g, op[string]{"same", succeed("v")}, WithName("same"))
+		require.NoError(t, err)
+		require.Equal(t, "v", s)
+		_, err = Execute(ctx, g, op[int]{"same", fail[int](errBoom)})
+		require.ErrorIs(t, err, errBoom)
+	}
+}

@@ -199,11 +199,30 @@ type Group struct {
 	closed   bool
 }
 
-// commandTable maps names (and default-named command types) to commands. It
-// is never modified once published.
+// commandTable maps names to commands, and command types to how they are
+// named. It is never modified once published.
 type commandTable struct {
 	byName map[string]*commandState
-	byType map[reflect.Type]*commandState
+	types  []typeEntry // in order of first use
+}
+
+// typeEntry says how commands of one type are named: by Namer, or by their
+// type name (then c is that command).
+type typeEntry struct {
+	typ   reflect.Type
+	namer bool
+	c     *commandState
+}
+
+// typeEntry returns the entry of typ, or nil. A group sees few command
+// types, so a scan (an interface comparison each) beats hashing.
+func (t *commandTable) typeEntry(typ reflect.Type) *typeEntry {
+	for i := range t.types {
+		if t.types[i].typ == typ {
+			return &t.types[i]
+		}
+	}
+	return nil
 }
 
 // commandState is one command name of a group: its breaker and metrics.
@@ -214,6 +233,7 @@ type commandState struct {
 	breaker  *circuit.Breaker
 	metrics  *metrics.Rolling
 	inFlight atomic.Int64
+	calls    sync.Pool // free *poolCall[T] (Thread strategy), T of the latest use
 }
 
 func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
@@ -287,51 +307,59 @@ func (g *Group) CommandBreaker(name string) (*circuit.Breaker, bool) {
 
 // command returns the command state for a call: by explicit name (WithName),
 // by Namer, or by the command's type. Lookups read an immutable table and
-// neither lock nor allocate; the first call of a new name creates it.
+// neither lock nor allocate; the first call of a new name or type takes the
+// group's lock to add it.
 func (g *Group) command(cmd any, name string) *commandState {
 	t := g.commands.Load()
 	if name == "" {
-		if n, ok := cmd.(Namer); ok {
-			name = n.Name()
+		typ := reflect.TypeOf(cmd)
+		e := t.typeEntry(typ)
+		if e == nil {
+			e = g.addType(cmd, typ)
 		}
-	}
-	if name != "" {
-		if c := t.byName[name]; c != nil {
-			return c
+		if !e.namer {
+			return e.c
 		}
-		return g.addCommand(name, nil)
+		name = cmd.(Namer).Name()
 	}
-	typ := reflect.TypeOf(cmd)
-	if c := t.byType[typ]; c != nil {
+	if c := t.byName[name]; c != nil {
 		return c
 	}
-	return g.addCommand(typeName(typ), typ)
+	return g.addCommand(name)
 }
 
-// addCommand returns the command of that name, creating it if needed, and
-// maps typ to it when typ is not nil.
-func (g *Group) addCommand(name string, typ reflect.Type) *commandState {
+// addType records how commands of cmd's type are named.
+func (g *Group) addType(cmd any, typ reflect.Type) *typeEntry {
+	_, namer := cmd.(Namer)
+	var c *commandState
+	if !namer {
+		c = g.addCommand(typeName(typ))
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	old := g.commands.Load()
-	c := old.byName[name]
-	if c != nil && (typ == nil || old.byType[typ] != nil) {
+	if e := old.typeEntry(typ); e != nil {
+		return e
+	}
+	next := &commandTable{byName: old.byName, types: append(slices.Clip(old.types), typeEntry{typ: typ, namer: namer, c: c})}
+	g.commands.Store(next)
+	return &next.types[len(next.types)-1]
+}
+
+// addCommand returns the command of that name, creating it if needed.
+func (g *Group) addCommand(name string) *commandState {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	old := g.commands.Load()
+	if c := old.byName[name]; c != nil {
 		return c
 	}
-	if c == nil {
-		c = g.newCommand(name)
-	}
-	next := &commandTable{byName: maps.Clone(old.byName), byType: maps.Clone(old.byType)}
+	c := g.newCommand(name)
+	next := &commandTable{byName: maps.Clone(old.byName), types: old.types}
 	if next.byName == nil {
 		next.byName = map[string]*commandState{}
 	}
 	next.byName[name] = c
-	if typ != nil {
-		if next.byType == nil {
-			next.byType = map[reflect.Type]*commandState{}
-		}
-		next.byType[typ] = c
-	}
 	g.commands.Store(next)
 	return c
 }

@@ -115,7 +115,7 @@ func (r *Registry) group(name string, cfg GroupConfig, reuse bool) (*Group, bool
 	}
 	r.groups[name] = g
 	for _, cmd := range slices.Sorted(maps.Keys(g.cfg.Commands)) {
-		g.addCommand(cmd, nil)
+		g.addCommand(cmd)
 	}
 	return g, true, nil
 }
