@@ -86,7 +86,11 @@ type Info struct {
 	// Latency is the time the call took as the caller saw it, fallback
 	// included. RunLatency is the time Run took, or zero when Run did not
 	// return before the caller was answered (rejected, short-circuited,
-	// detached after a timeout in pool mode).
+	// detached after a timeout in Thread mode). Both come from the two clock
+	// readings every call makes, at its start and when Run returns (a third
+	// after a fallback); so RunLatency also holds the admission and, in a
+	// Thread group, the hand-off to the worker, except in a group with a
+	// queue, whose worker reads the clock as Run starts.
 	Latency, RunLatency time.Duration
 }
 

@@ -35,9 +35,10 @@ type GroupSnapshot struct {
 	Breaker       circuit.Snapshot
 	BreakerConfig circuit.Config
 
-	// Metrics is the group's rolling window: every event of every command
-	// of the group, and in Max the largest number of calls running at once
-	// (Hystrix's rollingMaxActiveThreads).
+	// Metrics is the group's rolling window: its commands' counts summed
+	// (threads executed, rejections, ...), and in Max the largest number of
+	// calls running at once (Hystrix's rollingMaxActiveThreads). Run and
+	// Total are zero: latencies are per command.
 	Metrics metrics.Snapshot
 
 	// Commands holds one entry per command name seen in the group (or
