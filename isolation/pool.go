@@ -90,15 +90,27 @@ type Pool struct {
 	logger     *slog.Logger
 	resizeMu   sync.Mutex
 	closeOnce  atomic.Bool
+
+	// raceHook, nil except in tests, is called at the two points where a worker going idle
+	// races with a caller that is about to queue, so that tests can force each interleaving.
+	raceHook func(racePoint)
 }
+
+// racePoint names a point of the worker-idle/caller-queues race (see serve).
+type racePoint int
+
+const (
+	workerIdle racePoint = iota // serve: the queue looked empty, the slot is not yet released
+	callerFull                  // Execute: no slot was free, the call is not yet queued
+)
 
 // NewPool returns a Pool configured by cfg, or an error wrapping ErrInvalidConfig.
 //
 // The goroutines come from an ants pool. Admission is the Pool's own (an atomic slot count),
 // not ants' capacity: a worker frees its slot before ants puts it back on its idle list, so
 // ants' count lags behind and would refuse calls that have a free slot. The ants pool is
-// therefore unbounded and nonblocking; it never holds more than Size busy workers plus idle
-// ones, which exit after about a second.
+// therefore unbounded and nonblocking: at most Size of its goroutines run work at once, a few
+// more may be on their way back to its idle list, and idle ones exit after about a second.
 func NewPool(cfg PoolConfig) (*Pool, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -147,6 +159,9 @@ func (p *Pool) Execute(ctx context.Context, work func(ctx context.Context)) erro
 	}
 	if p.slots.Load()&(slotsClosing|slotsSealed) != 0 {
 		return ErrClosed
+	}
+	if p.raceHook != nil {
+		p.raceHook(callerFull)
 	}
 	j := p.newJob(ctx, work)
 	if err := p.queue.push(j); err != nil {
@@ -212,6 +227,9 @@ func (p *Pool) serve(j *job) {
 		}
 		if j != nil {
 			continue
+		}
+		if p.raceHook != nil {
+			p.raceHook(workerIdle)
 		}
 		p.slots.Add(-1)
 		if p.queue.n.Load() == 0 || !p.acquire(true) {
