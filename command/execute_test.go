@@ -529,32 +529,67 @@ func TestShortCircuitRetryAfter(t *testing.T) {
 	assert.Equal(t, 3500*time.Millisecond, e.RetryAfter())
 }
 
-// TestErrorsIsMatrix: every outcome's error matches its own sentinels and
-// no other's.
+// TestErrorsIsMatrix: the error of every outcome, from a real call,
+// matches its own sentinels and no other's.
 func TestErrorsIsMatrix(t *testing.T) {
 	sentinels := []error{ErrShortCircuited, ErrTimeout, ErrRejected, ErrFallbackRejected, ErrFallbackMissing,
 		circuit.ErrOpen, context.DeadlineExceeded, context.Canceled, isolation.ErrRejected, errBoom}
+	hold := func(g *Group) func() {
+		entered, release := make(chan struct{}), make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = Execute(context.Background(), g, op[int]{"hold", func(context.Context) (int, error) {
+				close(entered)
+				<-release
+				return 0, nil
+			}})
+		}()
+		<-entered
+		return func() { close(release); <-done }
+	}
 	for _, tc := range []struct {
-		name string
-		err  error
-		want []error
+		name  string
+		cfg   GroupConfig
+		setup func(*Group) func()
+		cmd   func(cancel context.CancelFunc) Runner[int]
+		want  []error
 	}{
-		{"failure", &Error{Event: metrics.Failure, Err: errBoom, FallbackErr: ErrFallbackMissing},
-			[]error{errBoom, ErrFallbackMissing}},
-		{"timeout", &Error{Event: metrics.Timeout, Err: context.DeadlineExceeded, kind: ErrTimeout, FallbackErr: ErrFallbackRejected},
-			[]error{ErrTimeout, context.DeadlineExceeded, ErrFallbackRejected}},
-		{"short-circuited", &Error{Event: metrics.ShortCircuited, Err: circuit.ErrOpen, kind: ErrShortCircuited, FallbackErr: ErrFallbackMissing},
-			[]error{ErrShortCircuited, circuit.ErrOpen, ErrFallbackMissing}},
-		{"rejected", &Error{Event: metrics.SemaphoreRejected, Err: isolation.ErrRejected, kind: ErrRejected, FallbackErr: errBoom},
-			[]error{ErrRejected, isolation.ErrRejected, errBoom}},
-		{"cancelled", &Error{Event: metrics.Cancelled, Err: context.Canceled, kind: context.Canceled},
-			[]error{context.Canceled}},
+		{name: "failure", cmd: func(context.CancelFunc) Runner[int] { return op[int]{"get", fail[int](errBoom)} },
+			want: []error{errBoom, ErrFallbackMissing}},
+		{name: "timeout", cfg: GroupConfig{Timeout: time.Millisecond},
+			cmd:  func(context.CancelFunc) Runner[int] { return op[int]{"get", waitDone[int]} },
+			want: []error{ErrTimeout, context.DeadlineExceeded, ErrFallbackMissing}},
+		{name: "short-circuited", cfg: GroupConfig{Breaker: circuit.Config{Mode: circuit.ForcedOpen}},
+			cmd:  func(context.CancelFunc) Runner[int] { return op[int]{"get", succeed(1)} },
+			want: []error{ErrShortCircuited, circuit.ErrOpen, ErrFallbackMissing}},
+		{name: "rejected, fallback fails", cfg: GroupConfig{MaxConcurrent: 1}, setup: hold,
+			cmd: func(context.CancelFunc) Runner[int] {
+				return opFB[int]{op[int]{"get", succeed(1)}, func(context.Context, error) (int, error) { return 0, errBoom }}
+			},
+			want: []error{ErrRejected, isolation.ErrRejected, errBoom}},
+		{name: "cancelled", cmd: func(cancel context.CancelFunc) Runner[int] {
+			return op[int]{"get", func(ctx context.Context) (int, error) { cancel(); return waitDone[int](ctx) }}
+		}, want: []error{context.Canceled}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			for _, s := range sentinels {
-				assert.Equal(t, errorIn(s, tc.want), errors.Is(tc.err, s), "errors.Is(%v)", s)
-			}
-		})
+		for _, s := range []Strategy{Thread, Semaphore} {
+			t.Run(tc.name+"/"+s.String(), func(t *testing.T) {
+				cfg := tc.cfg
+				cfg.Strategy = s
+				g, _ := newTestGroup(t, cfg)
+				if tc.setup != nil {
+					defer tc.setup(g)()
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				_, err := Execute(ctx, g, tc.cmd(cancel))
+				var e *Error
+				require.ErrorAs(t, err, &e)
+				for _, s := range sentinels {
+					assert.Equal(t, errorIn(s, tc.want), errors.Is(err, s), "errors.Is(%v): %v", s, err)
+				}
+			})
+		}
 	}
 }
 
