@@ -105,6 +105,7 @@ func targets(mode string) []target {
 	return []target{
 		{what: "semaphore command ≥ 10× faster than failsafe-go composed", numGroup: cmd, numCase: "failsafe-go", denGroup: cmd, denCase: "bulwark-semaphore", want: 10},
 		{what: "semaphore command ≥ 50× faster than hystrix-go Do", numGroup: cmd, numCase: "hystrix-go", denGroup: cmd, denCase: "bulwark-semaphore", want: 50},
+		{what: "(same work: both arm a timer) semaphore command with timeout ≥ 10× faster than failsafe-go composed", numGroup: cmd, numCase: "failsafe-go", denGroup: cmd, denCase: "bulwark-semaphore-timeout", want: 10},
 		{what: "semaphore command: 0 allocs/op", allocsIn: cmd, allocsOf: "bulwark-semaphore"},
 		{what: "pool command ≥ 10× faster than hystrix-go Do", numGroup: cmd, numCase: "hystrix-go", denGroup: cmd, denCase: "bulwark-pool", want: 10},
 		{what: "breaker at least as fast as gobreaker v2 Execute (rolling window)", numGroup: brk, numCase: "gobreaker-v2", denGroup: brk, denCase: "bulwark", want: 1},

@@ -33,10 +33,10 @@ func TestParseAndTargets(t *testing.T) {
 	if got := evaluate(r, ts[1]); !strings.Contains(got, "54.5×") || !strings.Contains(got, "met") {
 		t.Errorf("hystrix target: %s", got)
 	}
-	if got := evaluate(r, ts[2]); !strings.Contains(got, "0 allocs: **met**") {
+	if got := evaluate(r, ts[3]); !strings.Contains(got, "0 allocs: **met**") {
 		t.Errorf("allocs target: %s", got)
 	}
-	if got := evaluate(r, ts[3]); !strings.Contains(got, "not run") || !strings.Contains(ts[3].what, "pool") {
+	if got := evaluate(r, ts[4]); !strings.Contains(got, "not run") || !strings.Contains(ts[4].what, "pool") {
 		t.Errorf("pool target without pool: %s", got)
 	}
 }
