@@ -9,7 +9,7 @@
 //
 //	type getUser struct{ id int }
 //
-//	func (c getUser) Run(ctx context.Context) (User, error)             { return db.User(ctx, c.id) }
+//	func (c getUser) Run(ctx context.Context) (User, error)                 { return db.User(ctx, c.id) }
 //	func (c getUser) Fallback(ctx context.Context, err error) (User, error) { return Guest, nil }
 //
 //	reg := command.NewRegistry(command.RegistryConfig{})
