@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -23,68 +22,8 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/internal/browsertest"
 )
-
-// skipOrFail skips the test when the browser is missing on a developer's
-// machine, and fails it in CI (CI set), where a missing browser is a broken
-// setup, not a reason to pass.
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "" {
-		t.Skipf(format, args...)
-	}
-	t.Fatalf(format, args...)
-}
-
-// chromiumPath finds the browser: $BULWARK_CHROMIUM, then the usual names
-// on $PATH, then /usr/bin/chromium.
-func chromiumPath() (string, error) {
-	if p := os.Getenv("BULWARK_CHROMIUM"); p != "" {
-		return p, nil
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-	}
-	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
-		return "/usr/bin/chromium", nil
-	}
-	return "", errors.New("no chromium on $PATH nor at /usr/bin/chromium (set BULWARK_CHROMIUM)")
-}
-
-// startBrowser starts headless Chromium with a fresh profile and returns a
-// tab context; the browser is stopped when the test ends.
-func startBrowser(t *testing.T) context.Context {
-	t.Helper()
-	path, err := chromiumPath()
-	if err != nil {
-		skipOrFail(t, "browser test: %v", err)
-	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(path),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	ctx, cancelTab := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() {
-		cancelTab()
-		cancelAlloc() // waits for the browser process to exit
-	})
-	// The first Do starts the browser and binds its life to ctx: no timeout
-	// context here, or the browser would end with it.
-	if err := chromedp.Do(ctx); err != nil {
-		skipOrFail(t, "browser test: cannot start %s: %v", path, err)
-	}
-	return ctx
-}
 
 // tileJS returns a JavaScript expression for the tile of command name: found
 // by comparing data-command values, so no name needs CSS escaping.
@@ -220,7 +159,7 @@ func TestBrowserDashboard(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: skipped in -short mode")
 	}
-	ctx := startBrowser(t)
+	ctx := browsertest.Start(t)
 	live := startLiveCommands(t)
 	h, err := New(live.reg, Config{})
 	require.NoError(t, err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,6 +8,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/bulwark-go/bulwark/internal/browsertest"
 )
 
 // TestDemoScreenshot makes docs/dashboard.png: it runs the demo, lets its
@@ -36,35 +37,13 @@ func TestDemoScreenshot(t *testing.T) {
 		after, err = time.ParseDuration(v)
 		require.NoError(t, err, "BULWARK_DEMO_AFTER")
 	}
-	browser := os.Getenv("BULWARK_CHROMIUM")
-	if browser == "" {
-		browser = "/usr/bin/chromium"
-	}
-	if _, err := os.Stat(browser); err != nil {
-		t.Fatalf("no browser at %s (set BULWARK_CHROMIUM): %v", browser, err)
-	}
-
 	d := startDemo(t, "-duration", (after + time.Minute).String())
 	defer func() {
 		d.stop()
 		require.NoError(t, d.wait(t, 15*time.Second))
 	}()
 
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(browser),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	defer cancelAlloc()
-	ctx, cancelTab := chromedp.NewContext(allocCtx)
-	defer cancelTab()
+	ctx := browsertest.Start(t)
 
 	// The page opens at once, so its sparklines cover the whole run.
 	require.NoError(t, chromedp.Do(ctx,

@@ -1,0 +1,76 @@
+// Package browsertest starts headless Chromium for bulwark's browser tests,
+// with the flags this project's machines need and a fresh profile, so every
+// test that photographs or drives the dashboard starts it the same way.
+package browsertest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// SkipOrFail skips the test when the browser is missing on a developer's
+// machine, and fails it in CI (CI set), where a missing browser is a broken
+// setup, not a reason to pass.
+func SkipOrFail(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "" {
+		t.Skipf(format, args...)
+	}
+	t.Fatalf(format, args...)
+}
+
+// ChromiumPath finds the browser: $BULWARK_CHROMIUM, then the usual names on
+// $PATH, then /usr/bin/chromium.
+func ChromiumPath() (string, error) {
+	if p := os.Getenv("BULWARK_CHROMIUM"); p != "" {
+		return p, nil
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium", nil
+	}
+	return "", errors.New("no chromium on $PATH nor at /usr/bin/chromium (set BULWARK_CHROMIUM)")
+}
+
+// Start starts headless Chromium with a fresh profile directory and returns
+// a tab context; the browser is stopped when the test ends. A browser that
+// cannot be found or started skips the test, or fails it under CI.
+func Start(t testing.TB) context.Context {
+	t.Helper()
+	path, err := ChromiumPath()
+	if err != nil {
+		SkipOrFail(t, "browser test: %v", err)
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	ctx, cancelTab := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc() // waits for the browser process to exit
+	})
+	// The first Do starts the browser and binds its life to ctx: no timeout
+	// context here, or the browser would end with it.
+	if err := chromedp.Do(ctx); err != nil {
+		SkipOrFail(t, "browser test: cannot start %s: %v", path, err)
+	}
+	return ctx
+}
