@@ -116,18 +116,32 @@ type Permit struct {
 // flight), ErrRampUp (shed during ramp-up) or ErrForcedOpen; each satisfies
 // errors.Is(err, ErrOpen). In ObserveOnly mode it never refuses. It does not
 // block; an open breaker whose open duration has elapsed turns half-open here,
-// and this call becomes its first probe. Allow does not allocate.
-func (b *Breaker) Allow() (Permit, error) {
+// and this call becomes its first probe. Allow does not allocate, and reads
+// the clock only when the breaker is not simply closed (open, half-open or
+// ramping up).
+func (b *Breaker) Allow() (Permit, error) { return b.allow(0, false) }
+
+// AllowAt is Allow at instant now, for a caller that has just read the clock
+// anyway: it never reads the clock itself. now must be a reading of the
+// breaker's Clock (Config.Clock) taken for this call, at most shortly before
+// it; an instant from another clock, or a stale one, makes the breaker
+// decide on the wrong time (it may stay open longer or start ramp-up shares
+// late).
+func (b *Breaker) AllowAt(now time.Duration) (Permit, error) { return b.allow(now, true) }
+
+// allow is Allow, with now valid when clocked is set.
+func (b *Breaker) allow(now time.Duration, clocked bool) (Permit, error) {
 	w := word(b.word.Load())
 	if w&fastMask == 0 { // closed, normal mode, no ramp-up
 		return Permit{b: b, gen: w.gen(), kind: permitClosed}, nil
 	}
-	return b.allowSlow(w)
+	return b.allowSlow(w, now, clocked)
 }
 
-func (b *Breaker) allowSlow(w word) (Permit, error) {
-	var now time.Duration
-	clocked := false
+// allowSlow decides the calls the fast path does not: forced modes, ramp-up,
+// open and half-open. It reads the clock, once, unless clocked says now holds
+// the call's instant already.
+func (b *Breaker) allowSlow(w word, now time.Duration, clocked bool) (Permit, error) {
 	for {
 		mode := w.mode()
 		switch mode {
@@ -266,20 +280,35 @@ func (b *Breaker) releaseProbe(gen uint32) bool {
 }
 
 // Record reports how the permitted call went and how long it took. Call it
-// exactly once per permit; a second call may be counted again. Only Success,
-// Failure and Timeout count (any other value is treated as Ignored). A
-// success slower than SlowCallDuration is a slow call. Outcomes of a stale
-// permit, of a call during warm-up, and of an ObserveOnly call the breaker
-// would have refused are not counted. Record does not allocate and, while the
-// breaker is closed, takes no lock unless the outcome trips it.
-func (p Permit) Record(o Outcome, latency time.Duration) {
+// (or RecordAt) exactly once per permit; a second call may be counted again.
+// Only Success, Failure and Timeout count (any other value is treated as
+// Ignored). A success slower than SlowCallDuration is a slow call. Outcomes
+// of a stale permit, of a call during warm-up, and of an ObserveOnly call the
+// breaker would have refused are not counted. Record does not allocate and,
+// while the breaker is closed, takes no lock unless the outcome trips it. It
+// reads the clock once when the outcome counts.
+func (p Permit) Record(o Outcome, latency time.Duration) { p.record(0, false, o, latency) }
+
+// RecordAt is Record at instant now, for a caller that has just read the
+// clock anyway (at the end of the call): it never reads the clock itself.
+// now must be a reading of the breaker's Clock (Config.Clock) taken when the
+// call ended, after Allow returned this permit; the outcome is counted in
+// the window bucket of now, and a transition it causes is stamped with now.
+func (p Permit) RecordAt(now time.Duration, o Outcome, latency time.Duration) {
+	p.record(now, true, o, latency)
+}
+
+// record is Record, with now valid when clocked is set.
+func (p Permit) record(now time.Duration, clocked bool, o Outcome, latency time.Duration) {
 	b := p.b
 	switch p.kind {
 	case permitClosed, permitForced:
 		if o >= Ignored || word(b.word.Load()).gen() != p.gen {
 			return
 		}
-		now := b.clock.Now()
+		if !clocked {
+			now = b.clock.Now()
+		}
 		if now < b.warmEnd {
 			return
 		}
@@ -291,7 +320,10 @@ func (p Permit) Record(o Outcome, latency time.Duration) {
 		if !b.releaseProbe(p.gen) || o >= Ignored {
 			return
 		}
-		b.recordProbe(p.gen, o, latency)
+		if !clocked {
+			now = b.clock.Now()
+		}
+		b.recordProbe(now, p.gen, o, latency)
 	}
 }
 
@@ -340,9 +372,9 @@ func (b *Breaker) evaluate(now time.Duration, gen uint32) {
 	b.unlockAndEmit()
 }
 
-// recordProbe applies one counted probe result of half-open generation gen.
-func (b *Breaker) recordProbe(gen uint32, o Outcome, latency time.Duration) {
-	now := b.clock.Now()
+// recordProbe applies one counted probe result of half-open generation gen,
+// at instant now.
+func (b *Breaker) recordProbe(now time.Duration, gen uint32, o Outcome, latency time.Duration) {
 	if now < b.warmEnd {
 		return
 	}

@@ -437,6 +437,8 @@ func TestAllowAndRecordDoNotAllocate(t *testing.T) {
 		p.Record(Success, time.Millisecond)
 		p, _ = r.b.Allow()
 		p.Record(Failure, time.Millisecond)
+		p, _ = r.b.AllowAt(time.Second)
+		p.RecordAt(time.Second, Failure, time.Millisecond)
 	})
 	assert.Zero(t, allocs)
 	r.b.SetMode(ForcedOpen)
@@ -446,6 +448,85 @@ func TestAllowAndRecordDoNotAllocate(t *testing.T) {
 		}
 	})
 	assert.Zero(t, allocs)
+}
+
+// forbiddenClock reads 0, and fails the test when read once armed: the At
+// variants must not read the breaker's clock.
+type forbiddenClock struct {
+	t     *testing.T
+	armed bool
+}
+
+func (c *forbiddenClock) Now() time.Duration {
+	if c.armed {
+		c.t.Error("the breaker read its clock")
+	}
+	return 0
+}
+
+// AllowAt and RecordAt decide at the instant they are given, in every state:
+// trip, open refusal, half-open probes, close, ramp-up.
+func TestAtVariantsUseTheGivenInstant(t *testing.T) {
+	var trans []Transition
+	clock := &forbiddenClock{t: t}
+	b, err := New(with(func(c *Config) {
+		c.RampUp = time.Second
+		c.Clock = clock
+		c.Logger = slog.New(slog.DiscardHandler)
+		c.OnTransition = func(tr Transition) { trans = append(trans, tr) }
+	}))
+	require.NoError(t, err)
+	clock.armed = true // New read it once
+	call := func(now time.Duration, o Outcome) error {
+		p, err := b.AllowAt(now)
+		if err == nil {
+			p.RecordAt(now+time.Millisecond, o, time.Millisecond)
+		}
+		return err
+	}
+	for i := range 4 {
+		require.NoError(t, call(time.Duration(i)*time.Millisecond, Failure))
+	}
+	require.Len(t, trans, 1)
+	assert.Equal(t, ReasonErrorRatio, trans[0].Reason)
+	assert.Equal(t, 4*time.Millisecond, trans[0].At, "stamped with RecordAt's instant")
+
+	require.ErrorIs(t, call(500*time.Millisecond, Success), ErrOpen, "still open at 0.5 s")
+	require.NoError(t, call(1004*time.Millisecond, Success), "open duration over: first probe")
+	require.NoError(t, call(1100*time.Millisecond, Success), "second probe closes")
+	require.Len(t, trans, 3)
+	assert.Equal(t, []Reason{ReasonOpenElapsed, ReasonProbesSucceeded}, []Reason{trans[1].Reason, trans[2].Reason})
+	assert.Equal(t, 1101*time.Millisecond, trans[2].At)
+
+	// Ramp-up from the default floor: at its start most calls are shed, a
+	// ramp-up's length later none is.
+	shed := 0
+	for range 100 {
+		if errors.Is(call(1101*time.Millisecond, Success), ErrRampUp) {
+			shed++
+		}
+	}
+	assert.Greater(t, shed, 50)
+	for range 100 {
+		require.NoError(t, call(2101*time.Millisecond, Success))
+	}
+}
+
+// Record and RecordAt count alike: Record is RecordAt at the clock's reading.
+func TestRecordIsRecordAtNow(t *testing.T) {
+	r := newRig(t, with(func(c *Config) { c.MinRequests = 1 << 30 }))
+	for i, at := range []bool{false, true, false, true, true} {
+		r.clock.Set(time.Duration(i) * 300 * time.Millisecond)
+		p, err := r.b.Allow()
+		require.NoError(t, err)
+		if at {
+			p.RecordAt(r.clock.Now(), Failure, time.Millisecond)
+		} else {
+			p.Record(Failure, time.Millisecond)
+		}
+	}
+	// The window (1 s in 100 ms buckets) now holds those at 0.3 to 1.2 s.
+	assert.EqualValues(t, 4, r.b.Snapshot().Health.Failures)
 }
 
 func TestPanickingOnTransitionLeavesBreakerUsable(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 // The hot path: Allow + Record(Success) on a closed breaker. Each benchmark
 // reports its own baseline in the same run: the clock read the breaker pays
-// once per call (in Record).
+// once per call (in Record), which AllowAt + RecordAt avoid.
 
 func benchBreaker(b *testing.B, clock metrics.Clock) *Breaker {
 	br, err := New(Config{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
@@ -52,6 +52,22 @@ func BenchmarkAllowRecordManualClock(b *testing.B) {
 			b.Fatal(err)
 		}
 		p.Record(Success, time.Millisecond)
+	}
+}
+
+// With the caller's clock reading (as command.Execute passes it): the
+// breaker's own cost on a real clock, which the caller reads anyway.
+func BenchmarkAllowAtRecordAt(b *testing.B) {
+	clock := metrics.SystemClock()
+	br := benchBreaker(b, clock)
+	now := clock.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := br.AllowAt(now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.RecordAt(now, Success, time.Millisecond)
 	}
 }
 

@@ -7,7 +7,9 @@
 // A call is two steps: Allow admits it (or refuses with an error that
 // satisfies errors.Is(err, ErrOpen)), and Record on the returned Permit
 // reports how it went. Both are lock-free and allocation-free while the
-// breaker is closed.
+// breaker is closed. A caller that reads the clock anyway (to time the call)
+// can hand its readings in with AllowAt and RecordAt, which never read the
+// clock themselves; they must come from the breaker's Config.Clock.
 //
 //	b, err := circuit.New(circuit.Config{Name: "users-db"})
 //	if err != nil { ... }

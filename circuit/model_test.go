@@ -370,9 +370,16 @@ func runModelSequence(t *testing.T, seed uint64, steps int, seen map[string]int)
 			r.clock.Advance(d)
 			log = append(log, fmt.Sprintf("%d +%v", step, d))
 		case x < 70:
-			p, err := r.b.Allow()
+			at := rng.IntN(2) == 0
+			var p Permit
+			var err error
+			if at {
+				p, err = allowAt(r, now)
+			} else {
+				p, err = r.b.Allow()
+			}
 			rp, rerr := m.allow(now)
-			log = append(log, fmt.Sprintf("%d allow at %v: %v / model %v %q", step, now, err, rerr, rp.kind))
+			log = append(log, fmt.Sprintf("%d allow (at %t) at %v: %v / model %v %q", step, at, now, err, rerr, rp.kind))
 			if err != rerr {
 				fail("Allow: breaker %v, model %v", err, rerr)
 			}
@@ -385,9 +392,9 @@ func runModelSequence(t *testing.T, seed uint64, steps int, seen map[string]int)
 			}
 			if rng.IntN(3) > 0 {
 				o, lat := outcome()
-				p.Record(o, lat)
+				at := record(r, rng, p, o, lat, now)
 				m.record(rp, o, lat, now)
-				log = append(log, fmt.Sprintf("%d   record %v %v", step, o, lat))
+				log = append(log, fmt.Sprintf("%d   record (at %t) %v %v", step, at, o, lat))
 			} else {
 				held = append(held, pair{p, rp})
 			}
@@ -402,9 +409,9 @@ func runModelSequence(t *testing.T, seed uint64, steps int, seen map[string]int)
 				seen["stale"]++
 			}
 			o, lat := outcome()
-			h.p.Record(o, lat)
+			at := record(r, rng, h.p, o, lat, now)
 			m.record(h.rp, o, lat, now)
-			log = append(log, fmt.Sprintf("%d record held %q gen %d: %v %v at %v", step, h.rp.kind, h.rp.gen, o, lat, now))
+			log = append(log, fmt.Sprintf("%d record held (at %t) %q gen %d: %v %v at %v", step, at, h.rp.kind, h.rp.gen, o, lat, now))
 		case x < 94:
 			got, want := r.b.State(), m.currentState(now)
 			log = append(log, fmt.Sprintf("%d State at %v: %v / model %v", step, now, got, want))
@@ -438,4 +445,29 @@ func runModelSequence(t *testing.T, seed uint64, steps int, seen map[string]int)
 	for _, tr := range m.trans {
 		seen[string(tr.Reason)]++
 	}
+}
+
+// farOff is where the At steps of the model test move the clock while the
+// breaker decides: a breaker that read its clock instead of using the
+// instant it was handed would see every deadline long past.
+const farOff = 1000 * time.Hour
+
+// allowAt calls AllowAt(now) with the rig's clock moved far off meanwhile.
+func allowAt(r *rig, now time.Duration) (Permit, error) {
+	r.clock.Set(now + farOff)
+	defer r.clock.Set(now)
+	return r.b.AllowAt(now)
+}
+
+// record records o on p, half the time through RecordAt(now) with the rig's
+// clock moved far off meanwhile, and reports whether it used RecordAt.
+func record(r *rig, rng *rand.Rand, p Permit, o Outcome, lat, now time.Duration) bool {
+	if rng.IntN(2) == 0 {
+		p.Record(o, lat)
+		return false
+	}
+	r.clock.Set(now + farOff)
+	defer r.clock.Set(now)
+	p.RecordAt(now, o, lat)
+	return true
 }
