@@ -21,9 +21,15 @@
 //	start := clock.Now()
 //	// ... do the work ...
 //	now := clock.Now()
-//	r.Add(now, metrics.Success)
-//	r.ObserveTotal(now, now-start)
+//	r.Record(now, metrics.SetOf(metrics.Success), metrics.NoLatency, now-start)
 //	fmt.Println(r.Snapshot(clock.Now()).Total.Percentiles)
+//
+// Record counts a whole call (its events as an [EventSet], its run and total
+// latencies) with one bucket lookup; Add, ObserveRun, ObserveTotal and
+// ObserveMax record one thing each. A lookup costs a load and a compare while
+// the instant falls in the newest bucket, and a 64-bit division otherwise.
+// Cumulative counts cost nothing per call: a bucket's counts are folded into
+// them when it is reused.
 //
 // [Register] publishes a snapshot source as go-metrics functional gauges, so
 // any go-metrics reporter (log, Graphite, expvar, JSON) can export it while

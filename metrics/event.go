@@ -1,5 +1,10 @@
 package metrics
 
+import (
+	"math/bits"
+	"strings"
+)
+
 // Event is one kind of thing that can happen to a command call. The names
 // follow Hystrix so the stream stays compatible with its tooling; Cancelled
 // and Slow are bulwark's own.
@@ -53,3 +58,42 @@ func (e Event) String() string {
 
 // Counts holds one count per Event, indexed by the event.
 type Counts [NumEvents]int64
+
+// EventSet is a set of events: bit e stands for Event e. A call's events (its
+// primary outcome, Slow, a fallback event, ExceptionThrown) travel as one
+// EventSet, and Rolling.Record counts them in one bucket lookup. The zero
+// value is the empty set.
+type EventSet uint32
+
+// SetOf returns the set of the given events.
+func SetOf(events ...Event) EventSet {
+	var s EventSet
+	for _, e := range events {
+		s.Add(e)
+	}
+	return s
+}
+
+// Add puts e in the set.
+func (s *EventSet) Add(e Event) { *s |= 1 << e }
+
+// Has reports whether e is in the set.
+func (s EventSet) Has(e Event) bool { return s&(1<<e) != 0 }
+
+// Len returns the number of events in the set.
+func (s EventSet) Len() int { return bits.OnesCount32(uint32(s)) }
+
+// String lists the events in event order, joined by "|", such as
+// "TIMEOUT|FALLBACK_SUCCESS".
+func (s EventSet) String() string {
+	var b strings.Builder
+	for e := range NumEvents {
+		if s.Has(e) {
+			if b.Len() > 0 {
+				b.WriteByte('|')
+			}
+			b.WriteString(e.String())
+		}
+	}
+	return b.String()
+}

@@ -34,3 +34,19 @@ func ExampleRolling() {
 	// p50 within 2%: true
 	// after idle gap: 0
 }
+
+// One call, recorded with one bucket lookup: a timeout served by a fallback,
+// whose Run never returned to the caller (so no run latency).
+func ExampleRolling_Record() {
+	r, err := metrics.NewRolling(metrics.DefaultWindow(), true)
+	if err != nil {
+		panic(err)
+	}
+	now := 3 * time.Second
+	events := metrics.SetOf(metrics.Timeout, metrics.FallbackSuccess)
+	r.Record(now, events, metrics.NoLatency, 250*time.Millisecond)
+	s := r.Snapshot(now)
+	fmt.Println(events, s.Counts[metrics.Timeout], s.Run.Count, s.Total.Count)
+	// Output:
+	// TIMEOUT|FALLBACK_SUCCESS 1 0 1
+}

@@ -29,6 +29,55 @@ func BenchmarkObserveTotal(b *testing.B) {
 	}
 }
 
+// BenchmarkRecord is what the executor does per call: the call's event,
+// run and total latency in one bucket lookup.
+func BenchmarkRecord(b *testing.B) {
+	r := benchRing(b)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		r.Record(time.Duration(i), SetOf(Success), time.Duration(i&0xfffff), time.Duration(i&0xfffff))
+	}
+}
+
+// BenchmarkRecordSeparate is the same through the single-purpose methods: a
+// bucket lookup each.
+func BenchmarkRecordSeparate(b *testing.B) {
+	r := benchRing(b)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		r.Add(time.Duration(i), Success)
+		r.ObserveRun(time.Duration(i), time.Duration(i&0xfffff))
+		r.ObserveTotal(time.Duration(i), time.Duration(i&0xfffff))
+	}
+}
+
+// BenchmarkRecordRotating writes 1 ms apart into a ring of 1 ms buckets: a
+// rotation (mutex, emptying a bucket and its histograms) on every call, the
+// worst case the hint cannot help.
+func BenchmarkRecordRotating(b *testing.B) {
+	r, err := NewRolling(Window{Length: time.Second, Buckets: 1000}, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		r.Record(time.Duration(i)*time.Millisecond, SetOf(Success), time.Millisecond, time.Millisecond)
+	}
+}
+
+func BenchmarkRecordParallel(b *testing.B) {
+	r := benchRing(b)
+	now := SystemClock().Now()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i++
+			r.Record(now, SetOf(Success), time.Duration(i&0xfffff), time.Duration(i&0xfffff))
+		}
+	})
+}
+
 func BenchmarkAddParallel(b *testing.B) {
 	r := benchRing(b)
 	clock := SystemClock()

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"math"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,8 +13,8 @@ const emptyEpoch = math.MinInt64
 
 // bucket holds what happened during one bucket interval. epoch is the
 // interval's number (time / bucket width); it is written only under the
-// ring's mutex, after the counters were zeroed, so a writer that loads the
-// current epoch (acquire) adds into freshly zeroed counters.
+// ring's mutex, after the counters were emptied, so a writer that loads the
+// current epoch (acquire) adds into freshly emptied counters.
 type bucket struct {
 	epoch  atomic.Int64
 	counts [NumEvents]atomic.Int64
@@ -22,32 +23,50 @@ type bucket struct {
 	total  *Histogram
 }
 
-func (b *bucket) zero() {
-	for i := range b.counts {
-		b.counts[i].Store(0)
-	}
-	b.max.Store(0)
-	if b.run != nil {
-		b.run.reset()
-		b.total.reset()
-	}
-}
+// The ring's current-bucket hint, cur, packs the newest bucket's epoch with
+// its slot index, so that a write finds its bucket with one load, a multiply
+// and a compare instead of a 64-bit division:
+//
+//	bits 0-9    slot index (MaxBuckets ≤ 1024)
+//	bit  10     valid
+//	bits 11-63  epoch (signed)
+//
+// Only epochs whose interval starts within ±2^62 ns (±146 years) of the
+// clock's origin are published, so that now - start never overflows into a
+// false match; instants beyond take the division path.
+const (
+	curSlotBits        = 10
+	curSlotMask        = 1<<curSlotBits - 1
+	curValid    uint64 = 1 << curSlotBits
+	curShift           = curSlotBits + 1
+	curMaxStart        = 1 << 62
+)
 
 // Rolling counts events and latencies over a sliding window of buckets, plus
 // cumulative counts since creation. Recording is lock-free and allocation
 // free: a bucket is reset lazily by the first write of a new interval (under
-// a mutex taken once per bucket interval, not per call).
+// a mutex taken once per bucket interval, not per call). A call's events and
+// latencies go in with one Record, one bucket lookup.
 //
 // An event whose instant lies a whole window behind the newest write (a
 // writer delayed that long between reading its clock and recording) is kept
 // in the cumulative counts only. Reset may lose, or keep, an event recorded
-// at the same moment. Rolling is safe for concurrent use.
+// at the same moment in the window, never in the cumulative counts. Rolling
+// is safe for concurrent use.
 type Rolling struct {
 	window  Window
 	width   int64 // bucket width in ns
+	maxEp   int64 // largest |epoch| cur may hold (see curMaxStart)
 	buckets []bucket
-	total   [NumEvents]atomic.Int64
-	mu      sync.Mutex // serialises bucket rotation and Reset
+	cur     atomic.Uint64 // hint: the newest bucket (see curSlotBits); 0 when none
+
+	// The cumulative counts are folded, not counted twice: each event is
+	// added to its bucket only, and a rotation or Reset moves the bucket's
+	// counts into folded (swapping them out, so a racing add is never lost
+	// nor doubled). Cumulative sums folded and the buckets under mu. Events
+	// too late for any bucket go straight into folded.
+	folded [NumEvents]atomic.Int64
+	mu     sync.Mutex // serialises bucket rotation, Reset and Cumulative
 }
 
 // NewRolling returns a ring over w. With latency set, every bucket also
@@ -56,7 +75,8 @@ func NewRolling(w Window, latency bool) (*Rolling, error) {
 	if err := w.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Rolling{window: w, width: int64(w.BucketWidth()), buckets: make([]bucket, w.Buckets)}
+	width := int64(w.BucketWidth())
+	r := &Rolling{window: w, width: width, maxEp: curMaxStart / width, buckets: make([]bucket, w.Buckets)}
 	for i := range r.buckets {
 		r.buckets[i].epoch.Store(emptyEpoch)
 		if latency {
@@ -71,18 +91,34 @@ func NewRolling(w Window, latency bool) (*Rolling, error) {
 func (r *Rolling) Window() Window { return r.window }
 
 // at returns the bucket for instant now, rotating it in if needed, or nil if
-// now is older than what the bucket's slot already holds.
+// now is older than what the bucket's slot already holds. The common case,
+// now in the newest bucket's interval, costs two loads and no division.
 func (r *Rolling) at(now time.Duration) *bucket {
-	ep := r.epoch(now)
-	n := int64(len(r.buckets))
-	b := &r.buckets[(ep%n+n)%n]
-	if b.epoch.Load() == ep {
-		return b
+	if c := r.cur.Load(); c&curValid != 0 {
+		ep := int64(c) >> curShift
+		b := &r.buckets[c&curSlotMask]
+		// Unsigned: one compare tests start <= now < start+width.
+		if uint64(int64(now)-ep*r.width) < uint64(r.width) && b.epoch.Load() == ep {
+			return b
+		}
 	}
-	return r.rotate(b, ep)
+	return r.atEpoch(r.epoch(now))
 }
 
-func (r *Rolling) rotate(b *bucket, ep int64) *bucket {
+// atEpoch is at for the bucket interval ep.
+func (r *Rolling) atEpoch(ep int64) *bucket {
+	n := int64(len(r.buckets))
+	slot := (ep%n + n) % n
+	if b := &r.buckets[slot]; b.epoch.Load() == ep {
+		return b
+	}
+	return r.rotate(slot, ep)
+}
+
+// rotate makes the bucket in slot, the slot of interval ep, hold ep, unless
+// it already holds a later interval (then it returns nil).
+func (r *Rolling) rotate(slot, ep int64) *bucket {
+	b := &r.buckets[slot]
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch cur := b.epoch.Load(); {
@@ -91,16 +127,71 @@ func (r *Rolling) rotate(b *bucket, ep int64) *bucket {
 	case cur > ep:
 		return nil
 	}
-	b.zero()
+	r.empty(b)
 	b.epoch.Store(ep)
+	if ep >= -r.maxEp && ep <= r.maxEp {
+		if c := r.cur.Load(); c&curValid == 0 || int64(c)>>curShift < ep {
+			r.cur.Store(uint64(ep)<<curShift | curValid | uint64(slot))
+		}
+	}
 	return b
+}
+
+// empty moves b's counts into the cumulative ones and clears the rest of it.
+// r.mu must be held.
+func (r *Rolling) empty(b *bucket) {
+	for e := range b.counts {
+		if n := b.counts[e].Swap(0); n != 0 {
+			r.folded[e].Add(n)
+		}
+	}
+	b.max.Store(0)
+	if b.run != nil {
+		b.run.reset()
+		b.total.reset()
+	}
+}
+
+// NoLatency, as a latency passed to Record, records none.
+const NoLatency time.Duration = -1
+
+// Record counts one call at instant now, with a single bucket lookup: every
+// event in events (in the window and cumulatively), and, on a ring created
+// with latency, the run latency and the total latency. A negative latency
+// (NoLatency) is not recorded: pass NoLatency as run for a call whose Run did
+// not return before the caller was answered.
+func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Duration) {
+	b := r.at(now)
+	if b == nil {
+		r.late(events)
+		return
+	}
+	for s := uint32(events); s != 0; s &= s - 1 {
+		b.counts[bits.TrailingZeros32(s)].Add(1)
+	}
+	if b.run != nil {
+		if run >= 0 {
+			b.run.Record(run)
+		}
+		if total >= 0 {
+			b.total.Record(total)
+		}
+	}
+}
+
+// late counts events too old for any bucket: cumulatively only.
+func (r *Rolling) late(events EventSet) {
+	for s := uint32(events); s != 0; s &= s - 1 {
+		r.folded[bits.TrailingZeros32(s)].Add(1)
+	}
 }
 
 // Add counts one event at instant now, in the window and cumulatively.
 func (r *Rolling) Add(now time.Duration, e Event) {
-	r.total[e].Add(1)
 	if b := r.at(now); b != nil {
 		b.counts[e].Add(1)
+	} else {
+		r.folded[e].Add(1)
 	}
 }
 
@@ -169,11 +260,19 @@ func (r *Rolling) Counts(now time.Duration) Counts {
 }
 
 // Cumulative returns the event counts since the ring was created; Reset does
-// not clear them.
+// not clear them. It takes the ring's mutex (as rotation does, once per
+// bucket interval), so successive readings never decrease.
 func (r *Rolling) Cumulative() Counts {
 	var c Counts
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for e := range c {
-		c[e] = r.total[e].Load()
+		c[e] = r.folded[e].Load()
+	}
+	for i := range r.buckets {
+		for e := range c {
+			c[e] += r.buckets[i].counts[e].Load()
+		}
 	}
 	return c
 }
@@ -183,9 +282,10 @@ func (r *Rolling) Cumulative() Counts {
 func (r *Rolling) Reset(now time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.cur.Store(0)
 	for i := range r.buckets {
 		r.buckets[i].epoch.Store(emptyEpoch)
-		r.buckets[i].zero()
+		r.empty(&r.buckets[i])
 	}
 }
 

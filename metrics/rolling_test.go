@@ -1,7 +1,11 @@
 package metrics
 
 import (
+	"math"
+	"math/rand/v2"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,4 +211,223 @@ func TestRollingNegativeInstants(t *testing.T) {
 	assert.Zero(t, c[Failure], "1.5 s before is outside a 1 s window")
 	assert.EqualValues(t, 1, r.Counts(0)[Success], "-50 ms is still inside the window at 0")
 	assert.Zero(t, r.Counts(time.Second)[Success])
+}
+
+func TestRollingRecord(t *testing.T) {
+	r := newRing(t, true)
+	r.Record(10*time.Millisecond, SetOf(Failure, FallbackSuccess), 3*time.Millisecond, 4*time.Millisecond)
+	r.Record(20*time.Millisecond, SetOf(Timeout, FallbackFailure, ExceptionThrown), NoLatency, 9*time.Millisecond)
+	r.Record(30*time.Millisecond, 0, NoLatency, NoLatency)
+	s := r.Snapshot(30 * time.Millisecond)
+	want := Counts{Failure: 1, FallbackSuccess: 1, Timeout: 1, FallbackFailure: 1, ExceptionThrown: 1}
+	assert.Equal(t, want, s.Counts)
+	assert.Equal(t, want, s.Cumulative)
+	assert.EqualValues(t, 1, s.Run.Count, "NoLatency records no run latency")
+	assert.InEpsilon(t, float64(3*time.Millisecond), float64(s.Run.Mean), 0.001)
+	assert.EqualValues(t, 2, s.Total.Count)
+
+	r.Record(2*time.Second, SetOf(Success), time.Millisecond, time.Millisecond)
+	r.Record(0, SetOf(Failure), time.Millisecond, time.Millisecond) // a whole window late
+	s = r.Snapshot(2 * time.Second)
+	assert.Equal(t, Counts{Success: 1}, s.Counts)
+	assert.EqualValues(t, 2, s.Cumulative[Failure], "a late event counts cumulatively only")
+	assert.EqualValues(t, 1, s.Total.Count)
+
+	plain := newRing(t, false)
+	plain.Record(0, SetOf(Success, Slow), time.Second, time.Second)
+	s = plain.Snapshot(0)
+	assert.Equal(t, Counts{Success: 1, Slow: 1}, s.Counts)
+	assert.Zero(t, s.Run.Count+s.Total.Count, "a ring without latency ignores latencies")
+}
+
+func TestEventSet(t *testing.T) {
+	var s EventSet
+	assert.Zero(t, s.Len())
+	assert.Empty(t, s.String())
+	s.Add(Timeout)
+	s.Add(FallbackSuccess)
+	s.Add(Timeout)
+	assert.Equal(t, SetOf(FallbackSuccess, Timeout), s)
+	assert.True(t, s.Has(Timeout))
+	assert.False(t, s.Has(Success))
+	assert.Equal(t, 2, s.Len())
+	assert.Equal(t, "TIMEOUT|FALLBACK_SUCCESS", s.String())
+}
+
+// refRing is the plainest model of a ring: every event with its bucket
+// interval, and per slot the newest interval written to it. An event lands in
+// the window iff its interval is not older than its slot's; a reader counts
+// the events of the intervals that their slot still holds and that lie in
+// the window.
+type refRing struct {
+	width, n int64
+	slot     map[int64]int64 // slot -> newest epoch written
+	events   map[int64]Counts
+	total    Counts
+}
+
+func (m *refRing) epoch(now time.Duration) int64 {
+	ep := int64(now) / m.width
+	if now < 0 && int64(now)%m.width != 0 {
+		ep--
+	}
+	return ep
+}
+
+func (m *refRing) add(now time.Duration, e Event) {
+	m.total[e]++
+	ep := m.epoch(now)
+	s := (ep%m.n + m.n) % m.n
+	if cur, ok := m.slot[s]; ok && cur > ep {
+		return
+	}
+	m.slot[s] = ep
+	c := m.events[ep]
+	c[e]++
+	m.events[ep] = c
+}
+
+func (m *refRing) counts(now time.Duration) Counts {
+	cur := m.epoch(now)
+	var out Counts
+	for _, ep := range m.slot {
+		if ep <= cur && ep > cur-m.n {
+			for e, v := range m.events[ep] {
+				out[e] += v
+			}
+		}
+	}
+	return out
+}
+
+// The ring against refRing over random instants: forward steps, exact bucket
+// edges, jumps back, negative instants and instants far enough from the
+// origin (beyond ±2^62 ns) that the current-bucket hint must stay unused.
+func TestRollingMatchesModel(t *testing.T) {
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		w := []Window{{Length: time.Second, Buckets: 10}, {Length: 3 * time.Millisecond, Buckets: 3},
+			{Length: time.Duration(1<<20) * 8, Buckets: 8}}[rng.IntN(3)]
+		r, err := NewRolling(w, false)
+		require.NoError(t, err)
+		width := int64(w.BucketWidth())
+		m := &refRing{width: width, n: int64(w.Buckets), slot: map[int64]int64{}, events: map[int64]Counts{}}
+		bases := []int64{0, -5 * width, 1 << 62, -(1 << 62), math.MaxInt64 - 3*width, math.MinInt64 + 2*width}
+		now := bases[rng.IntN(len(bases))]
+		for step := range 400 {
+			switch x := rng.IntN(10); {
+			case x < 4:
+				now += rng.Int64N(width / 2)
+			case x < 6:
+				now = (now/width+1)*width - rng.Int64N(2) // an edge, or just below it
+			case x < 7:
+				now -= rng.Int64N(2 * width * m.n)
+			case x < 8:
+				now += rng.Int64N(2 * width * m.n)
+			}
+			e := Event(rng.IntN(int(NumEvents)))
+			r.Record(time.Duration(now), SetOf(e), NoLatency, NoLatency)
+			m.add(time.Duration(now), e)
+			at := time.Duration(now + rng.Int64N(width*m.n) - width)
+			require.Equal(t, m.counts(at), r.Counts(at), "seed %d step %d: Counts(%d) after a write at %d", seed, step, at, now)
+		}
+		require.Equal(t, m.total, r.Cumulative(), "seed %d", seed)
+	}
+}
+
+// Writers race rotation and the current-bucket hint while the clock moves
+// ahead of them, but never a whole window ahead of the slowest: then no write
+// can land in a slot reused under it, and every bucket must hold exactly what
+// was written in its interval. The window spans the whole run, so every
+// bucket is checked (through prefix sums: Counts at the end of interval k
+// sums intervals 0..k).
+func TestRollingConcurrentRotationExactBuckets(t *testing.T) {
+	const buckets, writers, per = 1000, 4, 20_000
+	w := Window{Length: buckets * time.Millisecond, Buckets: buckets}
+	r, err := NewRolling(w, true)
+	require.NoError(t, err)
+	width := w.BucketWidth()
+	var clock ManualClock
+	var done [writers]atomic.Int64 // instant of each writer's last completed write
+	var perEpoch [writers]map[int64]int64
+	var left atomic.Int64
+	left.Store(writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		perEpoch[i] = map[int64]int64{}
+		wg.Go(func() {
+			defer left.Add(-1)
+			for k := range per {
+				now := clock.Now()
+				r.Record(now, SetOf(Success), time.Duration(k%5000), NoLatency)
+				perEpoch[i][int64(now/width)]++
+				done[i].Store(int64(now))
+			}
+		})
+	}
+	wg.Go(func() { // the clock: at most buckets-2 intervals ahead of the slowest writer
+		rng := rand.New(rand.NewPCG(1, 2))
+		for left.Load() > 0 {
+			slowest := int64(math.MaxInt64)
+			for i := range done {
+				slowest = min(slowest, done[i].Load())
+			}
+			next := clock.Now() + time.Duration(rng.Int64N(int64(width)/3))
+			if next < 900*width && int64(next) <= slowest+int64((buckets-2)*width) {
+				clock.Set(next)
+			}
+			runtime.Gosched()
+		}
+	})
+	wg.Wait()
+	end := clock.Now()
+	require.Greater(t, end, 100*width, "the clock must have moved through many buckets")
+
+	var want int64
+	for ep := int64(0); ep <= int64(end/width); ep++ {
+		for i := range perEpoch {
+			want += perEpoch[i][ep]
+		}
+		at := time.Duration(ep)*width + width - 1
+		require.Equal(t, want, r.Counts(at)[Success], "intervals 0..%d", ep)
+	}
+	assert.EqualValues(t, writers*per, want)
+	assert.EqualValues(t, writers*per, r.Cumulative()[Success])
+	assert.EqualValues(t, writers*per, r.Snapshot(end).Run.Count)
+}
+
+// Writers race rotation and Reset: the cumulative counts never decrease and
+// end exact; the window never holds more than was written.
+func TestRollingCumulativeExactUnderReset(t *testing.T) {
+	r := newRing(t, false)
+	var clock ManualClock
+	const writers, per = 4, 20_000
+	var left atomic.Int64
+	left.Store(writers)
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			defer left.Add(-1)
+			for range per {
+				r.Record(clock.Now(), SetOf(Success, ExceptionThrown), NoLatency, NoLatency)
+			}
+		})
+	}
+	wg.Go(func() {
+		var last int64
+		for i := 0; left.Load() > 0; i++ {
+			clock.Advance(3 * time.Millisecond)
+			if i%50 == 0 {
+				r.Reset(clock.Now())
+			}
+			c := r.Cumulative()
+			assert.GreaterOrEqual(t, c[Success], last, "cumulative went down")
+			last = c[Success]
+			assert.LessOrEqual(t, r.Counts(clock.Now())[Success], int64(writers*per))
+		}
+	})
+	wg.Wait()
+	c := r.Cumulative()
+	assert.EqualValues(t, writers*per, c[Success])
+	assert.EqualValues(t, writers*per, c[ExceptionThrown])
 }
