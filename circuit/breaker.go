@@ -327,20 +327,23 @@ func (p Permit) record(now time.Duration, clocked bool, o Outcome, latency time.
 	}
 }
 
-// add counts one outcome in the window and reports whether it was slow.
+// add counts one outcome (and, if it was slow, a Slow event) in the window,
+// with one bucket lookup, and reports whether it was slow.
 func (b *Breaker) add(now time.Duration, o Outcome, latency time.Duration) bool {
-	ev := metrics.Success
+	var events metrics.EventSet
 	switch o {
+	case Success:
+		events.Add(metrics.Success)
 	case Failure:
-		ev = metrics.Failure
+		events.Add(metrics.Failure)
 	case Timeout:
-		ev = metrics.Timeout
+		events.Add(metrics.Timeout)
 	}
-	b.window.Add(now, ev)
 	slow := b.slowOn && o == Success && latency > b.cfg.SlowCallDuration
 	if slow {
-		b.window.Add(now, metrics.Slow)
+		events.Add(metrics.Slow)
 	}
+	b.window.Record(now, events, metrics.NoLatency, metrics.NoLatency)
 	return slow
 }
 
