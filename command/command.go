@@ -2,7 +2,6 @@ package command
 
 import (
 	"context"
-	"math/bits"
 	"reflect"
 	"strings"
 	"time"
@@ -89,36 +88,15 @@ type Info struct {
 	// detached after a timeout in Thread mode). Both come from the two clock
 	// readings every call makes, at its start and when Run returns (a third
 	// after a fallback); so RunLatency also holds the admission and, in a
-	// Thread group, the hand-off to the worker, except in a group with a
-	// queue, whose worker reads the clock as Run starts.
+	// Thread group, the hand-off to the worker and back, except in a group
+	// with a queue, whose worker reads the clock as Run starts (its one
+	// reading) to leave queue time out.
 	Latency, RunLatency time.Duration
 }
 
-// EventSet is a set of events, one bit per metrics.Event.
-type EventSet uint32
-
-// Has reports whether e is in the set.
-func (s EventSet) Has(e metrics.Event) bool { return s&(1<<e) != 0 }
-
-// Len returns the number of events in the set.
-func (s EventSet) Len() int { return bits.OnesCount32(uint32(s)) }
-
-// String lists the events in event order, joined by "|", such as
-// "TIMEOUT|FALLBACK_SUCCESS".
-func (s EventSet) String() string {
-	var b strings.Builder
-	for e := range metrics.NumEvents {
-		if s.Has(e) {
-			if b.Len() > 0 {
-				b.WriteByte('|')
-			}
-			b.WriteString(e.String())
-		}
-	}
-	return b.String()
-}
-
-func (s *EventSet) add(e metrics.Event) { *s |= 1 << e }
+// EventSet is a set of events, one bit per metrics.Event (Has, Len,
+// String); Info.Events holds one.
+type EventSet = metrics.EventSet
 
 // reasons holds Info.Reason per primary outcome, computed once.
 var reasons = func() (r [metrics.NumEvents]string) {

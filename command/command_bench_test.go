@@ -20,11 +20,22 @@ import (
 // (BenchmarkContextWithTimeout), and a raw ants handoff
 // (BenchmarkAntsSubmitWait) for the pool.
 
-// benchCmd is the cheapest command: no state (so passing it to Execute
-// allocates nothing) and an immediate result.
+// benchCmd is the cheapest command: no state and an immediate result.
 type benchCmd struct{}
 
 func (benchCmd) Run(context.Context) (int, error) { return 1, nil }
+
+// benchFields is a realistic command: a struct with a few fields, passed by
+// value (Execute keeps its type, so this allocates nothing either).
+type benchFields struct {
+	id     int64
+	tenant string
+	fields []string
+}
+
+func (c benchFields) Run(context.Context) (int, error) {
+	return int(c.id) + len(c.tenant) + len(c.fields), nil
+}
 
 func benchGroup(b *testing.B, cfg GroupConfig) *Group {
 	b.Helper()
@@ -85,12 +96,20 @@ func BenchmarkContextWithTimeout(b *testing.B) {
 	})
 }
 
+// benchExecute measures Execute in g with the empty command and with one
+// with fields, serially and in parallel.
 func benchExecute(b *testing.B, g *Group, opts ...Option) {
+	id, tenant, fields := int64(7), "acme", []string{"name", "email"} // not constants: no static data
+	b.Run("empty", func(b *testing.B) { benchCommand(b, g, benchCmd{}, opts) })
+	b.Run("fields", func(b *testing.B) { benchCommand(b, g, benchFields{id: id, tenant: tenant, fields: fields}, opts) })
+}
+
+func benchCommand[C Runner[int]](b *testing.B, g *Group, cmd C, opts []Option) {
 	ctx := context.Background()
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := Execute(ctx, g, benchCmd{}, opts...); err != nil {
+			if _, err := Execute(ctx, g, cmd, opts...); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -99,7 +118,7 @@ func benchExecute(b *testing.B, g *Group, opts ...Option) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				if _, err := Execute(ctx, g, benchCmd{}, opts...); err != nil {
+				if _, err := Execute(ctx, g, cmd, opts...); err != nil {
 					b.Error(err)
 					return
 				}

@@ -262,7 +262,8 @@ func TestConservationUnderChaos(t *testing.T) {
 			assert.Equal(t, seen.events, c.metrics.Counts(now), "%s/%s: window == what callers saw", g.name, name)
 			assert.Equal(t, seen.events, c.metrics.Cumulative(), "%s/%s: cumulative == what callers saw", g.name, name)
 			assert.Equal(t, seen.calls, primaryCount(seen.events), "%s/%s: one primary outcome per call", g.name, name)
-			assert.Zero(t, c.inFlight.Load())
+			assert.Zero(t, c.hot.inFlight.Load())
+			assert.Zero(t, c.hot.detached.Load(), "%s/%s: every detached call was counted back", g.name, name)
 			assert.Zero(t, seen.events[metrics.ShortCircuited])
 
 			h := c.breaker.Snapshot().Health
@@ -325,7 +326,7 @@ func TestBalanceWithLiveBreakers(t *testing.T) {
 func waitIdle(t *testing.T, groups []*Group) {
 	require.Eventually(t, func() bool {
 		for _, g := range groups {
-			if g.running.Load() != 0 {
+			if g.hot.running.Load() != 0 {
 				return false
 			}
 		}

@@ -101,7 +101,9 @@
 //
 // Each command records its events and its run and total latencies in a
 // metrics.Rolling window; a group's counts are the sum of its commands', and
-// its window's Max is the peak of calls running at once. Registry.Snapshot
+// its window's Max is the peak of calls running at once; a command's Max is
+// the peak of its own calls in flight, and CommandSnapshot.Detached counts
+// its calls that timed out and still run in the pool. Registry.Snapshot
 // reads them all (cheap enough to call every 500 ms), and every group and
 // command publishes functional gauges and counters into a go-metrics
 // registry (RegistryConfig.Metrics, or a private one): see Registry.Metrics
@@ -111,13 +113,18 @@
 //
 // In a Semaphore group without a timeout, a successful Execute makes no
 // allocation and takes no lock (the metrics lock once per bucket interval to
-// rotate): a few dozen atomic operations, the clock read at the start and
-// end of the call, and once in each breaker's Record. A timeout costs what
-// context.WithTimeout costs; a Thread group adds the hand-off to a worker
-// and back (its per-call state is recycled: no allocation without a
-// timeout). Passing a command by value converts it to an interface, which
-// allocates unless the command is empty or a pointer that already lives on
-// the heap. command_bench_test.go measures each case against its baseline.
+// rotate): a few dozen atomic operations and two clock readings, at the
+// start and when Run returns, which the breakers and the metrics share (a
+// breaker whose config sets its own Clock reads it itself; a fallback adds
+// a third reading). Execute keeps the command's own type (it is a type
+// parameter), so a command struct passed by value does not allocate; only
+// calling a Namer's Name converts it to an interface, which allocates for a
+// struct with fields (use the type name, WithName or a pointer where that
+// matters). A timeout costs what context.WithTimeout costs; a Thread group
+// adds the hand-off to a worker and back (its per-call state is recycled: no
+// allocation without a timeout), and its worker reads the clock only in a
+// group with a queue. command_bench_test.go measures each case against its
+// baseline.
 //
 // # HTTP
 //

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/bits"
 	"sync/atomic"
 	"time"
 
@@ -14,7 +13,10 @@ import (
 )
 
 // Execute runs cmd in group g and returns Run's value, a fallback's value,
-// or an error.
+// or an error. T is the command's result type and C the command's own type,
+// both inferred: command.Execute(ctx, g, getProfile{id: 7}). Because cmd
+// keeps its own type (it is never converted to an interface on the call
+// path), a command struct passed by value costs no allocation.
 //
 // The steps: both breakers (the group's, then the command's) must admit the
 // call, else SHORT_CIRCUITED; the bulkhead must admit it, else
@@ -28,21 +30,25 @@ import (
 // The error is an *Error, except for a BAD_REQUEST, whose error is returned
 // exactly as Run returned it (with Run's value). Use ExecuteInfo to learn
 // whether a value came from a fallback.
-func Execute[T any](ctx context.Context, g *Group, cmd Runner[T], opts ...Option) (T, error) {
+func Execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, opts ...Option) (T, error) {
 	var info Info
-	return execute(ctx, g, cmd, opts, &info)
+	return execute[T](ctx, g, cmd, opts, &info)
 }
 
 // ExecuteInfo is Execute that also tells what happened: the primary
 // outcome, every event emitted, whether the value is a fallback's
 // (Info.Degraded) and the latencies.
-func ExecuteInfo[T any](ctx context.Context, g *Group, cmd Runner[T], opts ...Option) (T, Info, error) {
+func ExecuteInfo[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, opts ...Option) (T, Info, error) {
 	var info Info
-	v, err := execute(ctx, g, cmd, opts, &info)
+	v, err := execute[T](ctx, g, cmd, opts, &info)
 	return v, info, err
 }
 
-func execute[T any](ctx context.Context, g *Group, cmd Runner[T], opts []Option, info *Info) (v T, err error) {
+// execute is Execute. The clock is read at the start (t0) and when Run
+// returns or the call is refused (now); both readings are handed to the
+// breakers (when they share the group's clock) and to the metrics, so that
+// a call that needs no fallback reads the clock twice in all.
+func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, opts []Option, info *Info) (v T, err error) {
 	var timeout time.Duration
 	var name string
 	for _, o := range opts {
@@ -53,13 +59,13 @@ func execute[T any](ctx context.Context, g *Group, cmd Runner[T], opts []Option,
 			name = o.name
 		}
 	}
-	c := g.command(cmd, name)
+	c := commandOf[T](g, cmd, name)
 	if timeout == 0 {
 		timeout = c.timeout
 	}
 	info.Command, info.Group = c.name, g.name
-	c.inFlight.Add(1)
 	t0 := g.clock.Now()
+	c.metrics.ObserveMax(t0, c.hot.inFlight.Add(1))
 	now := t0 // the instant the call ends, read again only if Run or a fallback ran
 
 	var r result
@@ -67,28 +73,28 @@ func execute[T any](ctx context.Context, g *Group, cmd Runner[T], opts []Option,
 	var refuser *circuit.Breaker
 	if timeout < 0 && timeout != NoTimeout {
 		r = result{event: metrics.BadRequest, err: fmt.Errorf("%w: WithTimeout(%v): negative (NoTimeout disables the timeout)", ErrInvalidConfig, timeout)}
-	} else if gp, cp, refuser, r.err = c.admit(); r.err != nil {
+	} else if gp, cp, refuser, r.err = c.admit(t0); r.err != nil {
 		r.event = metrics.ShortCircuited
 	} else {
 		if g.sem != nil {
-			v, r, now = runOnCaller(ctx, g, cmd, timeout, t0)
+			v, r, now = runOnCaller[T](ctx, g, cmd, timeout, t0)
 		} else {
-			v, r, now = runInPool(ctx, c, cmd, timeout, t0)
+			v, r, now = runInPool[T](ctx, c, cmd, timeout, t0)
 		}
 		o, lat := breakerOutcome(r.event), r.run
 		if !r.ran {
 			lat = now - t0
 		}
-		gp.Record(o, lat)
-		cp.Record(o, lat)
+		recordAt(gp, g.breakerAt, now, o, lat)
+		recordAt(cp, g.cmdBreakerAt, now, o, lat)
 	}
 
 	info.Event = r.event
-	info.Events.add(r.event)
+	info.Events.Add(r.event)
 	switch r.event {
 	case metrics.Success:
 		if g.cfg.SlowCallDuration > 0 && r.run > g.cfg.SlowCallDuration {
-			info.Events.add(metrics.Slow)
+			info.Events.Add(metrics.Slow)
 		}
 	case metrics.BadRequest:
 		err = r.err
@@ -97,49 +103,57 @@ func execute[T any](ctx context.Context, g *Group, cmd Runner[T], opts []Option,
 		v = zero
 		e := &Error{Group: g.name, Command: c.name, Event: r.event, Err: r.err, kind: kindOf(ctx, r.event), refuser: refuser}
 		if fallsBack(r.event) {
-			v, err = fallback(ctx, g, cmd, e, info)
+			v, err = fallback[T](ctx, g, cmd, e, info)
 			now = g.clock.Now()
 		} else {
 			err = e
 		}
 	}
 	if err != nil {
-		info.Events.add(metrics.ExceptionThrown)
+		info.Events.Add(metrics.ExceptionThrown)
 	}
 	info.Latency = now - t0
+	run := metrics.NoLatency
 	if r.ran {
-		info.RunLatency = r.run
+		info.RunLatency, run = r.run, r.run
 	}
-	c.record(now, info, r.ran)
-	c.inFlight.Add(-1)
+	c.metrics.Record(now, info.Events, run, info.Latency)
+	c.hot.inFlight.Add(-1)
 	return v, err
 }
 
-// admit asks both breakers, the group's first. A refusal by the command's
-// breaker releases the group's permit uncounted. It returns the refusing
-// breaker with its error.
-func (c *commandState) admit() (gp, cp circuit.Permit, refuser *circuit.Breaker, err error) {
+// admit asks both breakers, the group's first, at instant now. A refusal by
+// the command's breaker releases the group's permit uncounted. It returns
+// the refusing breaker with its error.
+func (c *commandState) admit(now time.Duration) (gp, cp circuit.Permit, refuser *circuit.Breaker, err error) {
 	g := c.group
-	if gp, err = g.breaker.Allow(); err != nil {
+	if gp, err = allowAt(g.breaker, g.breakerAt, now); err != nil {
 		return gp, cp, g.breaker, err
 	}
-	if cp, err = c.breaker.Allow(); err != nil {
-		gp.Record(circuit.Ignored, 0)
+	if cp, err = allowAt(c.breaker, g.cmdBreakerAt, now); err != nil {
+		gp.Record(circuit.Ignored, 0) // not counted: reads no clock
 		return gp, cp, c.breaker, err
 	}
 	return gp, cp, nil, nil
 }
 
-// record counts the call's events and latencies in the command's window.
-// The group's counts are the sum of its commands' (see Group.Snapshot).
-func (c *commandState) record(now time.Duration, info *Info, ran bool) {
-	for s := uint32(info.Events); s != 0; s &= s - 1 {
-		c.metrics.Add(now, metrics.Event(bits.TrailingZeros32(s)))
+// allowAt asks b to admit a call at instant now, a reading of the group's
+// clock, if b shares that clock (at); otherwise b reads its own.
+func allowAt(b *circuit.Breaker, at bool, now time.Duration) (circuit.Permit, error) {
+	if at {
+		return b.AllowAt(now)
 	}
-	if ran {
-		c.metrics.ObserveRun(now, info.RunLatency)
+	return b.Allow()
+}
+
+// recordAt records o on p at instant now, a reading of the group's clock, if
+// p's breaker shares that clock (at); otherwise the breaker reads its own.
+func recordAt(p circuit.Permit, at bool, now time.Duration, o circuit.Outcome, latency time.Duration) {
+	if at {
+		p.RecordAt(now, o, latency)
+	} else {
+		p.Record(o, latency)
 	}
-	c.metrics.ObserveTotal(now, info.Latency)
 }
 
 // timed returns ctx with the call's timeout, and its cancel function (nil
@@ -154,12 +168,12 @@ func timed(ctx context.Context, timeout time.Duration) (context.Context, context
 // runOnCaller runs cmd on the caller's goroutine under the group's
 // semaphore. It returns Run's value, the primary result and the instant Run
 // returned (or the semaphore refused).
-func runOnCaller[T any](ctx context.Context, g *Group, cmd Runner[T], timeout, t0 time.Duration) (v T, r result, t1 time.Duration) {
+func runOnCaller[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, timeout, t0 time.Duration) (v T, r result, t1 time.Duration) {
 	runCtx, cancel := timed(ctx, timeout)
 	var runErr error
 	berr := g.sem.Execute(runCtx, func(ctx context.Context) {
-		g.metrics.ObserveMax(t0, g.running.Add(1))
-		defer g.running.Add(-1)
+		g.metrics.ObserveMax(t0, g.hot.running.Add(1))
+		defer g.hot.running.Add(-1)
 		v, runErr = cmd.Run(ctx)
 	})
 	t1 = g.clock.Now()
@@ -172,7 +186,7 @@ func runOnCaller[T any](ctx context.Context, g *Group, cmd Runner[T], timeout, t
 		r.run = t1 - t0
 	}
 	if late && runErr == nil {
-		discard(cmd, v)
+		discard[T](cmd, v)
 	}
 	return v, r, t1
 }
@@ -180,10 +194,11 @@ func runOnCaller[T any](ctx context.Context, g *Group, cmd Runner[T], timeout, t
 // poolCall carries one call to a pool worker and its result back. state
 // decides who owns the result when the caller leaves at its deadline while
 // the worker finishes: exactly one of them moves it out of callRunning, and
-// whoever uses the poolCall last recycles it.
-type poolCall[T any] struct {
+// whoever uses the poolCall last recycles it. It holds the command by value:
+// no interface conversion, so no allocation for a command struct.
+type poolCall[T any, C Runner[T]] struct {
 	c     *commandState
-	cmd   Runner[T]
+	cmd   C
 	v     T
 	err   error
 	start time.Duration // when Run's latency starts
@@ -198,11 +213,11 @@ const (
 )
 
 // newPoolCall returns a poolCall from the command's free list, or a new one.
-func newPoolCall[T any](c *commandState) *poolCall[T] {
-	if p, ok := c.calls.Get().(*poolCall[T]); ok {
+func newPoolCall[T any, C Runner[T]](c *commandState) *poolCall[T, C] {
+	if p, ok := c.calls.Get().(*poolCall[T, C]); ok {
 		return p
 	}
-	p := new(poolCall[T])
+	p := new(poolCall[T, C])
 	p.work = p.run
 	return p
 }
@@ -210,41 +225,44 @@ func newPoolCall[T any](c *commandState) *poolCall[T] {
 // recycle puts p back on the free list of c. Only the last user of p may
 // call it: the caller once Pool.Execute returned and it has read the result,
 // or the worker when the caller had left.
-func (p *poolCall[T]) recycle(c *commandState) {
-	var zero T
-	p.c, p.cmd, p.v, p.err = nil, nil, zero, nil
+func (p *poolCall[T, C]) recycle(c *commandState) {
+	var zeroV T
+	var zeroC C
+	p.c, p.cmd, p.v, p.err = nil, zeroC, zeroV, nil
 	p.state.Store(callRunning)
 	c.calls.Put(p)
 }
 
 // run is the work handed to the pool. Run's latency counts from the call's
 // start (p.start is t0), which the hand-off to an idle worker barely delays;
-// only a pool with a queue reads the clock again here, to leave queue time
-// out of it.
-func (p *poolCall[T]) run(ctx context.Context) {
+// only a pool with a queue reads the clock here (the worker's one reading),
+// to leave queue time out of it.
+func (p *poolCall[T, C]) run(ctx context.Context) {
 	c := p.c
 	g := c.group
 	if g.cfg.QueueSize > 0 {
 		p.start = g.clock.Now()
 	}
-	g.metrics.ObserveMax(p.start, g.running.Add(1))
-	defer g.running.Add(-1)
+	g.metrics.ObserveMax(p.start, g.hot.running.Add(1))
+	defer g.hot.running.Add(-1)
 	p.v, p.err = p.cmd.Run(ctx)
 	if !p.state.CompareAndSwap(callRunning, callDone) {
 		// The caller left: nobody will take this result.
+		c.hot.detached.Add(-1)
 		if p.err == nil {
-			discard(p.cmd, p.v)
+			discard[T](p.cmd, p.v)
 		}
 		p.recycle(c)
 	}
 }
 
 // runInPool runs cmd on a worker of the group's pool; the caller leaves at
-// the deadline (or when ctx ends) even if Run goes on.
-func runInPool[T any](ctx context.Context, c *commandState, cmd Runner[T], timeout, t0 time.Duration) (v T, r result, t1 time.Duration) {
+// the deadline (or when ctx ends) even if Run goes on: the call is then
+// detached, counted in the command's Detached until Run returns.
+func runInPool[T any, C Runner[T]](ctx context.Context, c *commandState, cmd C, timeout, t0 time.Duration) (v T, r result, t1 time.Duration) {
 	g := c.group
 	runCtx, cancel := timed(ctx, timeout)
-	p := newPoolCall[T](c)
+	p := newPoolCall[T, C](c)
 	p.c, p.cmd, p.start = c, cmd, t0
 	berr := g.pool.Execute(runCtx, p.work)
 	t1 = g.clock.Now()
@@ -255,10 +273,16 @@ func runInPool[T any](ctx context.Context, c *commandState, cmd Runner[T], timeo
 	case berr == nil:
 		v, runErr, run = p.v, p.err, t1-p.start
 	case errors.Is(berr, isolation.ErrDetached):
+		// Count before the swap, so that the worker's decrement never
+		// comes first.
+		c.hot.detached.Add(1)
 		if p.state.CompareAndSwap(callRunning, callAbandoned) {
 			last = false // the worker recycles p when Run returns
-		} else if p.err == nil {
-			discard(cmd, p.v) // Run returned meanwhile, but the answer is TIMEOUT or CANCELLED
+		} else {
+			c.hot.detached.Add(-1)
+			if p.err == nil {
+				discard[T](cmd, p.v) // Run returned meanwhile, but the answer is TIMEOUT or CANCELLED
+			}
 		}
 	}
 	if last {
@@ -273,25 +297,27 @@ func runInPool[T any](ctx context.Context, c *commandState, cmd Runner[T], timeo
 		r.run = run
 	}
 	if late && runErr == nil {
-		discard(cmd, v)
+		discard[T](cmd, v)
 	}
 	return v, r, t1
 }
 
 // discard hands a value nobody will receive to the command's Discard.
-func discard[T any](cmd Runner[T], v T) {
-	if d, ok := cmd.(Discarder[T]); ok {
+// It converts cmd to an interface (an allocation for a command struct with
+// fields), as fallback does: both are off the successful path.
+func discard[T any, C Runner[T]](cmd C, v T) {
+	if d, ok := any(cmd).(Discarder[T]); ok {
 		d.Discard(v)
 	}
 }
 
 // fallback serves the command's fallback for the failed call e, under the
 // group's fallback limit, and notes the fallback event in info.
-func fallback[T any](ctx context.Context, g *Group, cmd Runner[T], e *Error, info *Info) (T, error) {
+func fallback[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, e *Error, info *Info) (T, error) {
 	var zero T
-	fb, ok := cmd.(Fallbacker[T])
-	if _, never := cmd.(noFallbacker); never || !ok {
-		info.Events.add(metrics.FallbackMissing)
+	fb, ok := any(cmd).(Fallbacker[T])
+	if _, never := any(cmd).(noFallbacker); never || !ok {
+		info.Events.Add(metrics.FallbackMissing)
 		e.FallbackErr = ErrFallbackMissing
 		return zero, e
 	}
@@ -300,20 +326,20 @@ func fallback[T any](ctx context.Context, g *Group, cmd Runner[T], e *Error, inf
 	serr := g.fallback.Execute(ctx, func(ctx context.Context) { v, ferr = fb.Fallback(ctx, e) })
 	switch {
 	case serr == nil && ferr == nil:
-		info.Events.add(metrics.FallbackSuccess)
+		info.Events.Add(metrics.FallbackSuccess)
 		info.Degraded, info.Reason = true, reasons[e.Event]
 		return v, nil
 	case errors.Is(serr, isolation.ErrRejected):
-		info.Events.add(metrics.FallbackRejection)
+		info.Events.Add(metrics.FallbackRejection)
 		e.FallbackErr = ErrFallbackRejected
 		return zero, e
 	case serr != nil:
 		ferr = serr // the fallback panicked, or ctx ended before it could start
 	}
 	if errors.Is(ferr, ErrFallbackMissing) {
-		info.Events.add(metrics.FallbackMissing) // the fallback declined
+		info.Events.Add(metrics.FallbackMissing) // the fallback declined
 	} else {
-		info.Events.add(metrics.FallbackFailure)
+		info.Events.Add(metrics.FallbackFailure)
 	}
 	out := *e // e was handed to the fallback: leave it as the fallback saw it
 	out.FallbackErr = ferr

@@ -28,7 +28,7 @@ func strategies(t *testing.T, f func(t *testing.T, s Strategy)) {
 func events(es ...metrics.Event) EventSet {
 	var s EventSet
 	for _, e := range es {
-		s.add(e)
+		s.Add(e)
 	}
 	return s
 }
@@ -162,9 +162,52 @@ func TestExecuteTimeoutPoolDetaches(t *testing.T) {
 	assert.ErrorIs(t, err, isolation.ErrDetached)
 	assert.Zero(t, info.RunLatency)
 	assert.Equal(t, 1, g.pool.Stats().Detached)
+	assert.Equal(t, int64(1), commandSnapshot(t, g, "discarding").Detached)
 	close(release)
 	assert.Equal(t, 5, <-discarded, "the late result is handed to Discard")
+	assert.Zero(t, commandSnapshot(t, g, "discarding").Detached, "no longer detached once Run returned")
 	assert.Equal(t, int64(1), g.breaker.Snapshot().Health.Timeouts)
+}
+
+func commandSnapshot(t *testing.T, g *Group, name string) CommandSnapshot {
+	t.Helper()
+	for _, c := range g.Snapshot().Commands {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no command %q", name)
+	return CommandSnapshot{}
+}
+
+// Each command's window holds the peak of its own calls in flight at once;
+// the group's the peak of all its calls running.
+func TestCommandMaxConcurrency(t *testing.T) {
+	strategies(t, func(t *testing.T, s Strategy) {
+		g, _ := newTestGroup(t, GroupConfig{Strategy: s, MaxConcurrent: 8, Timeout: NoTimeout})
+		release := make(chan struct{})
+		var in sync.WaitGroup
+		block := func(ctx context.Context) (int, error) {
+			in.Done()
+			<-release
+			return 1, nil
+		}
+		var wg sync.WaitGroup
+		for i, name := range []string{"a", "a", "a", "a", "a", "b", "b"} {
+			in.Add(1)
+			wg.Go(func() {
+				_, err := Execute(context.Background(), g, op[int]{name: name, run: block})
+				assert.NoError(t, err, "call %d", i)
+			})
+		}
+		in.Wait()
+		close(release)
+		wg.Wait()
+		assert.Equal(t, int64(5), commandSnapshot(t, g, "a").Metrics.Max)
+		assert.Equal(t, int64(2), commandSnapshot(t, g, "b").Metrics.Max)
+		assert.Equal(t, int64(7), g.Snapshot().Metrics.Max)
+		assert.Zero(t, commandSnapshot(t, g, "a").InFlight)
+	})
 }
 
 type discarding struct {
@@ -438,6 +481,34 @@ func TestFallbackLimitHoldsUnderConcurrency(t *testing.T) {
 	assert.Equal(t, int32(limit), peak.Load())
 	assert.Equal(t, int32(limit), served.Load())
 	assert.Equal(t, int32(callers-limit), rejected.Load())
+}
+
+// The breakers get Execute's clock readings when they share the group's
+// clock, and read their own when their config sets one: each trip is stamped
+// on its own breaker's clock.
+func TestBreakersUseTheirOwnClock(t *testing.T) {
+	reg, clock := newTestRegistry(t)
+	clock.Set(time.Minute)
+	own := new(metrics.ManualClock)
+	own.Set(time.Hour)
+	trips := map[string]time.Duration{}
+	var mu sync.Mutex
+	onTrip := func(tr circuit.Transition) {
+		mu.Lock()
+		defer mu.Unlock()
+		trips[tr.Name] = tr.At
+	}
+	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore,
+		Breaker:        circuit.Config{MinRequests: 2, OnTransition: onTrip},
+		CommandBreaker: circuit.Config{MinRequests: 2, OnTransition: onTrip, Clock: own}})
+	require.NoError(t, err)
+	for range 2 {
+		_, err := Execute(context.Background(), g, op[int]{name: "get", run: fail[int](errBoom)})
+		require.ErrorIs(t, err, errBoom)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, map[string]time.Duration{"deps": time.Minute, "deps/get": time.Hour}, trips)
 }
 
 func TestNoFallbackMarker(t *testing.T) {

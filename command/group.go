@@ -191,13 +191,32 @@ type Group struct {
 	breaker  *circuit.Breaker
 	metrics  *metrics.Rolling // Max only: peak running (counts are the commands', see window)
 	rejected metrics.Event    // ThreadPoolRejected or SemaphoreRejected
-	running  atomic.Int64     // Run calls in progress (detached ones included)
 	cmdCfg   circuit.Config   // CommandBreaker with Clock and Logger set
+
+	// breakerAt and cmdBreakerAt say that the group's breaker and the
+	// commands' breakers read the group's clock (their config set none), so
+	// Execute hands them its own readings instead of letting them read.
+	breakerAt, cmdBreakerAt bool
 
 	mu       sync.Mutex                   // serialises command creation and Close
 	commands atomic.Pointer[commandTable] // copy on write: lookups take no lock
 	closed   bool
+
+	hot groupCounters
 }
+
+// groupCounters are the counters every call of a group writes. They sit on
+// cache lines of their own, so that their writes do not evict the read-only
+// fields every call reads.
+type groupCounters struct {
+	_       [cacheLine]byte
+	running atomic.Int64 // Run calls in progress (detached ones included)
+	_       [cacheLine - 8]byte
+}
+
+// cacheLine is the span over which writes cause false sharing: two 64-byte
+// lines on amd64, whose prefetcher fetches lines in pairs.
+const cacheLine = 128
 
 // commandTable maps names to commands, and command types to how they are
 // named. It is never modified once published.
@@ -227,13 +246,22 @@ func (t *commandTable) typeEntry(typ reflect.Type) *typeEntry {
 
 // commandState is one command name of a group: its breaker and metrics.
 type commandState struct {
-	name     string
-	group    *Group
-	timeout  time.Duration
-	breaker  *circuit.Breaker
-	metrics  *metrics.Rolling
-	inFlight atomic.Int64
-	calls    sync.Pool // free *poolCall[T] (Thread strategy), T of the latest use
+	name    string
+	group   *Group
+	timeout time.Duration
+	breaker *circuit.Breaker
+	metrics *metrics.Rolling
+	calls   sync.Pool // free *poolCall[T, C] (Thread strategy), of the latest use's types
+	hot     commandCounters
+}
+
+// commandCounters are the counters every call of a command writes, on cache
+// lines of their own (see groupCounters).
+type commandCounters struct {
+	_        [cacheLine]byte
+	inFlight atomic.Int64 // calls from admission until Execute returns
+	detached atomic.Int64 // calls whose caller left at the deadline while Run goes on (Thread)
+	_        [cacheLine - 16]byte
 }
 
 func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
@@ -247,7 +275,8 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = r.logger
 	}
-	g := &Group{name: name, reg: r, cfg: cfg, clock: r.clock, logger: cfg.Logger}
+	g := &Group{name: name, reg: r, cfg: cfg, clock: r.clock, logger: cfg.Logger,
+		breakerAt: cfg.Breaker.Clock == nil, cmdBreakerAt: cfg.CommandBreaker.Clock == nil}
 	g.cmdCfg = g.breakerConfig(cfg.CommandBreaker, "")
 	var err error
 	if g.breaker, err = circuit.New(g.breakerConfig(cfg.Breaker, name)); err != nil {
@@ -305,22 +334,27 @@ func (g *Group) CommandBreaker(name string) (*circuit.Breaker, bool) {
 	return c.breaker, true
 }
 
-// command returns the command state for a call: by explicit name (WithName),
-// by Namer, or by the command's type. Lookups read an immutable table and
-// neither lock nor allocate; the first call of a new name or type takes the
+// commandOf returns the command state for a call of cmd: by explicit name
+// (WithName), by Namer, or by the command's type. Lookups read an immutable
+// table and neither lock nor allocate (except that calling the Name method
+// of a Namer converts the command to an interface: an allocation for a
+// struct with fields); the first call of a new name or type takes the
 // group's lock to add it.
-func (g *Group) command(cmd any, name string) *commandState {
+func commandOf[T any, C Runner[T]](g *Group, cmd C, name string) *commandState {
 	t := g.commands.Load()
 	if name == "" {
-		typ := reflect.TypeOf(cmd)
+		typ := reflect.TypeFor[C]()
+		if typ.Kind() == reflect.Interface {
+			typ = reflect.TypeOf(any(cmd)) // the dynamic type; no allocation
+		}
 		e := t.typeEntry(typ)
 		if e == nil {
-			e = g.addType(cmd, typ)
+			e = g.addType(any(cmd), typ)
 		}
 		if !e.namer {
 			return e.c
 		}
-		name = cmd.(Namer).Name()
+		name = any(cmd).(Namer).Name()
 	}
 	if c := t.byName[name]; c != nil {
 		return c
@@ -473,7 +507,8 @@ func (c *commandState) snapshot(now time.Duration) CommandSnapshot {
 	s := CommandSnapshot{
 		Name:          c.name,
 		Group:         c.group.name,
-		InFlight:      c.inFlight.Load(),
+		InFlight:      c.hot.inFlight.Load(),
+		Detached:      c.hot.detached.Load(),
 		Timeout:       c.timeout,
 		Breaker:       c.breaker.Snapshot(),
 		BreakerConfig: c.breaker.Config(),

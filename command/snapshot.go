@@ -52,6 +52,10 @@ type CommandSnapshot struct {
 	// InFlight is the number of calls of this command executing now (from
 	// admission until Execute returns).
 	InFlight int64
+	// Detached is the number of calls of this command that timed out (or
+	// whose caller left) while Run goes on in the pool (Thread only; always
+	// 0 for Semaphore): each keeps its worker until Run returns.
+	Detached int64
 	// Timeout is the command's default timeout; NoTimeout when there is none.
 	Timeout time.Duration
 
@@ -60,7 +64,9 @@ type CommandSnapshot struct {
 	Breaker       circuit.Snapshot
 	BreakerConfig circuit.Config
 
-	// Metrics is the command's rolling window, with run and total latency.
+	// Metrics is the command's rolling window, with run and total latency,
+	// and in Max the largest number of calls of the command in flight at
+	// once (Hystrix's rollingMaxConcurrentExecutionCount).
 	Metrics metrics.Snapshot
 
 	// DegradedRate is the share of the window's calls answered with a
