@@ -98,9 +98,10 @@
 // The page is embedded in the binary (no CDN, works offline). Per command it
 // shows a circle sized by request rate and coloured by health, a two-minute
 // sparkline, the window's counters, error %, the circuit state with its time
-// in state and last trip reason, latency percentiles and the degraded rate;
-// per group, the bulkhead's active, queued, size, rejected and detached
-// counts and the group breaker. It sorts by error %, volume or name and
+// in state and last trip reason, latency percentiles, the degraded rate and,
+// when there are any, its detached calls (timed out, still running); per
+// group, the bulkhead's active, queued, size, rejected and detached counts
+// and the group breaker. It sorts by error %, volume or name and
 // filters by name. Every name is inserted as text, never as HTML. Tiles
 // carry data-command, data-group and data-state attributes (and pool tiles
 // data-pool) for scripts and browser tests, e.g.

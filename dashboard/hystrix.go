@@ -126,10 +126,8 @@ func (e *hystrixCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 		RollingCountThreadPoolRejected: counts[metrics.ThreadPoolRejected],
 		RollingCountTimeout:            counts[metrics.Timeout],
 
-		CurrentConcurrentExecutionCount: c.InFlight,
-		// Never below the calls in flight now, should the command's ring not
-		// track its peak concurrency.
-		RollingMaxConcurrentExecutionCount: max(c.Metrics.Max, c.InFlight),
+		CurrentConcurrentExecutionCount:    c.InFlight,
+		RollingMaxConcurrentExecutionCount: c.Metrics.Max, // the command's peak in flight in the window
 
 		LatencyExecuteMean: ms(c.Metrics.Run.Mean),
 		LatencyExecute:     percentilesOf(c.Metrics.Run),

@@ -91,6 +91,7 @@ type bulwarkCommand struct {
 	GroupState            string  `json:"groupState"`
 	GroupMode             string  `json:"groupMode"`
 	InFlight              int64   `json:"inFlight"`
+	Detached              int64   `json:"detached"`     // timed out, still running in the pool
 	DegradedRate          float64 `json:"degradedRate"` // FALLBACK_SUCCESS / calls in the window
 	RollingCountCancelled int64   `json:"rollingCountCancelled"`
 	RollingCountSlow      int64   `json:"rollingCountSlow"`
@@ -107,6 +108,7 @@ func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 	e.GroupState = g.Breaker.State.String()
 	e.GroupMode = g.Breaker.Mode.String()
 	e.InFlight = c.InFlight
+	e.Detached = c.Detached
 	e.DegradedRate = ratio(c.DegradedRate)
 	e.RollingCountCancelled = c.Metrics.Counts[metrics.Cancelled]
 	e.RollingCountSlow = c.Metrics.Counts[metrics.Slow]

@@ -215,7 +215,7 @@ func sampleSnapshot() command.Snapshot {
 			Timeout: time.Second, FallbackLimit: 8,
 			Breaker: closed, BreakerConfig: cfg, Metrics: met,
 			Commands: []command.CommandSnapshot{
-				{Name: "GetUser", Group: "users", InFlight: 4, Timeout: 250 * time.Millisecond,
+				{Name: "GetUser", Group: "users", InFlight: 4, Detached: 3, Timeout: 250 * time.Millisecond,
 					Breaker: open, BreakerConfig: cfg, Metrics: met},
 				{Name: "ListUsers", Group: "users", InFlight: 0, Timeout: time.Second,
 					Breaker: closed, BreakerConfig: cfg, Metrics: met, DegradedRate: 1.0 / 3},

@@ -195,6 +195,7 @@ func TestStreamNativeEvents(t *testing.T) {
 	assert.EqualValues(t, 3, num(ev["probesNeeded"]))
 	assert.InDelta(t, 0.8, flt(ev["errorRatio"]), 1e-9)
 	assert.EqualValues(t, 4, num(ev["inFlight"]))
+	assert.EqualValues(t, 3, num(ev["detached"]))
 	assert.EqualValues(t, 250, num(ev["timeoutMs"]))
 	assert.Equal(t, "closed", ev["groupState"])
 	assert.EqualValues(t, 13, num(ev["rollingCountCancelled"]))
@@ -223,6 +224,7 @@ func TestStreamNativeEvents(t *testing.T) {
 	list := f.find(TypeBulwarkCommand, "ListUsers", "users")
 	require.NotNil(t, list)
 	assert.InDelta(t, 0.3333, flt(list["degradedRate"]), 1e-9, "four decimals on the wire")
+	assert.EqualValues(t, 0, num(list["detached"]))
 	assert.Equal(t, []any{}, list["transitions"], "an empty list, not null")
 
 	g := f.find(TypeBulwarkGroup, "users", "")

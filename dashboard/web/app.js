@@ -302,8 +302,9 @@
     t.degraded = el('span', 'degraded');
     t.slow = el('span', 'slow');
     t.inflight = el('span', 'inflight');
+    t.detached = el('span', 'detached warn');
     t.timeout = el('span', 'timeout');
-    foot.append(t.degraded, t.slow, t.inflight, t.timeout);
+    foot.append(t.degraded, t.slow, t.inflight, t.detached, t.timeout);
 
     t.root.append(head, main, counters, lat, foot);
     return t;
@@ -372,6 +373,7 @@
       setText(t.degraded, 'degraded ' + fmtPct(n.degradedRate * 100));
       setText(t.slow, 'slow ' + fmtPct(n.slowRatio * 100));
       setText(t.inflight, 'in flight ' + fmtInt(n.inFlight));
+      setText(t.detached, n.detached > 0 ? 'detached ' + fmtInt(n.detached) : '');
       t.degraded.classList.toggle('warn', n.degradedRate > 0);
       t.slow.classList.toggle('warn', n.slowRatio > 0);
     } else if (h) {
