@@ -32,7 +32,8 @@ func (c *backendCmd) Run(ctx context.Context) (struct{}, error) { return struct{
 func bulwarkProtection() protection {
 	reg := command.NewRegistry(command.RegistryConfig{Logger: slog.New(slog.DiscardHandler)})
 	window := metrics.Window{Length: breakerWindow, Buckets: 10}
-	breaker := circuit.Config{Window: window, MinRequests: minRequests, FailureRatio: failureRatio, OpenDuration: openDuration}
+	breaker := circuit.Config{Window: window, MinRequests: minRequests, FailureRatio: failureRatio,
+		OpenDuration: openDuration, HalfOpenSuccesses: halfOpenSuccesses}
 	return protection{
 		name: "bulwark (pool)",
 		wrap: func(endpoint string, do func(context.Context) error) (call, error) {

@@ -31,16 +31,17 @@ import (
 
 // The scenario. Every library gets the same limits.
 const (
-	callTimeout    = 250 * time.Millisecond // per backend call
-	serviceTime    = 2 * time.Millisecond   // backend work per call
-	faultLatency   = time.Second            // added during the fault, beyond callTimeout
-	faultErrorRate = 0.4                    // during the fault, answered 500 at once
-	frontConns     = 20                     // the front's shared connection pool (MaxConnsPerHost)
-	bulkheadSize   = 10                     // per endpoint, for the libraries that have one
-	minRequests    = 20                     // breaker: volume before any verdict
-	failureRatio   = 0.5                    // breaker: trip threshold
-	openDuration   = time.Second            // breaker: open (sleep window) before a probe
-	breakerWindow  = time.Second            // breaker: rolling window (hystrix-go: fixed 10 s)
+	callTimeout       = 250 * time.Millisecond // per backend call
+	serviceTime       = 2 * time.Millisecond   // backend work per call
+	faultLatency      = time.Second            // added during the fault, beyond callTimeout
+	faultErrorRate    = 0.4                    // during the fault, answered 500 at once
+	frontConns        = 20                     // the front's shared connection pool (MaxConnsPerHost)
+	bulkheadSize      = 10                     // per endpoint, for the libraries that have one
+	minRequests       = 20                     // breaker: volume before any verdict
+	failureRatio      = 0.5                    // breaker: trip threshold
+	openDuration      = time.Second            // breaker: open (sleep window) before a probe
+	halfOpenSuccesses = 3                      // breaker: probe successes to close (bulwark's default; hystrix-go: 1)
+	breakerWindow     = time.Second            // breaker: rolling window (hystrix-go: fixed 10 s)
 )
 
 const (
@@ -212,9 +213,9 @@ func report(results []result, cfg config) {
 	fmt.Printf("Scenario: %d req/s per endpoint, open loop, phases of %v (healthy, fault, recovered) after %v of warm-up. "+
 		"Backend service time %v. Fault on /faulty: %.0f%% answered 500 at once, the rest delayed %v. "+
 		"Per call timeout %v; the front's shared connection pool holds %d connections. "+
-		"Libraries: bulkhead %d per endpoint, breaker at %.0f%% failures over >= %d calls in a %v window, open %v, fallback answers a static value.\n\n",
+		"Libraries: bulkhead %d per endpoint, breaker at %.0f%% failures over >= %d calls in a %v window (hystrix-go: 10 s, fixed), open %v, closes after %d probe successes (hystrix-go: 1), fallback answers a static value.\n\n",
 		cfg.rate, cfg.phase, cfg.warmup, serviceTime, faultErrorRate*100, faultLatency, callTimeout, frontConns,
-		bulkheadSize, failureRatio*100, minRequests, breakerWindow, openDuration)
+		bulkheadSize, failureRatio*100, minRequests, breakerWindow, openDuration, halfOpenSuccesses)
 
 	for _, r := range results {
 		fmt.Printf("#### %s\n\n", r.name)

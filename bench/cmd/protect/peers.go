@@ -79,7 +79,9 @@ func classifyHystrix(err error) string {
 
 // failsafeProtection composes fallback, bulkhead, circuit breaker (time-based failure rate) and
 // timeout per endpoint. The bulkhead sits outside the breaker so that its rejections are not
-// counted as the dependency's failures.
+// counted as the dependency's failures. Half-open closes after halfOpenSuccesses successes and
+// reopens on any failure, as bulwark's default does (without a success threshold, failsafe-go's
+// time-based breaker lets minRequests probes through before it decides).
 func failsafeProtection() protection {
 	return protection{name: "failsafe-go", wrap: func(_ string, do func(context.Context) error) (call, error) {
 		fb := fallback.NewWithFunc(func(e failsafe.Execution[answer]) (answer, error) {
@@ -88,6 +90,7 @@ func failsafeProtection() protection {
 		cb := circuitbreaker.NewBuilder[answer]().
 			WithFailureRateThreshold(failureRatio, minRequests, breakerWindow).
 			WithDelay(openDuration).
+			WithSuccessThreshold(halfOpenSuccesses).
 			Build()
 		exec := failsafe.With[answer](fb, bulkhead.New[answer](bulkheadSize), cb, fstimeout.New[answer](callTimeout))
 		return func(ctx context.Context) answer {
