@@ -99,6 +99,7 @@ func commandCases() []benchCase {
 		{"bulwark-semaphore", setupBulwark(command.Semaphore, command.NoTimeout)},
 		{"bulwark-semaphore-timeout", setupBulwark(command.Semaphore, longWait)},
 		{"bulwark-pool", setupBulwark(command.Thread, longWait)},
+		{"bulwark-pool-notimeout", setupBulwark(command.Thread, command.NoTimeout)},
 		{"hystrix-go", setupHystrix},
 		{"failsafe-go", setupFailsafeComposed},
 	}

@@ -111,6 +111,7 @@ func targets(mode string) []target {
 		{what: "breaker at least as fast as gobreaker v2 Execute (rolling window)", numGroup: brk, numCase: "gobreaker-v2", denGroup: brk, denCase: "bulwark", want: 1},
 		{what: "breaker at least as fast as gobreaker v2 Execute (no window)", numGroup: brk, numCase: "gobreaker-v2-nowindow", denGroup: brk, denCase: "bulwark", want: 1},
 		{what: "design aim: pool command within 1.3× of a raw ants handoff", numGroup: cmd, numCase: "bulwark-pool", denGroup: base, denCase: "ants-submit-wait", want: 1.3, atMost: true},
+		{what: "design aim, like for like (no timer): pool command without timeout within 1.3× of a raw ants handoff", numGroup: cmd, numCase: "bulwark-pool-notimeout", denGroup: base, denCase: "ants-submit-wait", want: 1.3, atMost: true},
 		{what: "design aim: semaphore command ≤ time.Now+time.Since + 80 ns", numGroup: cmd, numCase: "bulwark-semaphore", denGroup: base, denCase: "time-now-since", want: 1, atMost: true, offsetNs: 80},
 	}
 }
