@@ -96,12 +96,14 @@ func BenchmarkContextWithTimeout(b *testing.B) {
 	})
 }
 
-// benchExecute measures Execute in g with the empty command and with one
-// with fields, serially and in parallel.
-func benchExecute(b *testing.B, g *Group, opts ...Option) {
+// benchExecute measures Execute with the empty command and with one with
+// fields, each in a group of cfg of its own, serially and in parallel.
+func benchExecute(b *testing.B, cfg GroupConfig, opts ...Option) {
 	id, tenant, fields := int64(7), "acme", []string{"name", "email"} // not constants: no static data
-	b.Run("empty", func(b *testing.B) { benchCommand(b, g, benchCmd{}, opts) })
-	b.Run("fields", func(b *testing.B) { benchCommand(b, g, benchFields{id: id, tenant: tenant, fields: fields}, opts) })
+	b.Run("empty", func(b *testing.B) { benchCommand(b, benchGroup(b, cfg), benchCmd{}, opts) })
+	b.Run("fields", func(b *testing.B) {
+		benchCommand(b, benchGroup(b, cfg), benchFields{id: id, tenant: tenant, fields: fields}, opts)
+	})
 }
 
 func benchCommand[C Runner[int]](b *testing.B, g *Group, cmd C, opts []Option) {
@@ -131,23 +133,23 @@ func benchCommand[C Runner[int]](b *testing.B, g *Group, cmd C, opts []Option) {
 // classification, on the caller's goroutine, without a timer. Target: the
 // clock baseline + 80 ns, 0 allocs.
 func BenchmarkExecuteSemaphoreNoTimeout(b *testing.B) {
-	benchExecute(b, benchGroup(b, GroupConfig{Strategy: Semaphore, MaxConcurrent: 64, Timeout: NoTimeout}))
+	benchExecute(b, GroupConfig{Strategy: Semaphore, MaxConcurrent: 64, Timeout: NoTimeout})
 }
 
 // BenchmarkExecuteSemaphoreTimeout adds the per-call context.WithTimeout.
 func BenchmarkExecuteSemaphoreTimeout(b *testing.B) {
-	benchExecute(b, benchGroup(b, GroupConfig{Strategy: Semaphore, MaxConcurrent: 64, Timeout: time.Second}))
+	benchExecute(b, GroupConfig{Strategy: Semaphore, MaxConcurrent: 64, Timeout: time.Second})
 }
 
 // BenchmarkExecutePool: the same on a pool worker, with the default
 // timeout. Target: within 1.5× of BenchmarkAntsSubmitWait.
 func BenchmarkExecutePool(b *testing.B) {
-	benchExecute(b, benchGroup(b, GroupConfig{MaxConcurrent: 64, Timeout: time.Second}))
+	benchExecute(b, GroupConfig{MaxConcurrent: 64, Timeout: time.Second})
 }
 
 // BenchmarkExecutePoolNoTimeout is the pool without a timer.
 func BenchmarkExecutePoolNoTimeout(b *testing.B) {
-	benchExecute(b, benchGroup(b, GroupConfig{MaxConcurrent: 64, Timeout: NoTimeout}))
+	benchExecute(b, GroupConfig{MaxConcurrent: 64, Timeout: NoTimeout})
 }
 
 // BenchmarkAntsSubmitWait is the raw handoff the pool builds on: submit a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -32,7 +33,7 @@ import (
 // whether a value came from a fallback.
 func Execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, opts ...Option) (T, error) {
 	var info Info
-	return execute[T](ctx, g, cmd, opts, &info)
+	return execute[T](ctx, g, &cmd, opts, &info)
 }
 
 // ExecuteInfo is Execute that also tells what happened: the primary
@@ -40,7 +41,7 @@ func Execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, opts ...O
 // (Info.Degraded) and the latencies.
 func ExecuteInfo[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, opts ...Option) (T, Info, error) {
 	var info Info
-	v, err := execute[T](ctx, g, cmd, opts, &info)
+	v, err := execute[T](ctx, g, &cmd, opts, &info)
 	return v, info, err
 }
 
@@ -48,7 +49,7 @@ func ExecuteInfo[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, opts 
 // returns or the call is refused (now); both readings are handed to the
 // breakers (when they share the group's clock) and to the metrics, so that
 // a call that needs no fallback reads the clock twice in all.
-func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, opts []Option, info *Info) (v T, err error) {
+func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []Option, info *Info) (v T, err error) {
 	var timeout time.Duration
 	var name string
 	for _, o := range opts {
@@ -168,14 +169,29 @@ func timed(ctx context.Context, timeout time.Duration) (context.Context, context
 // runOnCaller runs cmd on the caller's goroutine under the group's
 // semaphore. It returns Run's value, the primary result and the instant Run
 // returned (or the semaphore refused).
-func runOnCaller[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, timeout, t0 time.Duration) (v T, r result, t1 time.Duration) {
+//
+// It does what isolation.Semaphore.Execute does, with the semaphore's own
+// TryAcquire and Release, to spare the call path a closure, a second defer
+// and a context check: a context that has already ended is refused without
+// running Run (by Semaphore.Execute itself, so the error is the one it
+// documents), a full semaphore gives ErrRejected (ErrClosed once the group
+// is closing), and a panic in Run becomes an *isolation.PanicError.
+func runOnCaller[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, timeout, t0 time.Duration) (v T, r result, t1 time.Duration) {
 	runCtx, cancel := timed(ctx, timeout)
-	var runErr error
-	berr := g.sem.Execute(runCtx, func(ctx context.Context) {
-		g.metrics.ObserveMax(t0, g.hot.running.Add(1))
-		defer g.hot.running.Add(-1)
-		v, runErr = cmd.Run(ctx)
-	})
+	var runErr, berr error
+	switch {
+	case runCtx.Err() != nil:
+		berr = g.sem.Execute(runCtx, func(context.Context) {}) // refused: ctx has ended
+	case !g.sem.TryAcquire():
+		berr = isolation.ErrRejected
+		if g.closed.Load() {
+			berr = isolation.ErrClosed
+		}
+	default:
+		// The permits taken are the calls running now: the group's peak.
+		g.metrics.ObserveMax(t0, int64(g.sem.Stats().Active))
+		v, runErr, berr = runHeld[T](runCtx, g, cmd)
+	}
 	t1 = g.clock.Now()
 	late := berr == nil && runCtx.Err() != nil
 	r = g.classify(runCtx, berr, runErr, late)
@@ -189,6 +205,20 @@ func runOnCaller[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, timeo
 		discard[T](cmd, v)
 	}
 	return v, r, t1
+}
+
+// runHeld runs cmd holding a permit of the group's semaphore, and releases
+// it when Run returns, panics (perr is then an *isolation.PanicError, as
+// from Semaphore.Execute) or calls runtime.Goexit.
+func runHeld[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C) (v T, runErr, perr error) {
+	defer func() {
+		if p := recover(); p != nil {
+			perr = &isolation.PanicError{Value: p, Stack: debug.Stack()}
+		}
+		g.sem.Release()
+	}()
+	v, runErr = (*cmd).Run(ctx)
+	return v, runErr, nil
 }
 
 // poolCall carries one call to a pool worker and its result back. state
@@ -250,7 +280,7 @@ func (p *poolCall[T, C]) run(ctx context.Context) {
 		// The caller left: nobody will take this result.
 		c.hot.detached.Add(-1)
 		if p.err == nil {
-			discard[T](p.cmd, p.v)
+			discard[T](&p.cmd, p.v)
 		}
 		p.recycle(c)
 	}
@@ -259,11 +289,11 @@ func (p *poolCall[T, C]) run(ctx context.Context) {
 // runInPool runs cmd on a worker of the group's pool; the caller leaves at
 // the deadline (or when ctx ends) even if Run goes on: the call is then
 // detached, counted in the command's Detached until Run returns.
-func runInPool[T any, C Runner[T]](ctx context.Context, c *commandState, cmd C, timeout, t0 time.Duration) (v T, r result, t1 time.Duration) {
+func runInPool[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C, timeout, t0 time.Duration) (v T, r result, t1 time.Duration) {
 	g := c.group
 	runCtx, cancel := timed(ctx, timeout)
 	p := newPoolCall[T, C](c)
-	p.c, p.cmd, p.start = c, cmd, t0
+	p.c, p.cmd, p.start = c, *cmd, t0
 	berr := g.pool.Execute(runCtx, p.work)
 	t1 = g.clock.Now()
 	var runErr error
@@ -305,18 +335,18 @@ func runInPool[T any, C Runner[T]](ctx context.Context, c *commandState, cmd C, 
 // discard hands a value nobody will receive to the command's Discard.
 // It converts cmd to an interface (an allocation for a command struct with
 // fields), as fallback does: both are off the successful path.
-func discard[T any, C Runner[T]](cmd C, v T) {
-	if d, ok := any(cmd).(Discarder[T]); ok {
+func discard[T any, C Runner[T]](cmd *C, v T) {
+	if d, ok := any(*cmd).(Discarder[T]); ok {
 		d.Discard(v)
 	}
 }
 
 // fallback serves the command's fallback for the failed call e, under the
 // group's fallback limit, and notes the fallback event in info.
-func fallback[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, e *Error, info *Info) (T, error) {
+func fallback[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, e *Error, info *Info) (T, error) {
 	var zero T
-	fb, ok := any(cmd).(Fallbacker[T])
-	if _, never := any(cmd).(noFallbacker); never || !ok {
+	fb, ok := any(*cmd).(Fallbacker[T])
+	if _, never := any(*cmd).(noFallbacker); never || !ok {
 		info.Events.Add(metrics.FallbackMissing)
 		e.FallbackErr = ErrFallbackMissing
 		return zero, e

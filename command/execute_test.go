@@ -252,6 +252,26 @@ func TestExecuteCancelledIsNotCounted(t *testing.T) {
 	})
 }
 
+// A caller whose context has already ended is CANCELLED without running
+// Run: the bulkhead drops the call.
+func TestExecuteEndedContextNeverRuns(t *testing.T) {
+	strategies(t, func(t *testing.T, s Strategy) {
+		g, _ := newTestGroup(t, GroupConfig{Strategy: s})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		ran := false
+		_, info, err := ExecuteInfo(ctx, g, op[int]{"get", func(context.Context) (int, error) {
+			ran = true
+			return 1, nil
+		}})
+		assert.False(t, ran)
+		assert.Equal(t, metrics.Cancelled, info.Event)
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.ErrorIs(t, err, isolation.ErrDropped)
+		assert.Zero(t, g.Snapshot().Bulkhead.Active)
+	})
+}
+
 func TestExecuteCallerDeadlineIsCancelled(t *testing.T) {
 	g, _ := newTestGroup(t, GroupConfig{Strategy: Semaphore, Timeout: time.Minute})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)

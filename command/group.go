@@ -200,7 +200,7 @@ type Group struct {
 
 	mu       sync.Mutex                   // serialises command creation and Close
 	commands atomic.Pointer[commandTable] // copy on write: lookups take no lock
-	closed   bool
+	closed   atomic.Bool                  // set (under mu) by Close, before the bulkhead closes
 
 	hot groupCounters
 }
@@ -210,7 +210,7 @@ type Group struct {
 // fields every call reads.
 type groupCounters struct {
 	_       [cacheLine]byte
-	running atomic.Int64 // Run calls in progress (detached ones included)
+	running atomic.Int64 // Thread: Run calls in progress, detached ones included
 	_       [cacheLine - 8]byte
 }
 
@@ -226,11 +226,14 @@ type commandTable struct {
 }
 
 // typeEntry says how commands of one type are named: by Namer, or by their
-// type name (then c is that command).
+// type name (then c is that command). The entry of an interface type (a
+// command passed to Execute as a Runner) is dynamic: its commands are
+// named by their dynamic type's entry.
 type typeEntry struct {
-	typ   reflect.Type
-	namer bool
-	c     *commandState
+	typ     reflect.Type
+	namer   bool
+	dynamic bool
+	c       *commandState
 }
 
 // typeEntry returns the entry of typ, or nil. A group sees few command
@@ -340,21 +343,24 @@ func (g *Group) CommandBreaker(name string) (*circuit.Breaker, bool) {
 // of a Namer converts the command to an interface: an allocation for a
 // struct with fields); the first call of a new name or type takes the
 // group's lock to add it.
-func commandOf[T any, C Runner[T]](g *Group, cmd C, name string) *commandState {
+func commandOf[T any, C Runner[T]](g *Group, cmd *C, name string) *commandState {
 	t := g.commands.Load()
 	if name == "" {
-		typ := reflect.TypeFor[C]()
-		if typ.Kind() == reflect.Interface {
-			typ = reflect.TypeOf(any(cmd)) // the dynamic type; no allocation
-		}
-		e := t.typeEntry(typ)
+		static := reflect.TypeFor[C]()
+		e := t.typeEntry(static)
 		if e == nil {
-			e = g.addType(any(cmd), typ)
+			e = g.addType(static, any(*cmd))
+		}
+		if e.dynamic {
+			dyn := reflect.TypeOf(any(*cmd)) // an interface already: no allocation
+			if e = t.typeEntry(dyn); e == nil {
+				e = g.addType(dyn, any(*cmd))
+			}
 		}
 		if !e.namer {
 			return e.c
 		}
-		name = any(cmd).(Namer).Name()
+		name = any(*cmd).(Namer).Name()
 	}
 	if c := t.byName[name]; c != nil {
 		return c
@@ -362,12 +368,14 @@ func commandOf[T any, C Runner[T]](g *Group, cmd C, name string) *commandState {
 	return g.addCommand(name)
 }
 
-// addType records how commands of cmd's type are named.
-func (g *Group) addType(cmd any, typ reflect.Type) *typeEntry {
-	_, namer := cmd.(Namer)
-	var c *commandState
-	if !namer {
-		c = g.addCommand(typeName(typ))
+// addType records how commands of type typ, such as cmd, are named.
+func (g *Group) addType(typ reflect.Type, cmd any) *typeEntry {
+	entry := typeEntry{typ: typ, dynamic: typ.Kind() == reflect.Interface}
+	if !entry.dynamic {
+		_, entry.namer = cmd.(Namer)
+		if !entry.namer {
+			entry.c = g.addCommand(typeName(typ))
+		}
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -375,7 +383,7 @@ func (g *Group) addType(cmd any, typ reflect.Type) *typeEntry {
 	if e := old.typeEntry(typ); e != nil {
 		return e
 	}
-	next := &commandTable{byName: old.byName, types: append(slices.Clip(old.types), typeEntry{typ: typ, namer: namer, c: c})}
+	next := &commandTable{byName: old.byName, types: append(slices.Clip(old.types), entry)}
 	g.commands.Store(next)
 	return &next.types[len(next.types)-1]
 }
@@ -415,7 +423,7 @@ func (g *Group) newCommand(name string) *commandState {
 	if c.metrics, err = metrics.NewRolling(g.cfg.Window, true); err != nil {
 		panic(fmt.Sprintf("command: window of validated config refused: %v", err))
 	}
-	if !g.closed {
+	if !g.closed.Load() {
 		if err := g.reg.exportCommand(c); err != nil {
 			g.logger.Warn("bulwark: command metrics not exported", slog.String("group", g.name),
 				slog.String("command", name), slog.Any("error", err))
@@ -430,11 +438,11 @@ func (g *Group) newCommand(name string) *commandState {
 // with an error matching ErrRejected and isolation.ErrClosed.
 func (g *Group) Close(ctx context.Context) error {
 	g.mu.Lock()
-	if g.closed {
+	if g.closed.Load() {
 		g.mu.Unlock()
 		return nil
 	}
-	g.closed = true
+	g.closed.Store(true)
 	cmds := g.commands.Load()
 	g.mu.Unlock()
 

@@ -120,6 +120,17 @@ func TestCommandNames(t *testing.T) {
 	assert.Equal(t, "forced", name(info, err))
 	_, info, err = ExecuteInfo(ctx, g, plain{}, WithName(""))
 	assert.Equal(t, "plain", name(info, err), "an empty WithName keeps the default")
+	// Passed as interfaces: named by the dynamic type, or its Name.
+	for _, tc := range []struct {
+		r    Runner[int]
+		want string
+	}{{plain{}, "plain"}, {&pointy{n: 1}, "pointy"}, {plain{}, "plain"}} {
+		_, info, err = ExecuteInfo(ctx, g, tc.r)
+		assert.Equal(t, tc.want, name(info, err))
+	}
+	var r Runner[string] = named{"lookup"}
+	_, info, err = ExecuteInfo(ctx, g, r)
+	assert.Equal(t, "lookup", name(info, err))
 	assert.Equal(t, []string{"forced", "generic[string]", "lookup", "other", "plain", "pointy"}, commandNames(g.Snapshot()))
 }
 
@@ -164,6 +175,7 @@ func TestExecuteDoesNotAllocate(t *testing.T) {
 		{"WithName", 0, func() { _, _ = Execute(ctx, g, getProfile{id: id, region: region}, WithName("x")) }},
 		{"ExecuteInfo", 0, func() { _, _, _ = ExecuteInfo(ctx, g, getProfile{id: id, region: region, fields: fields}) }},
 		{"Namer pointer", 0, func() { _, _ = Execute(ctx, g, namedPtr) }},
+		{"interface", 0, func() { _, _ = Execute(ctx, g, Runner[int](ptr)) }},
 		{"Namer struct with fields", 1, func() { _, _ = Execute(ctx, g, named{region}) }},
 	} {
 		tc.call()
