@@ -25,7 +25,8 @@
 //	fmt.Println(r.Snapshot(clock.Now()).Total.Percentiles)
 //
 // Record counts a whole call (its events as an [EventSet], its run and total
-// latencies) with one bucket lookup; Add, ObserveRun, ObserveTotal and
+// latencies) with one bucket lookup, and equal run and total latencies (the
+// common case) with one histogram record; Add, ObserveRun, ObserveTotal and
 // ObserveMax record one thing each. A lookup costs a load and a compare while
 // the instant falls in the newest bucket, and a 64-bit division otherwise.
 // Cumulative counts cost nothing per call: a bucket's counts are folded into

@@ -30,12 +30,23 @@ func BenchmarkObserveTotal(b *testing.B) {
 }
 
 // BenchmarkRecord is what the executor does per call: the call's event,
-// run and total latency in one bucket lookup.
+// run and total latency in one bucket lookup; run and total are equal (no
+// fallback, no queue), so one histogram record.
 func BenchmarkRecord(b *testing.B) {
 	r := benchRing(b)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		r.Record(time.Duration(i), SetOf(Success), time.Duration(i&0xfffff), time.Duration(i&0xfffff))
+	}
+}
+
+// BenchmarkRecordApart is a call whose run and total latencies differ (a
+// fallback ran, or it waited in a queue): two histogram records.
+func BenchmarkRecordApart(b *testing.B) {
+	r := benchRing(b)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		r.Record(time.Duration(i), SetOf(Failure, FallbackSuccess), time.Duration(i&0xfffff), time.Duration(i&0xfffff)+1)
 	}
 }
 

@@ -19,8 +19,49 @@ type bucket struct {
 	epoch  atomic.Int64
 	counts [NumEvents]atomic.Int64
 	max    atomic.Int64
-	run    *Histogram // nil when the ring records no latency
-	total  *Histogram
+	lat    *latencies // nil when the ring records no latency
+}
+
+// latencies holds a bucket's run and total latencies in three histograms, so
+// that the common call, whose run and total latencies are equal (nothing
+// happened after Run: no fallback, no queue), costs one histogram record
+// instead of two. Run is same+run, Total is same+total, exactly. run and
+// total are created when first needed (a ring whose calls never differ
+// never has them) and kept across rotations.
+type latencies struct {
+	same       Histogram
+	run, total atomic.Pointer[Histogram]
+}
+
+// apart returns the histogram in p, creating it if needed.
+func apart(p *atomic.Pointer[Histogram]) *Histogram {
+	if h := p.Load(); h != nil {
+		return h
+	}
+	p.CompareAndSwap(nil, new(Histogram))
+	return p.Load()
+}
+
+func (l *latencies) reset() {
+	l.same.reset()
+	if h := l.run.Load(); h != nil {
+		h.reset()
+	}
+	if h := l.total.Load(); h != nil {
+		h.reset()
+	}
+}
+
+// addTo merges the bucket's run and total latencies into run and total.
+func (l *latencies) addTo(run, total *histAccumulator) {
+	run.add(&l.same)
+	total.add(&l.same)
+	if h := l.run.Load(); h != nil {
+		run.add(h)
+	}
+	if h := l.total.Load(); h != nil {
+		total.add(h)
+	}
 }
 
 // The ring's current-bucket hint, cur, packs the newest bucket's epoch with
@@ -46,7 +87,10 @@ const (
 // cumulative counts since creation. Recording is lock-free and allocation
 // free: a bucket is reset lazily by the first write of a new interval (under
 // a mutex taken once per bucket interval, not per call). A call's events and
-// latencies go in with one Record, one bucket lookup.
+// latencies go in with one Record, one bucket lookup. (The one exception to
+// "allocation free": the first call of a bucket slot whose run and total
+// latencies differ creates the histograms for such calls, once for the
+// ring's life.)
 //
 // An event whose instant lies a whole window behind the newest write (a
 // writer delayed that long between reading its clock and recording) is kept
@@ -70,7 +114,8 @@ type Rolling struct {
 }
 
 // NewRolling returns a ring over w. With latency set, every bucket also
-// holds run-time and total-time histograms (about 10 KiB per bucket).
+// records run-time and total-time latencies: 5 KiB per bucket while every
+// call's run and total latencies are equal, 15 KiB once some differ.
 func NewRolling(w Window, latency bool) (*Rolling, error) {
 	if err := w.Validate(); err != nil {
 		return nil, err
@@ -80,8 +125,7 @@ func NewRolling(w Window, latency bool) (*Rolling, error) {
 	for i := range r.buckets {
 		r.buckets[i].epoch.Store(emptyEpoch)
 		if latency {
-			r.buckets[i].run = new(Histogram)
-			r.buckets[i].total = new(Histogram)
+			r.buckets[i].lat = new(latencies)
 		}
 	}
 	return r, nil
@@ -146,9 +190,8 @@ func (r *Rolling) empty(b *bucket) {
 		}
 	}
 	b.max.Store(0)
-	if b.run != nil {
-		b.run.reset()
-		b.total.reset()
+	if b.lat != nil {
+		b.lat.reset()
 	}
 }
 
@@ -169,12 +212,17 @@ func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Dur
 	for s := uint32(events); s != 0; s &= s - 1 {
 		b.counts[bits.TrailingZeros32(s)].Add(1)
 	}
-	if b.run != nil {
-		if run >= 0 {
-			b.run.Record(run)
-		}
-		if total >= 0 {
-			b.total.Record(total)
+	if l := b.lat; l != nil {
+		switch {
+		case run >= 0 && run == total:
+			l.same.Record(run)
+		case run >= 0:
+			apart(&l.run).Record(run)
+			if total >= 0 {
+				apart(&l.total).Record(total)
+			}
+		case total >= 0:
+			apart(&l.total).Record(total)
 		}
 	}
 }
@@ -198,16 +246,16 @@ func (r *Rolling) Add(now time.Duration, e Event) {
 // ObserveRun records a run-time latency at instant now. It does nothing on
 // a ring created without latency.
 func (r *Rolling) ObserveRun(now, d time.Duration) {
-	if b := r.at(now); b != nil && b.run != nil {
-		b.run.Record(d)
+	if b := r.at(now); b != nil && b.lat != nil {
+		apart(&b.lat.run).Record(d)
 	}
 }
 
 // ObserveTotal records an end-to-end latency (as the caller saw it) at
 // instant now. It does nothing on a ring created without latency.
 func (r *Rolling) ObserveTotal(now, d time.Duration) {
-	if b := r.at(now); b != nil && b.total != nil {
-		b.total.Record(d)
+	if b := r.at(now); b != nil && b.lat != nil {
+		apart(&b.lat.total).Record(d)
 	}
 }
 
@@ -306,7 +354,7 @@ func (r *Rolling) Snapshot(now time.Duration) Snapshot {
 	s := Snapshot{Window: r.window, Cumulative: r.Cumulative()}
 	cur := r.epoch(now)
 	var run, total *histAccumulator
-	if r.buckets[0].run != nil {
+	if r.buckets[0].lat != nil {
 		run, total = new(histAccumulator), new(histAccumulator)
 	}
 	for i := range r.buckets {
@@ -319,8 +367,7 @@ func (r *Rolling) Snapshot(now time.Duration) Snapshot {
 		}
 		s.Max = max(s.Max, b.max.Load())
 		if run != nil {
-			run.add(b.run)
-			total.add(b.total)
+			b.lat.addTo(run, total)
 		}
 	}
 	if run != nil {

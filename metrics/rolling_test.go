@@ -431,3 +431,58 @@ func TestRollingCumulativeExactUnderReset(t *testing.T) {
 	assert.EqualValues(t, writers*per, c[Success])
 	assert.EqualValues(t, writers*per, c[ExceptionThrown])
 }
+
+// Run and total latencies come out exactly as if each had a histogram of its
+// own, however calls mix equal latencies (recorded once), different ones and
+// missing ones, and ObserveRun/ObserveTotal.
+func TestRollingLatenciesSplitExactly(t *testing.T) {
+	r := newRing(t, true)
+	var run, total Histogram
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 5000 {
+		now := time.Duration(i) * time.Millisecond / 10 // all within the window
+		d := time.Duration(rng.Int64N(int64(time.Second)))
+		switch rng.IntN(5) {
+		case 0, 1:
+			r.Record(now, SetOf(Success), d, d)
+			run.Record(d)
+			total.Record(d)
+		case 2:
+			r.Record(now, SetOf(Failure, FallbackSuccess), d, d+time.Millisecond)
+			run.Record(d)
+			total.Record(d + time.Millisecond)
+		case 3:
+			r.Record(now, SetOf(ShortCircuited), NoLatency, d)
+			total.Record(d)
+		default:
+			r.ObserveRun(now, d)
+			run.Record(d)
+			r.ObserveTotal(now, 2*d)
+			total.Record(2 * d)
+		}
+	}
+	s := r.Snapshot(500 * time.Millisecond)
+	assert.Equal(t, run.Snapshot(), s.Run)
+	assert.Equal(t, total.Snapshot(), s.Total)
+}
+
+// A call whose run and total latencies are equal costs one histogram record
+// and never allocates; the first call of a bucket slot whose latencies
+// differ creates the histograms for them, once for the ring's life.
+func TestRollingRecordAllocations(t *testing.T) {
+	r := newRing(t, true)
+	now := time.Duration(0)
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		now += time.Millisecond // through every bucket, rotating
+		r.Record(now, SetOf(Success), time.Millisecond, time.Millisecond)
+	}))
+	for range 10 { // one divergent call per bucket slot
+		now += 100 * time.Millisecond
+		r.Record(now, SetOf(Failure), time.Millisecond, 2*time.Millisecond)
+	}
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		now += time.Millisecond
+		r.Record(now, SetOf(Failure), time.Millisecond, 2*time.Millisecond)
+		r.Record(now, SetOf(ShortCircuited), NoLatency, time.Millisecond)
+	}))
+}
