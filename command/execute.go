@@ -16,8 +16,9 @@ import (
 // Execute runs cmd in group g and returns Run's value, a fallback's value,
 // or an error. T is the command's result type and C the command's own type,
 // both inferred: command.Execute(ctx, g, getProfile{id: 7}). Because cmd
-// keeps its own type (it is never converted to an interface on the call
-// path), a command struct passed by value costs no allocation.
+// keeps its own type, a command struct passed by value costs no allocation;
+// it is converted to an interface (an allocation, for a struct with fields)
+// only to call its Name (Namer), Fallback or Discard.
 //
 // The steps: both breakers (the group's, then the command's) must admit the
 // call, else SHORT_CIRCUITED; the bulkhead must admit it, else
