@@ -85,6 +85,11 @@ type histAccumulator struct {
 }
 
 func (a *histAccumulator) add(h *Histogram) {
+	// An empty histogram is skipped without a pass over its bins: a record
+	// goes to bin 0 (values up to 0 ns) or adds at least 1 ns to the sum.
+	if h.sum.Load() == 0 && h.bins[0].Load() == 0 {
+		return
+	}
 	for i := range h.bins {
 		if c := h.bins[i].Load(); c != 0 {
 			a.bins[i] += int64(c)

@@ -71,3 +71,15 @@ func TestHistogramSmallCounts(t *testing.T) {
 		assert.InEpsilon(t, float64(10*time.Millisecond), float64(p), 0.02, "single value, p%v", Quantiles[i])
 	}
 }
+
+// Snapshot skips empty histograms; one holding only zero or negative
+// durations is not empty.
+func TestHistogramZeroDurationsAreNotEmpty(t *testing.T) {
+	var h Histogram
+	assert.Zero(t, h.Snapshot().Count)
+	h.Record(0)
+	h.Record(-time.Millisecond)
+	s := h.Snapshot()
+	assert.EqualValues(t, 2, s.Count)
+	assert.Zero(t, s.Percentiles[8])
+}

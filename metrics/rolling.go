@@ -38,6 +38,14 @@ func apart(p *atomic.Pointer[Histogram]) *Histogram {
 	if h := p.Load(); h != nil {
 		return h
 	}
+	return create(p)
+}
+
+// create is apart's first use: it installs a new histogram in p, unless
+// another writer just did. Kept out of line so that apart is inlined.
+//
+//go:noinline
+func create(p *atomic.Pointer[Histogram]) *Histogram {
 	p.CompareAndSwap(nil, new(Histogram))
 	return p.Load()
 }
