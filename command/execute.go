@@ -195,12 +195,13 @@ func runOnCaller[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, time
 	}
 	t1 = g.clock.Now()
 	late := berr == nil && runCtx.Err() != nil
-	r = g.classify(runCtx, berr, runErr, late)
+	if berr == nil && runErr == nil && !late {
+		r = result{event: metrics.Success, run: t1 - t0, ran: true}
+	} else {
+		r = g.classify(runCtx, berr, runErr, late, t1-t0)
+	}
 	if cancel != nil {
 		cancel()
-	}
-	if r.ran {
-		r.run = t1 - t0
 	}
 	if late && runErr == nil {
 		discard[T](cmd, v)
@@ -320,12 +321,13 @@ func runInPool[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C,
 		p.recycle(c)
 	}
 	late := berr == nil && runCtx.Err() != nil
-	r = g.classify(runCtx, berr, runErr, late)
+	if berr == nil && runErr == nil && !late {
+		r = result{event: metrics.Success, run: run, ran: true}
+	} else {
+		r = g.classify(runCtx, berr, runErr, late, run)
+	}
 	if cancel != nil {
 		cancel()
-	}
-	if r.ran {
-		r.run = run
 	}
 	if late && runErr == nil {
 		discard[T](cmd, v)

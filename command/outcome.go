@@ -73,8 +73,19 @@ type result struct {
 
 // classify turns what the bulkhead and Run returned into the primary
 // outcome. berr is the bulkhead's error, runErr Run's (when berr is nil),
-// late reports that runCtx had ended when Run returned.
-func (g *Group) classify(runCtx context.Context, berr, runErr error, late bool) result {
+// late reports that runCtx had ended when Run returned, and run is Run's
+// latency if it ran. The call paths decide the common case, a success
+// (berr and runErr nil, not late), inline before calling it.
+func (g *Group) classify(runCtx context.Context, berr, runErr error, late bool, run time.Duration) result {
+	r := g.outcome(runCtx, berr, runErr, late)
+	if r.ran {
+		r.run = run
+	}
+	return r
+}
+
+// outcome is classify without the latency.
+func (g *Group) outcome(runCtx context.Context, berr, runErr error, late bool) result {
 	switch {
 	case berr == nil && late:
 		return result{event: ended(runCtx), err: lateErr(runCtx, runErr), ran: true}
