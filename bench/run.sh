@@ -35,7 +35,7 @@ else
 fi
 
 bench_cmd="go test -run='^\$' -bench=. -benchmem -count=$count -benchtime=$benchtime ."
-prof_cmd="go test -run='^\$' -bench='^BenchmarkCommand\$/^bulwark-NAME\$' -benchtime=$proftime -cpuprofile=NAME.out -o bench.test . && go tool pprof -top -nodecount=20 bench.test NAME.out  # NAME: semaphore, pool"
+prof_cmd="go test -run='^\$' -bench='^BenchmarkCommand\$/^bulwark-NAME\$' -benchtime=$proftime -cpuprofile=NAME.out -o bench.test . && go tool pprof -top [-cum] bench.test NAME.out  # NAME: semaphore, pool"
 timeouts_cmd="go run ./cmd/timeouts $flag"
 protect_cmd="go run ./cmd/protect $flag"
 report_cmd="go run ./cmd/report -in bench.txt -svg overhead.svg"
@@ -53,7 +53,10 @@ for name in semaphore pool; do
 		go test -run='^$' -bench="^BenchmarkCommand\$/^bulwark-$name\$" -benchtime="$proftime" \
 			-cpuprofile="$tmp/$name.out" -o "$tmp/bench.test" . | grep '^Benchmark' || echo "(no such benchmark)"
 		if [ -s "$tmp/$name.out" ]; then
-			go tool pprof -top -nodecount=20 "$tmp/bench.test" "$tmp/$name.out" 2>/dev/null
+			echo "# flat"
+			go tool pprof -top -nodecount=15 "$tmp/bench.test" "$tmp/$name.out" 2>/dev/null
+			echo "# cumulative"
+			go tool pprof -top -cum -nodecount=30 "$tmp/bench.test" "$tmp/$name.out" 2>/dev/null | sed -n '/flat%/,$p'
 		fi
 		echo
 	} >>"$tmp/profile.txt"
@@ -71,7 +74,7 @@ subtitle="$(nproc) cores, $machine_cpu, $(go env GOVERSION), -count=$count -benc
 go run ./cmd/report -in "$tmp/bench.txt" -svg "$svg" -subtitle "$subtitle" >"$tmp/overhead.md"
 
 rev=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git -C .. status --porcelain 2>/dev/null | grep -v ' bench/RESULTS.md$' | grep -v ' bench/overhead.svg$' || true)" ]; then
+if [ -n "$(git -C .. status --porcelain --untracked-files=no 2>/dev/null | grep -v ' bench/RESULTS.md$' | grep -v ' bench/overhead.svg$' || true)" ]; then
 	rev="$rev (work tree has uncommitted changes)"
 fi
 
