@@ -15,12 +15,22 @@ const emptyEpoch = math.MinInt64
 // interval's number (time / bucket width); it is written only under the
 // ring's mutex, after the counters were emptied, so a writer that loads the
 // current epoch (acquire) adds into freshly emptied counters.
+//
+// Every call reads epoch and lat and writes counts: the padding keeps the two
+// on separate cache lines (and buckets apart from each other), so that a
+// write on one core does not invalidate the line every other core must read
+// first. Without it, parallel callers measured 2-3 times slower per call.
 type bucket struct {
 	epoch  atomic.Int64
+	lat    *latencies // nil when the ring records no latency
+	_      [cacheLine - 16]byte
 	counts [NumEvents]atomic.Int64
 	max    atomic.Int64
-	lat    *latencies // nil when the ring records no latency
+	_      [cacheLine - (NumEvents+1)*8%cacheLine]byte
 }
+
+// cacheLine is the size of a CPU cache line on the machines bulwark runs on.
+const cacheLine = 64
 
 // latencies holds a bucket's run and total latencies in three histograms, so
 // that the common call, whose run and total latencies are equal (nothing
