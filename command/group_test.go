@@ -311,6 +311,7 @@ func TestGoMetricsExport(t *testing.T) {
 	assert.Equal(t, int64(circuit.Closed), gauge("command.users.get.circuit.state"))
 	assert.Equal(t, int64(3), gauge("group.users.rolling.fallback_success"))
 	assert.Equal(t, int64(1), gauge("group.users.rolling.max"))
+	assert.Nil(t, gm.Get("group.users.total_ns.p99"), "a group records no latencies, so it publishes none")
 	assert.Equal(t, int64(10), gauge("group.users.bulkhead.capacity"))
 	assert.Equal(t, int64(4), counter("group.users.bulkhead.completed"))
 	gm.Each(func(name string, m any) {

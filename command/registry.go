@@ -64,7 +64,7 @@ func NewRegistry(cfg RegistryConfig) *Registry {
 // The names, with <window> the names of metrics.Register (rolling.<event>,
 // cumulative.<event>, rolling.max, run_ns.<quantile>, total_ns.<quantile>):
 //
-//	group.<group>.<window>                      the sum of its commands' counts; rolling.max: peak running calls
+//	group.<group>.<window>                      the sum of its commands' counts (no latencies); rolling.max: peak running calls
 //	group.<group>.bulkhead.active|queued|detached|capacity   gauges
 //	group.<group>.bulkhead.completed|rejected   counters
 //	group.<group>.circuit.state                 gauge: 0 closed, 1 open, 2 half-open
@@ -201,7 +201,7 @@ func commandMetrics(c *commandState) map[string]any {
 
 func (r *Registry) exportGroup(g *Group) error {
 	p := groupPrefix(g)
-	if err := metrics.Register(r.gm, p, func() metrics.Snapshot { return g.window(g.clock.Now()) }); err != nil {
+	if err := metrics.RegisterCounts(r.gm, p, func() metrics.Snapshot { return g.window(g.clock.Now()) }); err != nil {
 		return err
 	}
 	if err := registerAll(r.gm, groupMetrics(g)); err != nil {

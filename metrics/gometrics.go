@@ -22,11 +22,20 @@ import (
 // cycle triggers one snapshot per cycle: the snapshot is reused until a
 // gauge is read a second time. Register fails if a name is already taken.
 func Register(reg gometrics.Registry, prefix string, snap func() Snapshot) error {
+	return register(reg, prefix, snap, gaugeReaders(true))
+}
+
+// RegisterCounts is Register without the latency gauges, for a ring created
+// without latency (whose percentiles would only ever read 0).
+func RegisterCounts(reg gometrics.Registry, prefix string, snap func() Snapshot) error {
+	return register(reg, prefix, snap, gaugeReaders(false))
+}
+
+func register(reg gometrics.Registry, prefix string, snap func() Snapshot, gauges []gaugeReader) error {
 	if reg == nil || snap == nil {
 		return fmt.Errorf("%w: Register needs a registry and a snapshot function", ErrInvalidConfig)
 	}
 	c := &snapshotCache{snap: snap}
-	gauges := gaugeReaders()
 	for i, g := range gauges {
 		read := g.read
 		gauge := gometrics.NewFunctionalGauge(func() int64 { return read(c.get(i, len(gauges))) })
@@ -38,9 +47,10 @@ func Register(reg gometrics.Registry, prefix string, snap func() Snapshot) error
 	return nil
 }
 
-// Unregister removes every gauge that Register published under prefix.
+// Unregister removes every gauge that Register or RegisterCounts published
+// under prefix.
 func Unregister(reg gometrics.Registry, prefix string) {
-	for _, g := range gaugeReaders() {
+	for _, g := range gaugeReaders(true) {
 		reg.Unregister(prefix + "." + g.name)
 	}
 }
@@ -52,7 +62,7 @@ type gaugeReader struct {
 
 var quantileNames = [len(Quantiles)]string{"p0", "p25", "p50", "p75", "p90", "p95", "p99", "p99_5", "p100"}
 
-func gaugeReaders() []gaugeReader {
+func gaugeReaders(latency bool) []gaugeReader {
 	var gs []gaugeReader
 	for e := range NumEvents {
 		name := strings.ToLower(e.String())
@@ -61,6 +71,9 @@ func gaugeReaders() []gaugeReader {
 			gaugeReader{"cumulative." + name, func(s Snapshot) int64 { return s.Cumulative[e] }})
 	}
 	gs = append(gs, gaugeReader{"rolling.max", func(s Snapshot) int64 { return s.Max }})
+	if !latency {
+		return gs
+	}
 	for _, h := range []struct {
 		name string
 		lat  func(Snapshot) Latency

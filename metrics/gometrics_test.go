@@ -41,3 +41,16 @@ func TestRegisterPublishesGauges(t *testing.T) {
 	assert.Nil(t, reg.Get("cmd.search.rolling.success"))
 	assert.ErrorIs(t, Register(nil, "x", snap), ErrInvalidConfig)
 }
+
+func TestRegisterCountsLeavesOutLatency(t *testing.T) {
+	r := newRing(t, false)
+	reg := gometrics.NewRegistry()
+	require.NoError(t, RegisterCounts(reg, "group.db", func() Snapshot { return r.Snapshot(0) }))
+	r.Add(0, Failure)
+	g, ok := reg.Get("group.db.rolling.failure").(gometrics.Gauge)
+	require.True(t, ok)
+	assert.EqualValues(t, 1, g.Value())
+	assert.Nil(t, reg.Get("group.db.total_ns.p99"), "a ring without latency publishes no percentiles")
+	Unregister(reg, "group.db")
+	assert.Empty(t, reg.GetAll())
+}
