@@ -35,10 +35,10 @@ type section struct {
 // parallel bar, grouped by section.
 func writeSVG(w io.Writer, r *results, sections []section, subtitle string) {
 	type row struct {
-		label, group string
-		ser, par     float64
-		ours         bool
-		head         bool
+		label    string
+		ser, par float64
+		ours     bool
+		head     bool
 	}
 	var rows []row
 	lo, hi := math.Inf(1), 0.0
