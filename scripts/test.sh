@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every check bulwark has, on a fresh machine too: installs what the
-# tests need (Chromium for the dashboard's browser test), then vets and tests
+# tests need (Chromium for the dashboard's browser test), then vets, lints and tests
 # the library with the race detector, and compiles and smoke-runs the
 # benchmark module. Usage: scripts/test.sh
 set -euo pipefail
@@ -23,6 +23,11 @@ fi
 echo "== go vet ./..."
 go vet ./...
 
+# staticcheck catches what vet does not, dead code (U1000) above all.
+staticcheck="go run honnef.co/go/tools/cmd/staticcheck@v0.8.2"
+echo "== staticcheck ./..."
+$staticcheck ./...
+
 echo "== go test -race -count=1 ./..."
 go test -race -count=1 ./...
 
@@ -31,6 +36,7 @@ if [ -f bench/go.mod ]; then
 	(
 		cd bench
 		go vet ./...
+		$staticcheck ./...
 		go test -run='^$' -bench=. -benchtime=1x ./...
 		if [ -x ./quick.sh ]; then ./quick.sh; fi
 	)
