@@ -124,13 +124,7 @@ type Config struct {
 // it: the effective configuration. It is the one place defaults are applied.
 // Invalid values are left as they are for Validate to report.
 func (c Config) WithDefaults() Config {
-	def := metrics.DefaultWindow()
-	if c.Window.Length == 0 {
-		c.Window.Length = def.Length
-	}
-	if c.Window.Buckets == 0 {
-		c.Window.Buckets = def.Buckets
-	}
+	c.Window = c.Window.WithDefaults()
 	if c.MinRequests == 0 {
 		c.MinRequests = DefaultMinRequests
 	}

@@ -110,7 +110,6 @@ type CommandConfig struct {
 // effective configuration. Invalid values are left for Validate to report.
 // Logger stays nil when unset (the registry supplies it).
 func (c GroupConfig) WithDefaults() GroupConfig {
-	def := metrics.DefaultWindow()
 	if c.MaxConcurrent == 0 {
 		c.MaxConcurrent = DefaultMaxConcurrent
 	}
@@ -120,12 +119,7 @@ func (c GroupConfig) WithDefaults() GroupConfig {
 	if c.FallbackLimit == 0 {
 		c.FallbackLimit = DefaultFallbackLimit
 	}
-	if c.Window.Length == 0 {
-		c.Window.Length = def.Length
-	}
-	if c.Window.Buckets == 0 {
-		c.Window.Buckets = def.Buckets
-	}
+	c.Window = c.Window.WithDefaults()
 	if c.SlowCallDuration == 0 {
 		c.SlowCallDuration = c.CommandBreaker.SlowCallDuration
 	}

@@ -486,3 +486,10 @@ func TestRollingRecordAllocations(t *testing.T) {
 		r.Record(now, SetOf(ShortCircuited), NoLatency, time.Millisecond)
 	}))
 }
+
+func TestWindowWithDefaults(t *testing.T) {
+	assert.Equal(t, DefaultWindow(), Window{}.WithDefaults())
+	assert.Equal(t, Window{Length: time.Second, Buckets: 10}, Window{Length: time.Second}.WithDefaults(), "per field")
+	assert.Equal(t, Window{Length: 10 * time.Second, Buckets: 4}, Window{Buckets: 4}.WithDefaults())
+	assert.Equal(t, Window{Length: -time.Second, Buckets: 10}, Window{Length: -time.Second}.WithDefaults(), "invalid values are left for Validate")
+}

@@ -20,6 +20,19 @@ type Window struct {
 // DefaultWindow returns Hystrix's default window: 10 s in 10 buckets.
 func DefaultWindow() Window { return Window{Length: 10 * time.Second, Buckets: 10} }
 
+// WithDefaults returns w with a zero Length or Buckets replaced by
+// DefaultWindow's, field by field. Other values are left for Validate.
+func (w Window) WithDefaults() Window {
+	def := DefaultWindow()
+	if w.Length == 0 {
+		w.Length = def.Length
+	}
+	if w.Buckets == 0 {
+		w.Buckets = def.Buckets
+	}
+	return w
+}
+
 // Limits on a Window.
 const (
 	MaxBuckets     = 1000             // more buckets would make every read slow
