@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 )
 
 // Errors returned by the bulkheads. Refusals are preallocated: returning one costs nothing.
@@ -176,4 +177,25 @@ type Stats struct {
 	Completed int64
 	// Rejected counts calls refused because the bulkhead was full.
 	Rejected int64
+}
+
+// pollUntil checks done at once and then every millisecond until it reports
+// true (nil) or ctx ends (ctx.Err()). Close uses it: closing is rare, and
+// waking the last worker or permit holder would cost every call a check.
+func pollUntil(ctx context.Context, done func() bool) error {
+	if done() {
+		return nil
+	}
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			if done() {
+				return nil
+			}
+		}
+	}
 }

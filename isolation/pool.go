@@ -7,7 +7,6 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/panjf2000/ants/v2"
 )
@@ -434,23 +433,14 @@ func (p *Pool) Close(ctx context.Context) error {
 // CompareAndSwap, so no slot can be taken in between). If ctx ends first it seals the pool
 // anyway and returns ctx.Err().
 func (p *Pool) drain(ctx context.Context) error {
-	var tick *time.Ticker
-	for {
+	err := pollUntil(ctx, func() bool {
 		w := p.slots.Load()
-		if w&slotsCount == 0 && p.queue.n.Load() == 0 && p.slots.CompareAndSwap(w, w|slotsSealed) {
-			return nil
-		}
-		if tick == nil {
-			tick = time.NewTicker(time.Millisecond)
-			defer tick.Stop()
-		}
-		select {
-		case <-ctx.Done():
-			p.slots.Or(slotsSealed)
-			return ctx.Err()
-		case <-tick.C:
-		}
+		return w&slotsCount == 0 && p.queue.n.Load() == 0 && p.slots.CompareAndSwap(w, w|slotsSealed)
+	})
+	if err != nil {
+		p.slots.Or(slotsSealed)
 	}
+	return err
 }
 
 // flush drops every queued call (the pool is sealed and the queue closed, so none can come

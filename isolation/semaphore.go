@@ -3,7 +3,6 @@ package isolation
 import (
 	"context"
 	"sync/atomic"
-	"time"
 )
 
 // DefaultSemaphoreMax is the Semaphore limit used when NewSemaphore gets 0: Hystrix's default
@@ -145,20 +144,9 @@ func (s *Semaphore) Close(ctx context.Context) error {
 	if s.state.Or(semClosed)&semClosed != 0 {
 		return ErrClosed
 	}
-	var tick *time.Ticker
-	for {
-		n := int(s.state.Load() & semCount)
-		if n == 0 {
-			return nil
-		}
-		if tick == nil {
-			tick = time.NewTicker(time.Millisecond)
-			defer tick.Stop()
-		}
-		select {
-		case <-ctx.Done():
-			return &CloseError{Running: int(s.state.Load() & semCount), Err: ctx.Err()}
-		case <-tick.C:
-		}
+	err := pollUntil(ctx, func() bool { return s.state.Load()&semCount == 0 })
+	if err != nil {
+		return &CloseError{Running: int(s.state.Load() & semCount), Err: err}
 	}
+	return nil
 }
