@@ -126,6 +126,10 @@ func TestPoolNoLostWakeupAtEachStep(t *testing.T) {
 			time.Sleep(100 * time.Microsecond) // the caller's recheck comes right after its push
 		}
 		for round := range rounds {
+			// The worker that ran the last round's queued call may not have
+			// passed its idle check yet: arming before it lets go of its slot
+			// would race a second caller against this round's own call.
+			waitFor(func() bool { return p.slots.Load()&slotsCount == 0 })
 			armed.Store(true)
 			require.NoError(t, p.Execute(context.Background(), func(context.Context) {}))
 			require.NoError(t, receive(t, <-raced), "round %d: the queued call was not picked up", round)
