@@ -365,12 +365,12 @@ func commandOf[T any, C Runner[T]](g *Group, cmd *C, name string) *commandState 
 		static := reflect.TypeFor[C]()
 		e := t.typeEntry(static)
 		if e == nil {
-			e = g.addType(static, any(*cmd))
+			e = g.addType(static, any(*cmd), hookMismatches[T](static, any(*cmd)))
 		}
 		if e.dynamic {
 			dyn := reflect.TypeOf(any(*cmd)) // an interface already: no allocation
 			if e = t.typeEntry(dyn); e == nil {
-				e = g.addType(dyn, any(*cmd))
+				e = g.addType(dyn, any(*cmd), hookMismatches[T](dyn, any(*cmd)))
 			}
 		}
 		if !e.namer {
@@ -387,8 +387,9 @@ func commandOf[T any, C Runner[T]](g *Group, cmd *C, name string) *commandState 
 	return g.addCommand(name)
 }
 
-// addType records how commands of type typ, such as cmd, are named.
-func (g *Group) addType(typ reflect.Type, cmd any) *typeEntry {
+// addType records how commands of type typ, such as cmd, are named. The
+// first to record typ logs its hook mismatches (see hookMismatches).
+func (g *Group) addType(typ reflect.Type, cmd any, mismatches []string) *typeEntry {
 	entry := typeEntry{typ: typ, dynamic: typ.Kind() == reflect.Interface}
 	if !entry.dynamic {
 		_, entry.namer = cmd.(Namer)
@@ -402,9 +403,44 @@ func (g *Group) addType(typ reflect.Type, cmd any) *typeEntry {
 	if e := old.typeEntry(typ); e != nil {
 		return e
 	}
+	for _, m := range mismatches {
+		g.logger.Warn("bulwark: command method ignored: "+m, slog.String("group", g.name), slog.String("type", typ.String()))
+	}
 	next := &commandTable{byName: old.byName, types: append(slices.Clip(old.types), entry), overflow: old.overflow}
 	g.commands.Store(next)
 	return &next.types[len(next.types)-1]
+}
+
+// hookMismatches lists the methods of typ (the type of cmd) named Fallback
+// or Discard that Execute will not call, because cmd does not implement
+// Fallbacker[T] or Discarder[T] with them: a pointer receiver on a command
+// passed by value, a wrong parameter or result type. Such a mistake would
+// otherwise show only as FALLBACK_MISSING (or a leak) in production; the
+// compile-time guard is var _ command.Fallbacker[T] = myCommand{}.
+func hookMismatches[T any](typ reflect.Type, cmd any) []string {
+	if typ.Kind() == reflect.Interface {
+		return nil
+	}
+	var out []string
+	check := func(method string, implemented bool, want string) {
+		if implemented {
+			return
+		}
+		_, onValue := typ.MethodByName(method)
+		_, onPointer := reflect.PointerTo(typ).MethodByName(method)
+		switch {
+		case onValue:
+			out = append(out, fmt.Sprintf("%v.%s does not have the signature %s", typ, method, want))
+		case onPointer:
+			out = append(out, fmt.Sprintf("%s has a pointer receiver, but the command is passed as %v: pass &cmd, or give %s a value receiver (%s)",
+				method, typ, method, want))
+		}
+	}
+	_, fb := cmd.(Fallbacker[T])
+	check("Fallback", fb, fmt.Sprintf("Fallback(context.Context, error) (%v, error)", reflect.TypeFor[T]()))
+	_, d := cmd.(Discarder[T])
+	check("Discard", d, fmt.Sprintf("Discard(%v)", reflect.TypeFor[T]()))
+	return out
 }
 
 // addCommand returns the command of that name, creating it if needed, or
