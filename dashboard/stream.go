@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -117,16 +118,30 @@ type Stream struct {
 }
 
 // NewStream returns the stream handler publishing src's snapshots. It fails,
-// wrapping ErrInvalidConfig, if cfg is invalid.
+// wrapping ErrInvalidConfig, if src is nil (a nil interface, or a nil
+// pointer such as a nil *command.Registry) or cfg is invalid.
 func NewStream(src Source, cfg Config) (*Stream, error) {
-	if src == nil {
-		return nil, fmt.Errorf("%w: nil Source", ErrInvalidConfig)
+	if isNil(src) {
+		return nil, fmt.Errorf("%w: nil Source (%T)", ErrInvalidConfig, src)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
 	return &Stream{src: src, cfg: cfg, log: cfg.Logger, hubs: make(map[time.Duration]*hub)}, nil
+}
+
+// isNil reports whether src is nil or holds a nil pointer, map, slice,
+// channel or func: a Source whose Snapshot would dereference nothing.
+func isNil(src Source) bool {
+	if src == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(src); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }
 
 // Config returns the effective configuration.
