@@ -39,8 +39,10 @@ type Config struct {
 	// ?delay= parameter. Default DefaultInterval (500 ms).
 	Interval time.Duration
 	// MinInterval and MaxInterval bound the ?delay= a client may ask for;
-	// a delay outside is clamped to the nearest bound. Defaults
-	// DefaultMinInterval (100 ms) and DefaultMaxInterval (30 s).
+	// a delay outside is clamped to the nearest bound. Interval must lie
+	// between them: an Interval below MinInterval is an error, so a faster
+	// stream needs a MinInterval set as low. Defaults DefaultMinInterval
+	// (100 ms) and DefaultMaxInterval (30 s, or Interval if it is longer).
 	MinInterval, MaxInterval time.Duration
 	// MaxClients caps the stream connections served at once; one more is
 	// answered 503 Service Unavailable. Default DefaultMaxClients (5).
@@ -60,7 +62,7 @@ func (c Config) WithDefaults() Config {
 		c.Interval = DefaultInterval
 	}
 	if c.MinInterval == 0 {
-		c.MinInterval = min(DefaultMinInterval, c.Interval)
+		c.MinInterval = DefaultMinInterval
 	}
 	if c.MaxInterval == 0 {
 		c.MaxInterval = max(DefaultMaxInterval, c.Interval)
@@ -90,9 +92,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxInterval %v is negative", ErrInvalidConfig, c.MaxInterval)
 	case e.MinInterval > e.MaxInterval:
 		return fmt.Errorf("%w: MinInterval %v is above MaxInterval %v", ErrInvalidConfig, e.MinInterval, e.MaxInterval)
-	case e.Interval < e.MinInterval || e.Interval > e.MaxInterval:
-		return fmt.Errorf("%w: Interval %v is outside [MinInterval %v, MaxInterval %v]",
-			ErrInvalidConfig, e.Interval, e.MinInterval, e.MaxInterval)
+	case e.Interval < e.MinInterval:
+		return fmt.Errorf("%w: Interval %v is below MinInterval %v", ErrInvalidConfig, e.Interval, e.MinInterval)
+	case e.Interval > e.MaxInterval:
+		return fmt.Errorf("%w: Interval %v is above MaxInterval %v", ErrInvalidConfig, e.Interval, e.MaxInterval)
 	case e.MaxClients < 0:
 		return fmt.Errorf("%w: MaxClients %d is negative", ErrInvalidConfig, c.MaxClients)
 	case e.WriteTimeout < 0:
