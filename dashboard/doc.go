@@ -20,8 +20,8 @@
 //
 // A client gets text/event-stream with the headers Hystrix sends. Every
 // interval (500 ms, or ?delay=<ms> clamped to [Config.MinInterval,
-// Config.MaxInterval]; a delay that is not a positive whole number is
-// answered 400) it receives, each as "data: <json>" and a blank line, with no
+// Config.MaxInterval], however many digits it has; a delay that is not a
+// positive whole number is answered 400) it receives, each as "data: <json>" and a blank line, with no
 // event name:
 //   - one HystrixCommand event per command, with all 48 keys of Hystrix 1.5;
 //   - one HystrixThreadPool event per group isolated by a goroutine pool, with

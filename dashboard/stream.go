@@ -230,13 +230,18 @@ func (s *Stream) write(w http.ResponseWriter, rc *http.ResponseController, data 
 }
 
 // delay reads the ?delay= parameter: absent means Interval; a positive
-// number of milliseconds is clamped to [MinInterval, MaxInterval].
+// whole number of milliseconds is clamped to [MinInterval, MaxInterval],
+// however many digits it has; anything else (zero and negative numbers
+// included) is an error.
 func (s *Stream) delay(r *http.Request) (time.Duration, error) {
 	v := r.URL.Query().Get("delay")
 	if v == "" {
 		return s.cfg.Interval, nil
 	}
 	ms, err := strconv.ParseInt(v, 10, 64)
+	if errors.Is(err, strconv.ErrRange) && ms > 0 {
+		return s.cfg.MaxInterval, nil // past int64 milliseconds
+	}
 	if err != nil || ms <= 0 {
 		return 0, fmt.Errorf("dashboard: delay must be a positive whole number of milliseconds, got %q", v)
 	}
