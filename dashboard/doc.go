@@ -53,6 +53,11 @@
 // context. The stream sets its own write deadlines, so a server's
 // WriteTimeout does not cut it off.
 //
+// A Source whose Snapshot panics does not take the process down: the hub
+// recovers, logs the first panic of a run at Error with its stack, sends
+// ping-only frames meanwhile (the clients stay connected and see no data),
+// and real frames again, logged at Info, once a Snapshot succeeds.
+//
 // # How the Hystrix keys map to bulwark
 //
 // One deliberate difference: errorPercentage, errorCount and requestCount are

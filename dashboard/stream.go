@@ -27,7 +27,8 @@ const (
 
 // Source supplies the snapshots the stream publishes. *command.Registry is
 // one. Snapshot must be safe for concurrent use; the stream calls it once per
-// tick of each distinct delay, never once per client.
+// tick of each distinct delay, never once per client. A panic in Snapshot
+// is recovered and logged; that tick's frame is a ping only.
 type Source interface {
 	Snapshot() command.Snapshot
 }
