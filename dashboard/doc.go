@@ -46,10 +46,13 @@
 // holds only the newest frame; it stops when the last client leaves, and the
 // handler of that client waits for it, so no goroutine outlives the stream's
 // handlers. Each client writes from its own handler goroutine: a slow client
-// skips the frames it had no time for, and a client that does not take a
-// frame within Config.WriteTimeout (http.ResponseController's write
-// deadline) is disconnected. Neither ever blocks the hub, the other clients
-// or the commands. A client that disconnects is noticed through its request
+// skips the frames it had no time for, and a client whose connection does
+// not take a frame within Config.WriteTimeout (http.ResponseController's
+// write deadline) is disconnected and frees its slot at once, whatever the
+// delay, so clients that stop reading cannot lock the others out for
+// longer than that once their socket buffers are full (see
+// Config.WriteTimeout). Neither ever blocks the hub, the other clients or
+// the commands. A client that disconnects is noticed through its request
 // context. The stream sets its own write deadlines, so a server's
 // WriteTimeout does not cut it off.
 //

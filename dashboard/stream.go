@@ -48,9 +48,17 @@ type Config struct {
 	// MaxClients caps the stream connections served at once; one more is
 	// answered 503 Service Unavailable. Default DefaultMaxClients (5).
 	MaxClients int
-	// WriteTimeout bounds the time one frame may take to reach a client. A
-	// client that does not read for that long is disconnected. Default
-	// DefaultWriteTimeout (5 s).
+	// WriteTimeout bounds the time one frame may take to reach a client's
+	// connection. A client whose connection does not take a frame within
+	// it is disconnected and its slot freed at once: about WriteTimeout
+	// after that frame was due, whatever the delay. The connection takes
+	// what the operating system can buffer for it: a client that stops
+	// reading is seen only once its socket buffers are full (tens of
+	// kilobytes to a few megabytes, depending on the system and the
+	// network), which for small frames at a long delay can take minutes.
+	// A server dedicated to the dashboard can shorten that by giving its
+	// accepted connections small send buffers (net.TCPConn.SetWriteBuffer).
+	// Default DefaultWriteTimeout (5 s).
 	WriteTimeout time.Duration
 	// Logger receives connection and error records; nil means slog.Default().
 	Logger *slog.Logger
