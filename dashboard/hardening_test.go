@@ -28,6 +28,9 @@ func TestNewRejectsTypedNilSource(t *testing.T) {
 		_, err := NewStream(src, Config{})
 		require.ErrorIs(t, err, ErrInvalidConfig, name)
 		assert.Contains(t, err.Error(), "nil Source", name)
+		if src != nil {
+			assert.Contains(t, err.Error(), fmt.Sprintf("a nil %T", src), "the message names the type")
+		}
 		_, err = New(src, Config{})
 		require.ErrorIs(t, err, ErrInvalidConfig, name)
 	}
@@ -91,7 +94,7 @@ func TestStreamSurvivesPanickingSource(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(out, "snapshot exploded"), "one record for a run of failures:\n%s", out)
 	assert.Contains(t, out, "level=ERROR")
 	assert.Contains(t, out, "goroutine", "the record carries the stack")
-	assert.Contains(t, out, "level=INFO", "recovery is logged")
+	assert.Contains(t, out, "stream frames built again", "recovery is logged")
 }
 
 // An Interval below MinInterval (the default 100 ms or a configured one) is

@@ -130,11 +130,11 @@ type Stream struct {
 }
 
 // NewStream returns the stream handler publishing src's snapshots. It fails,
-// wrapping ErrInvalidConfig, if src is nil (a nil interface, or a nil
-// pointer such as a nil *command.Registry) or cfg is invalid.
+// wrapping ErrInvalidConfig, if src is nil (a nil interface, or one holding
+// a nil pointer such as a nil *command.Registry) or cfg is invalid.
 func NewStream(src Source, cfg Config) (*Stream, error) {
-	if isNil(src) {
-		return nil, fmt.Errorf("%w: nil Source (%T)", ErrInvalidConfig, src)
+	if err := checkSource(src); err != nil {
+		return nil, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -143,17 +143,20 @@ func NewStream(src Source, cfg Config) (*Stream, error) {
 	return &Stream{src: src, cfg: cfg, log: cfg.Logger, hubs: make(map[time.Duration]*hub)}, nil
 }
 
-// isNil reports whether src is nil or holds a nil pointer, map, slice,
-// channel or func: a Source whose Snapshot would dereference nothing.
-func isNil(src Source) bool {
+// checkSource refuses a nil Source: a nil interface, or one holding a nil
+// pointer, func, channel, map or slice (such as a nil *command.Registry),
+// whose Snapshot would fail at the first stream client.
+func checkSource(src Source) error {
 	if src == nil {
-		return true
+		return fmt.Errorf("%w: nil Source", ErrInvalidConfig)
 	}
 	switch v := reflect.ValueOf(src); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface:
-		return v.IsNil()
+	case reflect.Pointer, reflect.Func, reflect.Chan, reflect.Map, reflect.Slice:
+		if v.IsNil() {
+			return fmt.Errorf("%w: nil Source (a nil %T)", ErrInvalidConfig, src)
+		}
 	}
-	return false
+	return nil
 }
 
 // Config returns the effective configuration.
