@@ -81,6 +81,11 @@
 //   - propertyValue_circuitBreakerSleepWindowInMilliseconds is the open
 //     duration in force (after backoff); RequestVolumeThreshold and
 //     ErrorThresholdPercentage are the breaker's MinRequests and FailureRatio.
+//   - rollingCountThreadPoolRejected (and the pool's
+//     rollingCountCommandRejections) also count QUEUE_TIMEOUT calls, which
+//     Hystrix has no key for: the pool could not start them in time, as for
+//     a rejection; rollingCountTimeout counts only Runs that timed out. The
+//     native event has the queue timeouts apart (rollingCountQueueTimeout).
 //   - both timeout keys carry the command's timeout (0 when it has none);
 //     interruptOnTimeout is true, since a timed-out call's context is
 //     cancelled.

@@ -123,7 +123,7 @@ func (e *hystrixCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 		RollingCountSemaphoreRejected:  counts[metrics.SemaphoreRejected],
 		RollingCountShortCircuited:     counts[metrics.ShortCircuited],
 		RollingCountSuccess:            counts[metrics.Success],
-		RollingCountThreadPoolRejected: counts[metrics.ThreadPoolRejected],
+		RollingCountThreadPoolRejected: counts[metrics.ThreadPoolRejected] + counts[metrics.QueueTimeout],
 		RollingCountTimeout:            counts[metrics.Timeout],
 
 		CurrentConcurrentExecutionCount:    c.InFlight,
@@ -193,7 +193,7 @@ func (e *hystrixThreadPool) fill(now int64, g *command.GroupSnapshot) {
 		CurrentTaskCount:              b.Completed + int64(b.Active) + int64(b.Queued),
 		RollingCountThreadsExecuted:   executed(counts),
 		RollingMaxActiveThreads:       g.Metrics.Max,
-		RollingCountCommandRejections: counts[metrics.ThreadPoolRejected],
+		RollingCountCommandRejections: counts[metrics.ThreadPoolRejected] + counts[metrics.QueueTimeout],
 		QueueSizeRejectionThreshold:   int64(b.QueueCapacity),
 		MetricsRollingWindowInMillis:  ms(g.Metrics.Window.Length),
 		ReportingHosts:                1,

@@ -95,6 +95,9 @@ type bulwarkCommand struct {
 	DegradedRate          float64 `json:"degradedRate"` // FALLBACK_SUCCESS / calls in the window
 	RollingCountCancelled int64   `json:"rollingCountCancelled"`
 	RollingCountSlow      int64   `json:"rollingCountSlow"`
+	// RollingCountQueueTimeout counts calls that timed out in the pool's
+	// queue (QUEUE_TIMEOUT), also counted as rejected in the Hystrix event.
+	RollingCountQueueTimeout int64 `json:"rollingCountQueueTimeout"`
 	TimeoutMs             int64   `json:"timeoutMs"` // 0: no timeout
 	SlowCallDurationMs    int64   `json:"slowCallDurationMs"`
 }
@@ -112,6 +115,7 @@ func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 	e.DegradedRate = ratio(c.DegradedRate)
 	e.RollingCountCancelled = c.Metrics.Counts[metrics.Cancelled]
 	e.RollingCountSlow = c.Metrics.Counts[metrics.Slow]
+	e.RollingCountQueueTimeout = c.Metrics.Counts[metrics.QueueTimeout]
 	e.TimeoutMs = timeoutMs(c.Timeout)
 	e.SlowCallDurationMs = ms(c.BreakerConfig.SlowCallDuration)
 }

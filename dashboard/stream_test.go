@@ -107,7 +107,7 @@ func TestStreamHystrixValues(t *testing.T) {
 		"rollingCountTimeout":            counts[2],
 		"rollingCountBadRequests":        counts[3],
 		"rollingCountShortCircuited":     counts[4],
-		"rollingCountThreadPoolRejected": counts[5],
+		"rollingCountThreadPoolRejected": counts[5] + counts[14],
 		"rollingCountSemaphoreRejected":  counts[6],
 		"rollingCountFallbackSuccess":    counts[7],
 		"rollingCountFallbackFailure":    counts[8],
@@ -167,7 +167,7 @@ func TestStreamHystrixValues(t *testing.T) {
 		"currentTaskCount":                          1234 + 4 + 3,
 		"rollingCountThreadsExecuted":               counts[0] + counts[1] + counts[2] + counts[3],
 		"rollingMaxActiveThreads":                   7,
-		"rollingCountCommandRejections":             counts[5],
+		"rollingCountCommandRejections":             counts[5] + counts[14],
 		"propertyValue_queueSizeRejectionThreshold": 5,
 		"propertyValue_metricsRollingStatisticalWindowInMilliseconds": 10000,
 		"reportingHosts": 1,
@@ -200,6 +200,7 @@ func TestStreamNativeEvents(t *testing.T) {
 	assert.Equal(t, "closed", ev["groupState"])
 	assert.EqualValues(t, 13, num(ev["rollingCountCancelled"]))
 	assert.EqualValues(t, 14, num(ev["rollingCountSlow"]))
+	assert.EqualValues(t, 15, num(ev["rollingCountQueueTimeout"]), "QUEUE_TIMEOUT apart")
 
 	// Transitions in wall time: the last one was Since (2 s) before the
 	// snapshot, the first one 6 s before the last.

@@ -155,7 +155,8 @@
   // ---- commands ---------------------------------------------------------
 
   // The window's counters, in the Hystrix dashboard's colours. Cancelled is
-  // bulwark's own (from the native event).
+  // bulwark's own (from the native event). Rejected includes queue timeouts,
+  // as the Hystrix event counts them (the native event has them apart).
   const COUNTERS = [
     ['success', 'Success', (h) => h.rollingCountSuccess],
     ['failure', 'Failure', (h) => h.rollingCountFailure],
