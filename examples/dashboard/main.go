@@ -27,9 +27,9 @@
 //     degraded rate shows.
 //
 // It binds only to -addr, which is loopback by default. docs/dashboard.png is
-// this demo after 50 s, made by
+// this demo after 50 s, made from the repository root by
 //
-//	BULWARK_DEMO_SCREENSHOT=docs/dashboard.png go test -run TestDemoScreenshot ./examples/dashboard/
+//	BULWARK_DEMO_SCREENSHOT=docs/dashboard.png go -C browsertest test -run TestDemoScreenshot -timeout 5m .
 package main
 
 import (
