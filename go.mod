@@ -1,10 +1,8 @@
 module github.com/bulwark-go/bulwark
 
-go 1.26
+go 1.25.0
 
 require (
-	github.com/chromedp/cdproto v0.160.1
-	github.com/chromedp/chromedp v0.23.1
 	github.com/panjf2000/ants/v2 v2.12.1
 	github.com/rcrowley/go-metrics v0.0.0-20250401214520-65e299d6c5c9
 	github.com/stretchr/testify v1.12.1
@@ -12,7 +10,6 @@ require (
 )
 
 require (
-	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sync v0.11.0 // indirect
 )

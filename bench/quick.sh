@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Smoke run of every benchmark program for CI: ./run.sh -quick (under a minute; writes nothing
-# into the repository).
+# Smoke run of every benchmark program for CI: ./run.sh -quick (under a minute; one line per
+# program, no figures; writes nothing into the repository).
 set -euo pipefail
 cd "$(dirname "$0")"
 exec ./run.sh -quick

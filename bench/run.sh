@@ -4,40 +4,52 @@
 #   ./run.sh          full run (about 5 minutes on 2 cores): overhead benchmarks (-count=5),
 #                     timeout path, live-service protection; writes RESULTS.md and overhead.svg
 #                     beside this script, and prints everything it writes.
-#   ./run.sh -quick   smoke run for CI (under a minute): every program once, short phases;
-#                     writes into a temp dir and leaves RESULTS.md and overhead.svg alone.
+#   ./run.sh -quick   smoke run for CI (under a minute): every program once, one benchmark
+#                     iteration, short phases; prints one line per program and no figures (one
+#                     iteration measures nothing), the whole output of a program that fails;
+#                     writes nothing into the repository.
 #
-# Environment: COUNT and BENCHTIME override the benchmark repetitions and time per run.
+# Environment (full run): COUNT and BENCHTIME override the benchmark repetitions and time per run.
 set -euo pipefail
 cd "$(dirname "$0")"
 
-quick=0
-if [ "${1:-}" = "-quick" ]; then quick=1; fi
-
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bulwark-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-if [ "$quick" = 1 ]; then
-	count=${COUNT:-1}
-	benchtime=${BENCHTIME:-1x}
-	proftime=1x
-	flag=-quick
-	out=$tmp/RESULTS.md
-	svg=$tmp/overhead.svg
-else
-	count=${COUNT:-5}
-	benchtime=${BENCHTIME:-500ms}
-	proftime=2s
-	flag=
-	out=RESULTS.md
-	svg=overhead.svg
+if [ "${1:-}" = "-quick" ]; then
+	# smoke WHAT OUT COMMAND...: runs COMMAND with its stdout in OUT; prints "ok  WHAT", or
+	# the command and its whole output when it fails.
+	smoke() {
+		local what=$1 out=$2
+		shift 2
+		if "$@" >"$out" 2>"$tmp/stderr"; then
+			echo "ok    $what"
+		else
+			echo "FAIL  $what: $*"
+			cat "$out" "$tmp/stderr"
+			return 1
+		fi
+	}
+	smoke "overhead benchmarks, one iteration each" "$tmp/bench.txt" \
+		go test -run='^$' -bench=. -benchmem -count=1 -benchtime=1x .
+	smoke "report of them (cmd/report)" "$tmp/overhead.md" \
+		go run ./cmd/report -in "$tmp/bench.txt" -svg "$tmp/overhead.svg"
+	smoke "timeout path (cmd/timeouts -quick)" "$tmp/timeouts.md" go run ./cmd/timeouts -quick
+	smoke "protection of a live service (cmd/protect -quick)" "$tmp/protect.md" go run ./cmd/protect -quick
+	exit 0
 fi
+
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+count=${COUNT:-5}
+benchtime=${BENCHTIME:-500ms}
+proftime=2s
+out=RESULTS.md
+svg=overhead.svg
 
 bench_cmd="go test -run='^\$' -bench=. -benchmem -count=$count -benchtime=$benchtime ."
 prof_cmd="go test -run='^\$' -bench='^BenchmarkCommand\$/^bulwark-NAME\$' -benchtime=$proftime -cpuprofile=NAME.out -o bench.test . && go tool pprof -top [-cum] bench.test NAME.out  # NAME: semaphore, pool"
-timeouts_cmd="go run ./cmd/timeouts $flag"
-protect_cmd="go run ./cmd/protect $flag"
+timeouts_cmd="go run ./cmd/timeouts"
+protect_cmd="go run ./cmd/protect"
 report_cmd="go run ./cmd/report -in bench.txt -svg overhead.svg"
 
 echo "== go vet ./..." >&2
@@ -63,10 +75,10 @@ for name in semaphore pool; do
 done
 
 echo "== timeout path: $timeouts_cmd" >&2
-go run ./cmd/timeouts $flag >"$tmp/timeouts.md"
+go run ./cmd/timeouts >"$tmp/timeouts.md"
 
 echo "== protection: $protect_cmd" >&2
-go run ./cmd/protect $flag >"$tmp/protect.md"
+go run ./cmd/protect >"$tmp/protect.md"
 
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 machine_cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
@@ -98,7 +110,7 @@ fi
 	echo "## Commands (run in bench/)"
 	echo
 	echo '```'
-	echo "./run.sh $flag"
+	echo "./run.sh"
 	echo "# which runs:"
 	echo "go vet ./..."
 	echo "$bench_cmd > bench.txt"

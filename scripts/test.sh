@@ -1,44 +1,99 @@
 #!/usr/bin/env bash
-# Runs every check bulwark has, on a fresh machine too: installs what the
-# tests need (Chromium for the dashboard's browser test), then vets, lints and tests
-# the library with the race detector, and compiles and smoke-runs the
-# benchmark module. Usage: scripts/test.sh
-set -euo pipefail
+# Runs every check bulwark has, on a fresh machine too. It installs Chromium when it is missing
+# (for the browser tests), checks gofmt, then in each module (the library, browsertest/, bench/)
+# runs go mod tidy -diff, go vet, staticcheck and go test -race -count=1, and smoke-runs the
+# benchmark programs once (bench/quick.sh).
+#
+# Each stage prints one line with its duration; a stage that fails also prints its whole output,
+# and the stages after it still run. The last line is "summary: N passed, M failed" (stages);
+# the exit status is 1 if any stage failed. Usage: scripts/test.sh
+set -uo pipefail
 cd "$(dirname "$0")/.."
 
+logs=$(mktemp -d "${TMPDIR:-/tmp}/bulwark-test.XXXXXX")
+trap 'rm -rf "$logs"' EXIT
+passed=0
+failed=0
+began=$EPOCHREALTIME
+
+# seconds START prints the seconds since START (an $EPOCHREALTIME), to a tenth.
+seconds() {
+	awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
+}
+
+# stage WHAT COMMAND...: runs COMMAND with its output set aside and prints one line: ok or FAIL,
+# WHAT, how many packages passed (go test stages) and the duration. On failure it prints the
+# whole output of COMMAND.
+stage() {
+	local what=$1 start=$EPOCHREALTIME status=ok
+	shift
+	"$@" </dev/null >"$logs/out" 2>&1 || status=FAIL
+	local took detail="" n
+	took=$(seconds "$start")
+	case $what in
+	*"go test"*)
+		n=$(grep -c '^ok' "$logs/out")
+		detail=" ($n package$([ "$n" = 1 ] || echo s) ok)"
+		;;
+	esac
+	printf '%-4s  %-58s %7ss\n' "$status" "$what$detail" "$took"
+	if [ "$status" = ok ]; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+		echo "---- output of: $*"
+		cat "$logs/out"
+		echo "---- end of output"
+	fi
+}
+
+# indir DIR COMMAND...: runs COMMAND in DIR.
+indir() {
+	local dir=$1
+	shift
+	(cd "$dir" && "$@")
+}
+
+install_chromium() {
+	local sudo=sudo
+	if [ "$(id -u)" = 0 ]; then sudo=""; fi
+	$sudo apt-get update -qq &&
+		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium
+}
+
+check_gofmt() {
+	local unformatted
+	unformatted=$(git ls-files --cached --others --exclude-standard '*.go' | xargs gofmt -l) || return
+	if [ -n "$unformatted" ]; then
+		echo "gofmt would change:"
+		echo "$unformatted"
+		return 1
+	fi
+}
+
+echo "bulwark checks: $(go env GOVERSION), $(nproc) CPUs; a stage's output is shown only if it fails"
 if ! command -v chromium >/dev/null 2>&1; then
-	echo "== installing chromium (browser test)"
-	if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
-	$sudo apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver >/dev/null
+	stage "install chromium (apt-get)" install_chromium
 fi
+stage "gofmt -l" check_gofmt
 
-echo "== gofmt"
-unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
-if [ -n "$unformatted" ]; then
-	echo "gofmt would change: $unformatted"
-	exit 1
-fi
-
-echo "== go vet ./..."
-go vet ./...
-
-# staticcheck catches what vet does not, dead code (U1000) above all.
+# staticcheck (pinned) catches what vet does not, dead code (U1000) above all.
 staticcheck="go run honnef.co/go/tools/cmd/staticcheck@v0.8.2"
-echo "== staticcheck ./..."
-$staticcheck ./...
+for mod in . browsertest bench; do
+	name=$mod
+	if [ "$mod" = . ]; then name=library; fi
+	stage "$name: go mod tidy -diff" indir "$mod" go mod tidy -diff
+	stage "$name: go vet ./..." indir "$mod" go vet ./...
+	stage "$name: staticcheck ./..." indir "$mod" $staticcheck ./...
+	stage "$name: go test -race -count=1 ./..." indir "$mod" go test -race -count=1 ./...
+done
+stage "bench: smoke run of every benchmark program (quick.sh)" bench/quick.sh
 
-echo "== go test -race -count=1 ./..."
-go test -race -count=1 ./...
-
-if [ -f bench/go.mod ]; then
-	echo "== bench module: vet, benchmarks once, quick harness runs"
-	(
-		cd bench
-		go vet ./...
-		$staticcheck ./...
-		go test -run='^$' -bench=. -benchtime=1x ./...
-		if [ -x ./quick.sh ]; then ./quick.sh; fi
-	)
+total=$(awk -v s="$(seconds "$began")" 'BEGIN { printf "%dm%02ds", s / 60, s % 60 }')
+if [ "$failed" = 0 ]; then
+	echo "all $passed stages passed in $total"
+else
+	echo "$failed of $((passed + failed)) stages FAILED (their output is above) in $total"
 fi
-echo "== all checks passed"
+echo "summary: $passed passed, $failed failed"
+[ "$failed" = 0 ]

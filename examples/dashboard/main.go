@@ -4,6 +4,10 @@
 //
 //	go run ./examples/dashboard                  # until Ctrl-C, on 127.0.0.1:7979
 //	go run ./examples/dashboard -duration 2m -addr 127.0.0.1:8080
+//	go run ./examples/dashboard -h               # the flags
+//
+// Ctrl-C (SIGINT) or SIGTERM stops it cleanly: it stops the load, closes
+// the server and its streams, closes the registry and exits 0.
 //
 // The dependencies, one group each:
 //   - users/GetUser: healthy, 5-25 ms.
@@ -23,9 +27,9 @@
 //     degraded rate shows.
 //
 // It binds only to -addr, which is loopback by default. docs/dashboard.png is
-// this demo after 50 s, made by
+// this demo after 50 s, made from the repository root by
 //
-//	BULWARK_DEMO_SCREENSHOT=docs/dashboard.png go test -run TestDemoScreenshot ./examples/dashboard/
+//	BULWARK_DEMO_SCREENSHOT=docs/dashboard.png go -C browsertest test -run TestDemoScreenshot -timeout 5m .
 package main
 
 import (
@@ -60,6 +64,8 @@ func main() {
 
 // run parses args, starts the service and its load, serves the dashboard,
 // prints its URL to out, and returns when ctx ends or -duration elapses.
+// -h prints the usage to out and returns nil: asking for help is not an
+// error.
 func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	fs := flag.NewFlagSet("dashboard", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -67,7 +73,9 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
 	load := fs.Float64("load", 1, "load multiplier (1: about 130 calls/s in all)")
 	quiet := fs.Bool("quiet", false, "log warnings only")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return nil
+	} else if err != nil {
 		return err
 	}
 	if *duration < 0 {

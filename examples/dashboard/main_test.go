@@ -179,6 +179,17 @@ func TestDemoStopsAfterDuration(t *testing.T) {
 	require.NoError(t, d.wait(t, 15*time.Second))
 }
 
+// TestDemoHelpIsNotAnError: -h prints the flags and run returns nil, so the
+// program exits 0 like every Go tool (browsertest checks the exit status).
+func TestDemoHelpIsNotAnError(t *testing.T) {
+	for _, arg := range []string{"-h", "-help", "--help"} {
+		var out strings.Builder
+		require.NoError(t, run(context.Background(), []string{arg}, &out), arg)
+		assert.Contains(t, out.String(), "-addr", arg)
+		assert.Contains(t, out.String(), "-duration", arg)
+	}
+}
+
 func TestDemoRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-duration", "-1s"},

@@ -1,6 +1,3 @@
-// Package browsertest starts headless Chromium for bulwark's browser tests,
-// with the flags this project's machines need and a fresh profile, so every
-// test that photographs or drives the dashboard starts it the same way.
 package browsertest
 
 import (
@@ -13,10 +10,10 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// SkipOrFail skips the test when the browser is missing on a developer's
+// skipOrFail skips the test when the browser is missing on a developer's
 // machine, and fails it in CI (CI set), where a missing browser is a broken
 // setup, not a reason to pass.
-func SkipOrFail(t testing.TB, format string, args ...any) {
+func skipOrFail(t testing.TB, format string, args ...any) {
 	t.Helper()
 	if os.Getenv("CI") == "" {
 		t.Skipf(format, args...)
@@ -24,9 +21,9 @@ func SkipOrFail(t testing.TB, format string, args ...any) {
 	t.Fatalf(format, args...)
 }
 
-// ChromiumPath finds the browser: $BULWARK_CHROMIUM, then the usual names on
+// chromiumPath finds the browser: $BULWARK_CHROMIUM, then the usual names on
 // $PATH, then /usr/bin/chromium.
-func ChromiumPath() (string, error) {
+func chromiumPath() (string, error) {
 	if p := os.Getenv("BULWARK_CHROMIUM"); p != "" {
 		return p, nil
 	}
@@ -41,14 +38,14 @@ func ChromiumPath() (string, error) {
 	return "", errors.New("no chromium on $PATH nor at /usr/bin/chromium (set BULWARK_CHROMIUM)")
 }
 
-// Start starts headless Chromium with a fresh profile directory and returns
-// a tab context; the browser is stopped when the test ends. A browser that
-// cannot be found or started skips the test, or fails it under CI.
-func Start(t testing.TB) context.Context {
+// startChromium starts headless Chromium with a fresh profile directory and
+// returns a tab context; the browser is stopped when the test ends. A browser
+// that cannot be found or started skips the test, or fails it under CI.
+func startChromium(t testing.TB) context.Context {
 	t.Helper()
-	path, err := ChromiumPath()
+	path, err := chromiumPath()
 	if err != nil {
-		SkipOrFail(t, "browser test: %v", err)
+		skipOrFail(t, "browser test: %v", err)
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(path),
@@ -70,7 +67,7 @@ func Start(t testing.TB) context.Context {
 	// The first Do starts the browser and binds its life to ctx: no timeout
 	// context here, or the browser would end with it.
 	if err := chromedp.Do(ctx); err != nil {
-		SkipOrFail(t, "browser test: cannot start %s: %v", path, err)
+		skipOrFail(t, "browser test: cannot start %s: %v", path, err)
 	}
 	return ctx
 }

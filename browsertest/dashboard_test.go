@@ -1,4 +1,4 @@
-package dashboard
+package browsertest
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
-	"github.com/bulwark-go/bulwark/internal/browsertest"
+	"github.com/bulwark-go/bulwark/dashboard"
 )
 
 // tileJS returns a JavaScript expression for the tile of command name: found
@@ -54,15 +54,15 @@ func waitFor(t *testing.T, d time.Duration, what, want string, read func() (stri
 	t.Fatalf("%s: want %q within %v, last read %q (err %v)", what, want, d, got, err)
 }
 
-// screenshotPath is $BULWARK_SCREENSHOT (relative to the module root when
-// relative), else a file in a temporary directory.
+// screenshotPath is $BULWARK_SCREENSHOT (relative to the repository root
+// when relative), else a file in a temporary directory.
 func screenshotPath(t *testing.T) string {
 	p := os.Getenv("BULWARK_SCREENSHOT")
 	if p == "" {
 		return filepath.Join(t.TempDir(), "dashboard.png")
 	}
 	if !filepath.IsAbs(p) {
-		p = filepath.Join("..", p) // tests run in dashboard/, the module root is its parent
+		p = filepath.Join("..", p) // tests run in browsertest/, the repository root is its parent
 	}
 	return p
 }
@@ -159,9 +159,9 @@ func TestBrowserDashboard(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: skipped in -short mode")
 	}
-	ctx := browsertest.Start(t)
+	ctx := startChromium(t)
 	live := startLiveCommands(t)
-	h, err := New(live.reg, Config{})
+	h, err := dashboard.New(live.reg, dashboard.Config{})
 	require.NoError(t, err)
 	sw := &switchable{h: h}
 	ts := httptest.NewServer(sw) // listens on 127.0.0.1

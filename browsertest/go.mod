@@ -1,0 +1,21 @@
+module github.com/bulwark-go/bulwark/browsertest
+
+go 1.25.0
+
+replace github.com/bulwark-go/bulwark => ../
+
+require (
+	github.com/bulwark-go/bulwark v0.0.0-00010101000000-000000000000
+	github.com/chromedp/cdproto v0.160.1
+	github.com/chromedp/chromedp v0.23.1
+	github.com/stretchr/testify v1.12.1
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	github.com/panjf2000/ants/v2 v2.12.1 // indirect
+	github.com/rcrowley/go-metrics v0.0.0-20250401214520-65e299d6c5c9 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/sync v0.11.0 // indirect
+)
