@@ -98,8 +98,8 @@ type bulwarkCommand struct {
 	// RollingCountQueueTimeout counts calls that timed out in the pool's
 	// queue (QUEUE_TIMEOUT), also counted as rejected in the Hystrix event.
 	RollingCountQueueTimeout int64 `json:"rollingCountQueueTimeout"`
-	TimeoutMs             int64   `json:"timeoutMs"` // 0: no timeout
-	SlowCallDurationMs    int64   `json:"slowCallDurationMs"`
+	TimeoutMs                int64 `json:"timeoutMs"` // 0: no timeout
+	SlowCallDurationMs       int64 `json:"slowCallDurationMs"`
 }
 
 func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.CommandSnapshot) {
