@@ -8,7 +8,6 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -521,6 +520,3 @@ func (c *commandState) snapshot(now time.Duration) CommandSnapshot {
 	}
 	return s
 }
-
-// metricName joins go-metrics name parts with dots.
-func metricName(parts ...string) string { return strings.Join(parts, ".") }

@@ -87,7 +87,7 @@ func (t *Transport) Group(host string) (*Group, error) {
 	if g := old[host]; g != nil {
 		return g, nil
 	}
-	g, _, err := t.reg.group(host, t.cfg.Group, true)
+	g, err := t.reg.GroupOrNew(host, t.cfg.Group)
 	if err != nil {
 		return nil, err
 	}
