@@ -34,10 +34,12 @@ type Namer interface {
 }
 
 // Discarder is implemented by a command whose results hold resources (a
-// response body, a file). Execute calls Discard, once, with a value that Run
-// returned without error but that no caller will receive: the result of a
-// Run that finished after its deadline or after its caller left. In pool
-// mode Discard may run on the worker goroutine, after Execute returned.
+// response body, a file). Execute calls Discard, once, with every non-zero
+// value Run returned that no caller will receive, whatever error came with
+// it: the value of a FAILURE (replaced by a fallback's or by an error), of a
+// Run that finished after its deadline, or of one whose caller left. In pool
+// mode Discard may run on the worker goroutine, after Execute returned. A
+// panic in Discard is logged and goes no further.
 type Discarder[T any] interface {
 	Discard(v T)
 }
@@ -70,8 +72,8 @@ type Info struct {
 	// Command and Group name the command and its group.
 	Command, Group string
 	// Event is the call's primary outcome: Success, Failure, Timeout,
-	// BadRequest, ShortCircuited, ThreadPoolRejected, SemaphoreRejected or
-	// Cancelled.
+	// BadRequest, ShortCircuited, ThreadPoolRejected, SemaphoreRejected,
+	// Cancelled or QueueTimeout.
 	Event metrics.Event
 	// Events holds every event the call emitted: the primary outcome, Slow,
 	// one fallback event if a fallback was considered, and ExceptionThrown

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,9 +19,12 @@ import (
 )
 
 // The chaos tests drive two groups (pool and semaphore) with 64 goroutines
-// making random calls: success, error, panic, a Run that outlives its
-// timeout, a caller that gives up, a bad request; half the commands have a
-// fallback that itself succeeds, fails or panics. Then what every caller saw
+// making random calls: success, error, panic, runtime.Goexit, a Run that
+// outlives its timeout (with a value or with a bad request), a caller that
+// gives up, a bad request, an error whose IsBadRequest classifier panics;
+// every command has a Discard that counts and often panics, and the live
+// breakers' OnTransition panics; half the commands have a fallback that
+// itself succeeds, fails or panics. Then what every caller saw
 // must agree exactly with the rolling window (the manual clock never moves,
 // so the window holds everything), the cumulative counters, the breakers'
 // windows and the bulkheads' own counters.
@@ -39,6 +44,9 @@ const (
 	scHung // answers successfully, but after its deadline
 	scCancel
 	scBadRequest
+	scGoexit          // Run calls runtime.Goexit
+	scLateBadRequest  // answers a bad request, but after its deadline
+	scClassifierPanic // Run's error makes the group's IsBadRequest panic
 	numScenarios
 )
 
@@ -47,6 +55,7 @@ const (
 var expected = [numScenarios]metrics.Event{
 	scSuccess: metrics.Success, scError: metrics.Failure, scPanic: metrics.Failure, scTimeout: metrics.Timeout,
 	scHung: metrics.Timeout, scCancel: metrics.Cancelled, scBadRequest: metrics.BadRequest,
+	scGoexit: metrics.Failure, scLateBadRequest: metrics.Timeout, scClassifierPanic: metrics.Failure,
 }
 
 func pickScenario(r *rand.Rand) scenario {
@@ -63,23 +72,54 @@ func pickScenario(r *rand.Rand) scenario {
 		return scHung
 	case n < 82:
 		return scCancel
+	case n < 85:
+		return scGoexit
+	case n < 87:
+		return scLateBadRequest
+	case n < 90:
+		return scClassifierPanic
 	default:
 		return scBadRequest
 	}
+}
+
+// callProbe is what one call's command saw: whether Run started, and how
+// many times Discard got its value.
+type callProbe struct {
+	ran      atomic.Bool
+	discards atomic.Int32
+}
+
+// valued reports whether Run returns a non-zero value in scenario sc (which
+// Discard must get when the caller does not).
+func valued(sc scenario) bool {
+	return sc == scSuccess || sc == scError || sc == scHung
 }
 
 // chaosCmd behaves as its scenario says.
 type chaosCmd struct {
 	sc     scenario
 	cancel context.CancelFunc
+	probe  *callProbe
 }
 
-var errChaos = errors.New("chaos: dependency error")
+var (
+	errChaos         = errors.New("chaos: dependency error")
+	errClassifyPanic = errors.New("chaos: this error makes IsBadRequest panic")
+)
+
+// Discard counts, and panics for every other value.
+func (c chaosCmd) Discard(int) {
+	if c.probe.discards.Add(1)%2 == 0 {
+		panic("chaos: panic in Discard")
+	}
+}
 
 func (c chaosCmd) Run(ctx context.Context) (int, error) {
+	c.probe.ran.Store(true)
 	switch c.sc {
 	case scError:
-		return 0, errChaos
+		return 7, errChaos
 	case scPanic:
 		panic("chaos: panic in Run")
 	case scTimeout:
@@ -95,9 +135,28 @@ func (c chaosCmd) Run(ctx context.Context) (int, error) {
 		return 0, ctx.Err()
 	case scBadRequest:
 		return 0, BadRequest(errChaos)
+	case scGoexit:
+		runtime.Goexit()
+	case scLateBadRequest:
+		<-ctx.Done()
+		time.Sleep(time.Millisecond)
+		return 0, BadRequest(errChaos)
+	case scClassifierPanic:
+		return 0, errClassifyPanic
 	}
 	return 1, nil
 }
+
+// chaosIsBadRequest is the groups' classifier: it panics for one error.
+func chaosIsBadRequest(err error) bool {
+	if errors.Is(err, errClassifyPanic) {
+		panic("chaos: panic in IsBadRequest")
+	}
+	return false
+}
+
+// chaosOnTransition is the live breakers' observer: it always panics.
+func chaosOnTransition(circuit.Transition) { panic("chaos: panic in OnTransition") }
 
 // chaosFB adds a fallback that behaves as fb says: 0 succeeds, 1 fails, 2
 // panics, 3 succeeds slowly.
@@ -127,6 +186,20 @@ type tally struct {
 type chaosResult struct {
 	mu      sync.Mutex
 	tallies map[string]*tally // by group/command
+	calls   []chaosRecord
+}
+
+// chaosRecord keeps one call's probe and whether its caller got Run's value.
+type chaosRecord struct {
+	probe     *callProbe
+	sc        scenario
+	delivered bool
+}
+
+func (r *chaosResult) record(calls []chaosRecord) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, calls...)
 }
 
 func (r *chaosResult) add(key string, t *tally) {
@@ -152,41 +225,67 @@ func runChaos(t *testing.T, groups []*Group, calls int) *chaosResult {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(w), 42))
 			local := map[string]*tally{}
+			var records []chaosRecord
 			for i := 0; i < calls/chaosGoroutines; i++ {
-				if !chaosCall(t, r, groups[r.IntN(len(groups))], local) {
+				rec, ok := chaosCall(t, r, groups[r.IntN(len(groups))], local)
+				if !ok {
 					return
 				}
+				records = append(records, rec)
 			}
 			for k, v := range local {
 				res.add(k, v)
 			}
+			res.record(records)
 		})
 	}
 	wg.Wait()
 	return res
 }
 
-func chaosCall(t *testing.T, r *rand.Rand, g *Group, local map[string]*tally) bool {
+func chaosCall(t *testing.T, r *rand.Rand, g *Group, local map[string]*tally) (chaosRecord, bool) {
 	sc := pickScenario(r)
 	name := fmt.Sprintf("cmd%d", r.IntN(4))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	opts := []Option{WithName(name)}
-	if sc == scTimeout || sc == scHung {
+	if sc == scTimeout || sc == scHung || sc == scLateBadRequest {
 		opts = append(opts, WithTimeout(time.Millisecond))
 	}
-	base := chaosCmd{sc: sc, cancel: cancel}
+	base := chaosCmd{sc: sc, cancel: cancel, probe: new(callProbe)}
 	hasFB := r.IntN(2) == 0
 	fb := r.IntN(4)
 	var (
-		v    int
-		info Info
-		err  error
+		v        int
+		info     Info
+		err      error
+		returned bool
 	)
-	if hasFB {
-		v, info, err = ExecuteInfo(ctx, g, chaosFB{base, fb}, opts...)
-	} else {
-		v, info, err = ExecuteInfo(ctx, g, base, opts...)
+	// On its own goroutine, because a Run that calls runtime.Goexit in a
+	// Semaphore group ends the caller's goroutine: Execute never returns.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if hasFB {
+			v, info, err = ExecuteInfo(ctx, g, chaosFB{base, fb}, opts...)
+		} else {
+			v, info, err = ExecuteInfo(ctx, g, base, opts...)
+		}
+		returned = true
+	}()
+	<-done
+	if !returned {
+		// What the executor recorded for a call it never answered.
+		if !assert.Equal(t, scGoexit, sc, "only a Goexit in Run keeps Execute from returning") ||
+			!assert.Equal(t, g.sem != nil, true, "only on the caller's goroutine (Semaphore)") {
+			return chaosRecord{}, false
+		}
+		info.Event, info.Events = metrics.Failure, metrics.SetOf(metrics.Failure, metrics.ExceptionThrown)
+		err = errors.New("never returned")
+	}
+	rec := chaosRecord{probe: base.probe, sc: sc, delivered: returned && (err == nil && !info.Degraded || info.Event == metrics.BadRequest)}
+	if sc == scLateBadRequest && returned {
+		assert.False(t, IsBadRequest(err), "a late bad request is a TIMEOUT, not a bad request: %v", err)
 	}
 
 	// Per-call invariants.
@@ -198,11 +297,11 @@ func chaosCall(t *testing.T, r *rand.Rand, g *Group, local map[string]*tally) bo
 	}
 	ok := assert.Len(t, primary, 1, "exactly one primary outcome: %v", info.Events) &&
 		assert.Equal(t, info.Event, primary[0]) &&
-		assert.Contains(t, []metrics.Event{expected[sc], g.rejected, metrics.ShortCircuited}, info.Event, "scenario %d", sc) &&
+		assert.Contains(t, []metrics.Event{expected[sc], g.rejected, metrics.ShortCircuited, metrics.QueueTimeout}, info.Event, "scenario %d", sc) &&
 		assert.Equal(t, err != nil, info.Events.Has(metrics.ExceptionThrown), "EXCEPTION_THROWN iff error: %v", err) &&
 		assert.Equal(t, info.Degraded, info.Events.Has(metrics.FallbackSuccess)) &&
 		assert.Equal(t, info.Degraded, err == nil && v == -1, "a degraded call serves the fallback's value")
-	if fallsBack(info.Event) {
+	if fallsBack(info.Event) && returned {
 		fbEvents := 0
 		for _, e := range []metrics.Event{metrics.FallbackSuccess, metrics.FallbackFailure, metrics.FallbackRejection, metrics.FallbackMissing} {
 			if info.Events.Has(e) {
@@ -226,16 +325,36 @@ func chaosCall(t *testing.T, r *rand.Rand, g *Group, local map[string]*tally) bo
 			tl.events[e]++
 		}
 	}
-	return ok
+	return rec, ok
+}
+
+// checkDiscards checks that every non-zero value Run produced and no caller
+// got reached Discard exactly once, and no other did. Call it once the pool
+// workers are idle.
+func checkDiscards(t *testing.T, res *chaosResult) {
+	var want, got int64
+	for _, c := range res.calls {
+		n := int64(0)
+		if c.probe.ran.Load() && valued(c.sc) && !c.delivered {
+			n = 1
+		}
+		want += n
+		got += int64(c.probe.discards.Load())
+		if !assert.Equal(t, n, int64(c.probe.discards.Load()), "scenario %d: discards", c.sc) {
+			return
+		}
+	}
+	assert.Positive(t, want, "the test reaches discarded values")
+	t.Logf("%d values discarded", got)
 }
 
 func chaosRegistry(t *testing.T, breaker circuit.Config) []*Group {
 	reg, _ := newTestRegistry(t)
 	pool, err := reg.NewGroup("pool", GroupConfig{MaxConcurrent: 12, QueueSize: 4, FallbackLimit: 2, Timeout: 10 * time.Second,
-		Breaker: breaker, CommandBreaker: breaker})
+		Breaker: breaker, CommandBreaker: breaker, IsBadRequest: chaosIsBadRequest})
 	require.NoError(t, err)
 	sem, err := reg.NewGroup("semaphore", GroupConfig{Strategy: Semaphore, MaxConcurrent: 8, FallbackLimit: 2, Timeout: 10 * time.Second,
-		Breaker: breaker, CommandBreaker: breaker})
+		Breaker: breaker, CommandBreaker: breaker, IsBadRequest: chaosIsBadRequest})
 	require.NoError(t, err)
 	return []*Group{pool, sem}
 }
@@ -250,6 +369,7 @@ func TestConservationUnderChaos(t *testing.T) {
 	t.Logf("%d calls in %v", chaosCalls, time.Since(start))
 	require.False(t, t.Failed())
 	waitIdle(t, groups)
+	checkDiscards(t, res)
 
 	var total int64
 	for _, g := range groups {
@@ -301,11 +421,12 @@ func TestConservationUnderChaos(t *testing.T) {
 // outcome, and the counts still agree with the callers.
 func TestBalanceWithLiveBreakers(t *testing.T) {
 	groups := chaosRegistry(t, circuit.Config{MinRequests: 20, FailureRatio: 0.3, OpenDuration: time.Millisecond,
-		Clock: metrics.SystemClock()})
+		Clock: metrics.SystemClock(), OnTransition: chaosOnTransition})
 	const calls = chaosCalls / 4
 	res := runChaos(t, groups, calls)
 	require.False(t, t.Failed())
 	waitIdle(t, groups)
+	checkDiscards(t, res)
 	var total, shorted int64
 	for key, seen := range res.tallies {
 		assert.Equal(t, seen.calls, primaryCount(seen.events), "%s: sum of primary outcomes == calls", key)

@@ -26,7 +26,15 @@
 // Every name in a group has its own breaker (from GroupConfig.CommandBreaker)
 // and its own metrics; commands of the same name share them, even if their
 // types differ. Names must come from a small fixed set, never from request
-// data.
+// data: GroupConfig.MaxCommands (default 1000) caps them, and past it new
+// names share the command OverflowCommand.
+//
+// Fallback and Discard are found by their method sets: a Fallback with a
+// pointer receiver on a command passed by value, or with another result
+// type, is not one (a warning is logged at the type's first use). Guard a
+// command at compile time:
+//
+//	var _ command.Fallbacker[User] = getUser{}
 //
 // A group (Hystrix's thread-pool key) owns the bulkhead, a group-level
 // breaker (GroupConfig.Breaker), the default timeout, the fallback limiter
@@ -57,8 +65,12 @@
 //     (a hung dependency fills its own pool, not its callers' goroutines). In
 //     Semaphore mode Run runs on the caller's goroutine, so a Run that ignores
 //     its context keeps the caller; a Run that returns after the deadline is a
-//     TIMEOUT whatever it returned. A late value is handed to the command's
-//     Discard method (Discarder), if any, so its resources can be freed.
+//     TIMEOUT whatever it returned (even a bad request: the deadline wins, and
+//     the error does not report IsBadRequest).
+//   - QUEUE_TIMEOUT (Thread with a queue): the deadline passed while the call
+//     waited in the group's own queue; Run never started. It falls back and
+//     its error matches ErrTimeout and isolation.ErrDropped, but the breakers
+//     do not count it: the bulkhead was too small, not the dependency slow.
 //   - BAD_REQUEST: the caller's fault: Run returned an error marked with
 //     BadRequest, or one GroupConfig.IsBadRequest accepts. The error (and
 //     Run's value) is returned exactly as Run returned them; no fallback.
@@ -69,9 +81,23 @@
 //     past it.
 //
 // The breakers count only the calls that reached the dependency: SUCCESS,
-// FAILURE and TIMEOUT. Refusals, rejections, bad requests and cancellations
-// release their permits uncounted: counting our own refusals as the
-// dependency's failures would make a breaker excite itself.
+// FAILURE and TIMEOUT. Refusals, rejections, queue timeouts, bad requests
+// and cancellations release their permits uncounted: counting our own
+// refusals as the dependency's failures would make a breaker excite itself.
+//
+// Every value Run returns that the caller does not receive (returned with a
+// FAILURE's error, or too late, or by a detached Run) is handed to the
+// command's Discard method (Discarder), if any, so that its resources (a
+// response body) can be freed.
+//
+// Whatever user code does, an admitted call releases everything it took and
+// records exactly one outcome: a panic in Run or Fallback is a FAILURE or
+// FALLBACK_FAILURE; a panic in IsBadRequest (which then judges "not a bad
+// request"), Discard or a breaker's OnTransition is logged and goes no
+// further; a runtime.Goexit in Run on the caller's goroutine (Semaphore)
+// ends that goroutine, as Goexit must, but the call is first recorded as a
+// FAILURE. A nil context or *Group panics with a message saying what to
+// pass; a nil command is refused with an error wrapping ErrInvalidConfig.
 //
 // Errors: a call that produced no value returns an *Error. errors.Is matches
 // ErrShortCircuited (and circuit.ErrOpen), ErrTimeout (and

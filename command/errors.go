@@ -17,7 +17,8 @@ var (
 	// ErrShortCircuited: a breaker (the group's or the command's) refused
 	// the call. Also matches circuit.ErrOpen.
 	ErrShortCircuited error = &kindError{"command: short-circuited", circuit.ErrOpen}
-	// ErrTimeout: Run did not finish within the timeout. Also matches
+	// ErrTimeout: Run did not finish within the timeout (TIMEOUT), or did
+	// not start within it (QUEUE_TIMEOUT). Also matches
 	// context.DeadlineExceeded.
 	ErrTimeout error = &kindError{"command: timeout", context.DeadlineExceeded}
 	// ErrRejected: the bulkhead was full (pool and queue, or semaphore) or
@@ -44,8 +45,8 @@ func (e *kindError) Error() string { return e.msg }
 func (e *kindError) Unwrap() error { return e.base }
 
 // Error is the error Execute returns when a call produced no value: its
-// primary outcome was FAILURE, TIMEOUT, SHORT_CIRCUITED, *_REJECTED or
-// CANCELLED and no fallback value was served. (A BAD_REQUEST error is
+// primary outcome was FAILURE, TIMEOUT, QUEUE_TIMEOUT, SHORT_CIRCUITED,
+// *_REJECTED or CANCELLED and no fallback value was served. (A BAD_REQUEST error is
 // returned exactly as Run returned it.)
 //
 // errors.Is matches the outcome's sentinel (ErrTimeout, ErrShortCircuited,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"reflect"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -61,6 +63,11 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 			name = o.name
 		}
 	}
+	if err := checkCall(ctx, g, cmd); err != nil {
+		info.Group, info.Event = g.name, metrics.BadRequest
+		info.Events = metrics.SetOf(metrics.BadRequest, metrics.ExceptionThrown)
+		return v, err
+	}
 	c := commandOf[T](g, cmd, name)
 	if timeout == 0 {
 		timeout = c.timeout
@@ -73,11 +80,22 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 	var r result
 	var gp, cp circuit.Permit
 	var refuser *circuit.Breaker
+	// stage says how far the call got, for the deferred check below: a
+	// runtime.Goexit in user code on this goroutine (Run in a Semaphore
+	// group, a hook, a fallback) skips the rest of execute, whose books
+	// that check then closes.
+	stage := stageAdmitting
+	defer func() {
+		if stage != stageDone {
+			c.abandon(stage, gp, cp, t0, info)
+		}
+	}()
 	if timeout < 0 && timeout != NoTimeout {
 		r = result{event: metrics.BadRequest, err: fmt.Errorf("%w: WithTimeout(%v): negative (NoTimeout disables the timeout)", ErrInvalidConfig, timeout)}
 	} else if gp, cp, refuser, r.err = c.admit(t0); r.err != nil {
 		r.event = metrics.ShortCircuited
 	} else {
+		stage = stageAdmitted
 		if g.sem != nil {
 			v, r, now = runOnCaller[T](ctx, g, cmd, timeout, t0)
 		} else {
@@ -90,6 +108,7 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 		recordAt(gp, g.breakerAt, now, o, lat)
 		recordAt(cp, g.cmdBreakerAt, now, o, lat)
 	}
+	stage = stageRecorded
 
 	info.Event = r.event
 	info.Events.Add(r.event)
@@ -101,10 +120,14 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 	case metrics.BadRequest:
 		err = r.err
 	default:
+		if r.ran {
+			discard(g, cmd, v) // Run's value, returned with its error or too late: nobody gets it
+		}
 		var zero T
 		v = zero
 		e := &Error{Group: g.name, Command: c.name, Event: r.event, Err: r.err, kind: kindOf(ctx, r.event), refuser: refuser}
 		if fallsBack(r.event) {
+			stage = stageFallback
 			v, err = fallback[T](ctx, g, cmd, e, info)
 			now = g.clock.Now()
 		} else {
@@ -121,7 +144,67 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 	}
 	c.metrics.Record(now, info.Events, run, info.Latency)
 	c.hot.inFlight.Add(-1)
+	stage = stageDone
 	return v, err
+}
+
+// How far a call got in execute, for commandState.abandon.
+const (
+	stageAdmitting = iota // counted in flight, asking the breakers
+	stageAdmitted         // admitted by both breakers, outcome not yet recorded
+	stageRecorded         // outcome recorded in the breakers
+	stageFallback         // the fallback runs
+	stageDone             // books closed
+)
+
+// abandon closes the books of a call that left execute early: user code
+// called runtime.Goexit on the caller's goroutine (Run in a Semaphore group,
+// IsBadRequest, Discard, Fallback), or panicked where nothing recovers it.
+// The call counts as a FAILURE if its outcome was not recorded yet, and as
+// a FALLBACK_FAILURE if its fallback was running; the caller gets nothing.
+func (c *commandState) abandon(stage int, gp, cp circuit.Permit, t0 time.Duration, info *Info) {
+	g := c.group
+	now := g.clock.Now()
+	if stage == stageAdmitted {
+		recordAt(gp, g.breakerAt, now, circuit.Failure, now-t0)
+		recordAt(cp, g.cmdBreakerAt, now, circuit.Failure, now-t0)
+	}
+	if stage <= stageAdmitted {
+		info.Event, info.Events = metrics.Failure, 0
+		info.Events.Add(metrics.Failure)
+	}
+	if stage == stageFallback {
+		info.Events.Add(metrics.FallbackFailure)
+	}
+	info.Events.Add(metrics.ExceptionThrown)
+	info.Latency = now - t0
+	c.metrics.Record(now, info.Events, metrics.NoLatency, info.Latency)
+	c.hot.inFlight.Add(-1)
+	g.logger.Error("bulwark: call ended by runtime.Goexit or an unrecovered panic in user code",
+		slog.String("group", g.name), slog.String("command", c.name), slog.String("event", info.Event.String()))
+}
+
+// checkCall checks Execute's arguments. A nil ctx or group is a programming
+// error: it panics with a message saying what to pass, as
+// http.Request.WithContext does for a nil context. A nil command (a nil
+// interface, or a nil pointer, to which Run could only answer with a nil
+// dereference) is refused with an error wrapping ErrInvalidConfig, before
+// anything is counted: it is the caller's bug, not the dependency's failure.
+func checkCall[C any](ctx context.Context, g *Group, cmd *C) error {
+	if ctx == nil {
+		panic("command: Execute called with a nil context.Context; pass context.Background() or the request's context")
+	}
+	if g == nil {
+		panic("command: Execute called with a nil *Group; create one with Registry.NewGroup")
+	}
+	switch reflect.TypeFor[C]().Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v := reflect.ValueOf(any(*cmd)); !v.IsValid() || v.Kind() == reflect.Pointer && v.IsNil() {
+			return fmt.Errorf("%w: Execute called with a nil command (%v) in group %q: pass a command value",
+				ErrInvalidConfig, reflect.TypeFor[C](), g.name)
+		}
+	}
+	return nil
 }
 
 // admit asks both breakers, the group's first, at instant now. A refusal by
@@ -203,9 +286,6 @@ func runOnCaller[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, time
 	if cancel != nil {
 		cancel()
 	}
-	if late && runErr == nil {
-		discard[T](cmd, v)
-	}
 	return v, r, t1
 }
 
@@ -276,16 +356,22 @@ func (p *poolCall[T, C]) run(ctx context.Context) {
 		p.start = g.clock.Now()
 	}
 	g.metrics.ObserveMax(p.start, g.hot.running.Add(1))
-	defer g.hot.running.Add(-1)
+	defer p.finish(c)
 	p.v, p.err = p.cmd.Run(ctx)
-	if !p.state.CompareAndSwap(callRunning, callDone) {
-		// The caller left: nobody will take this result.
-		c.hot.detached.Add(-1)
-		if p.err == nil {
-			discard[T](&p.cmd, p.v)
-		}
-		p.recycle(c)
+}
+
+// finish ends the worker's part of a call however Run ended: returned,
+// panicked or called runtime.Goexit (the pool reports the last two to a
+// caller still waiting, or logs them).
+func (p *poolCall[T, C]) finish(c *commandState) {
+	c.group.hot.running.Add(-1)
+	if p.state.CompareAndSwap(callRunning, callDone) {
+		return
 	}
+	// The caller left: nobody will take this result.
+	c.hot.detached.Add(-1)
+	discard(c.group, &p.cmd, p.v)
+	p.recycle(c)
 }
 
 // runInPool runs cmd on a worker of the group's pool; the caller leaves at
@@ -312,9 +398,7 @@ func runInPool[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C,
 			last = false // the worker recycles p when Run returns
 		} else {
 			c.hot.detached.Add(-1)
-			if p.err == nil {
-				discard[T](cmd, p.v) // Run returned meanwhile, but the answer is TIMEOUT or CANCELLED
-			}
+			discard(g, cmd, p.v) // Run returned meanwhile, but the answer is TIMEOUT or CANCELLED
 		}
 	}
 	if last {
@@ -329,18 +413,28 @@ func runInPool[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C,
 	if cancel != nil {
 		cancel()
 	}
-	if late && runErr == nil {
-		discard[T](cmd, v)
-	}
 	return v, r, t1
 }
 
-// discard hands a value nobody will receive to the command's Discard.
-// It converts cmd to an interface (an allocation for a command struct with
-// fields), as fallback does: both are off the successful path.
-func discard[T any, C Runner[T]](cmd *C, v T) {
-	if d, ok := any(*cmd).(Discarder[T]); ok {
-		d.Discard(v)
+// discard hands a value of Run that nobody will receive to the command's
+// Discard, unless it is the zero value. A panic in Discard is logged, never
+// passed on. It converts cmd to an interface (an allocation for a command
+// struct with fields), as fallback does: both are off the successful path.
+func discard[T any, C Runner[T]](g *Group, cmd *C, v T) {
+	d, ok := any(*cmd).(Discarder[T])
+	if !ok || reflect.ValueOf(&v).Elem().IsZero() {
+		return
+	}
+	defer g.recoverHook("Discard")
+	d.Discard(v)
+}
+
+// recoverHook is deferred around a call of user code that must not end the
+// call it serves (IsBadRequest, Discard): it logs a panic with its stack.
+func (g *Group) recoverHook(hook string) {
+	if p := recover(); p != nil {
+		g.logger.Error("bulwark: "+hook+" panicked", slog.String("group", g.name),
+			slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
 	}
 }
 

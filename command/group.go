@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"sync"
@@ -22,7 +23,12 @@ const (
 	DefaultTimeout       = time.Second // execution.isolation.thread.timeoutInMilliseconds
 	DefaultMaxConcurrent = 10          // coreSize / maxConcurrentRequests
 	DefaultFallbackLimit = 10          // fallback.isolation.semaphore.maxConcurrentRequests
+	DefaultMaxCommands   = 1000        // command names per group, see GroupConfig.MaxCommands
 )
+
+// OverflowCommand is the name of the command that takes the calls of new
+// command names once a group has GroupConfig.MaxCommands of them.
+const OverflowCommand = "(overflow)"
 
 // Strategy is how a group isolates its calls.
 type Strategy uint8
@@ -93,6 +99,14 @@ type GroupConfig struct {
 	// snapshots before their first call. Other command names are created on
 	// first use with the group's settings.
 	Commands map[string]CommandConfig
+	// MaxCommands caps the command names of the group (declared ones
+	// included). Each name costs a breaker, a rolling window (tens of KiB)
+	// and its exported metrics for the group's lifetime, so names taken from
+	// request data could exhaust memory. Once the cap is reached, calls with
+	// a new name run as the command OverflowCommand, which has its own
+	// breaker and metrics (so they stay protected and counted); the first
+	// one is logged at Warn level with its name. Default 1000.
+	MaxCommands int
 	// Logger receives the group's log records (panics in Run or Fallback).
 	// Default: the registry's logger.
 	Logger *slog.Logger
@@ -118,6 +132,9 @@ func (c GroupConfig) WithDefaults() GroupConfig {
 	if c.FallbackLimit == 0 {
 		c.FallbackLimit = DefaultFallbackLimit
 	}
+	if c.MaxCommands == 0 {
+		c.MaxCommands = DefaultMaxCommands
+	}
 	c.Window = c.Window.WithDefaults()
 	if c.SlowCallDuration == 0 {
 		c.SlowCallDuration = c.CommandBreaker.SlowCallDuration
@@ -135,16 +152,20 @@ func (c GroupConfig) Validate() error {
 	switch {
 	case e.Strategy > Semaphore:
 		return bad("Strategy %d is not a known strategy", c.Strategy)
-	case e.MaxConcurrent < 0:
-		return bad("MaxConcurrent %d must not be negative", c.MaxConcurrent)
-	case e.QueueSize < 0:
-		return bad("QueueSize %d must not be negative", c.QueueSize)
+	case e.MaxConcurrent < 0 || e.MaxConcurrent > math.MaxInt32:
+		return bad("MaxConcurrent %d must be between 0 and %d", c.MaxConcurrent, math.MaxInt32)
+	case e.QueueSize < 0 || e.QueueSize > math.MaxInt32:
+		return bad("QueueSize %d must be between 0 and %d", c.QueueSize, math.MaxInt32)
 	case e.QueueSize > 0 && e.Strategy == Semaphore:
 		return bad("QueueSize %d is set but Strategy is SEMAPHORE (no queue)", c.QueueSize)
 	case e.Timeout < 0 && e.Timeout != NoTimeout:
 		return bad("Timeout %v must not be negative (NoTimeout disables it)", c.Timeout)
-	case e.FallbackLimit < 0:
-		return bad("FallbackLimit %d must not be negative", c.FallbackLimit)
+	case e.FallbackLimit < 0 || e.FallbackLimit > math.MaxInt32:
+		return bad("FallbackLimit %d must be between 0 and %d", c.FallbackLimit, math.MaxInt32)
+	case e.MaxCommands < 0:
+		return bad("MaxCommands %d must not be negative", c.MaxCommands)
+	case e.MaxCommands < len(c.Commands):
+		return bad("MaxCommands %d is less than the %d declared Commands", c.MaxCommands, len(c.Commands))
 	case e.SlowCallDuration < 0:
 		return bad("SlowCallDuration %v must not be negative", c.SlowCallDuration)
 	}
@@ -214,8 +235,9 @@ const cacheLine = 128
 // commandTable maps names to commands, and command types to how they are
 // named. It is never modified once published.
 type commandTable struct {
-	byName map[string]*commandState
-	types  []typeEntry // in order of first use
+	byName   map[string]*commandState
+	types    []typeEntry   // in order of first use
+	overflow *commandState // set once the group has MaxCommands names
 }
 
 // typeEntry says how commands of one type are named: by Namer, or by their
@@ -342,12 +364,12 @@ func commandOf[T any, C Runner[T]](g *Group, cmd *C, name string) *commandState 
 		static := reflect.TypeFor[C]()
 		e := t.typeEntry(static)
 		if e == nil {
-			e = g.addType(static, any(*cmd))
+			e = g.addType(static, any(*cmd), hookMismatches[T](static, any(*cmd)))
 		}
 		if e.dynamic {
 			dyn := reflect.TypeOf(any(*cmd)) // an interface already: no allocation
 			if e = t.typeEntry(dyn); e == nil {
-				e = g.addType(dyn, any(*cmd))
+				e = g.addType(dyn, any(*cmd), hookMismatches[T](dyn, any(*cmd)))
 			}
 		}
 		if !e.namer {
@@ -358,11 +380,15 @@ func commandOf[T any, C Runner[T]](g *Group, cmd *C, name string) *commandState 
 	if c := t.byName[name]; c != nil {
 		return c
 	}
+	if t.overflow != nil {
+		return t.overflow
+	}
 	return g.addCommand(name)
 }
 
-// addType records how commands of type typ, such as cmd, are named.
-func (g *Group) addType(typ reflect.Type, cmd any) *typeEntry {
+// addType records how commands of type typ, such as cmd, are named. The
+// first to record typ logs its hook mismatches (see hookMismatches).
+func (g *Group) addType(typ reflect.Type, cmd any, mismatches []string) *typeEntry {
 	entry := typeEntry{typ: typ, dynamic: typ.Kind() == reflect.Interface}
 	if !entry.dynamic {
 		_, entry.namer = cmd.(Namer)
@@ -376,12 +402,48 @@ func (g *Group) addType(typ reflect.Type, cmd any) *typeEntry {
 	if e := old.typeEntry(typ); e != nil {
 		return e
 	}
-	next := &commandTable{byName: old.byName, types: append(slices.Clip(old.types), entry)}
+	for _, m := range mismatches {
+		g.logger.Warn("bulwark: command method ignored: "+m, slog.String("group", g.name), slog.String("type", typ.String()))
+	}
+	next := &commandTable{byName: old.byName, types: append(slices.Clip(old.types), entry), overflow: old.overflow}
 	g.commands.Store(next)
 	return &next.types[len(next.types)-1]
 }
 
-// addCommand returns the command of that name, creating it if needed.
+// hookMismatches lists the methods of typ (the type of cmd) named Fallback
+// or Discard that Execute will not call, because cmd does not implement
+// Fallbacker[T] or Discarder[T] with them: a pointer receiver on a command
+// passed by value, a wrong parameter or result type. Such a mistake would
+// otherwise show only as FALLBACK_MISSING (or a leak) in production; the
+// compile-time guard is var _ command.Fallbacker[T] = myCommand{}.
+func hookMismatches[T any](typ reflect.Type, cmd any) []string {
+	if typ.Kind() == reflect.Interface {
+		return nil
+	}
+	var out []string
+	check := func(method string, implemented bool, want string) {
+		if implemented {
+			return
+		}
+		_, onValue := typ.MethodByName(method)
+		_, onPointer := reflect.PointerTo(typ).MethodByName(method)
+		switch {
+		case onValue:
+			out = append(out, fmt.Sprintf("%v.%s does not have the signature %s", typ, method, want))
+		case onPointer:
+			out = append(out, fmt.Sprintf("%s has a pointer receiver, but the command is passed as %v: pass &cmd, or give %s a value receiver (%s)",
+				method, typ, method, want))
+		}
+	}
+	_, fb := cmd.(Fallbacker[T])
+	check("Fallback", fb, fmt.Sprintf("Fallback(context.Context, error) (%v, error)", reflect.TypeFor[T]()))
+	_, d := cmd.(Discarder[T])
+	check("Discard", d, fmt.Sprintf("Discard(%v)", reflect.TypeFor[T]()))
+	return out
+}
+
+// addCommand returns the command of that name, creating it if needed, or
+// the overflow command once the group has MaxCommands names.
 func (g *Group) addCommand(name string) *commandState {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -389,14 +451,27 @@ func (g *Group) addCommand(name string) *commandState {
 	if c := old.byName[name]; c != nil {
 		return c
 	}
-	c := g.newCommand(name)
+	if old.overflow != nil {
+		return old.overflow
+	}
 	next := &commandTable{byName: maps.Clone(old.byName), types: old.types}
 	if next.byName == nil {
 		next.byName = map[string]*commandState{}
 	}
-	next.byName[name] = c
+	if len(next.byName) < g.cfg.MaxCommands {
+		c := g.newCommand(name)
+		next.byName[name] = c
+		g.commands.Store(next)
+		return c
+	}
+	g.logger.Warn("bulwark: group has MaxCommands command names; new names run as "+OverflowCommand,
+		slog.String("group", g.name), slog.Int("max_commands", g.cfg.MaxCommands), slog.String("name", name))
+	if next.overflow = next.byName[OverflowCommand]; next.overflow == nil {
+		next.overflow = g.newCommand(OverflowCommand)
+		next.byName[OverflowCommand] = next.overflow
+	}
 	g.commands.Store(next)
-	return c
+	return next.overflow
 }
 
 // newCommand creates a command's breaker, metrics and exported gauges. The

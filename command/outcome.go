@@ -17,7 +17,7 @@ var errDeadline = errors.New("command: timeout")
 // primaries lists the primary outcomes: exactly one per call.
 var primaries = [...]metrics.Event{
 	metrics.Success, metrics.Failure, metrics.Timeout, metrics.BadRequest, metrics.ShortCircuited,
-	metrics.ThreadPoolRejected, metrics.SemaphoreRejected, metrics.Cancelled,
+	metrics.ThreadPoolRejected, metrics.SemaphoreRejected, metrics.Cancelled, metrics.QueueTimeout,
 }
 
 // primaryCount returns the number of calls in c: the sum of its primary
@@ -34,14 +34,15 @@ func primaryCount(c metrics.Counts) int64 {
 func fallsBack(e metrics.Event) bool {
 	switch e {
 	case metrics.Failure, metrics.Timeout, metrics.ShortCircuited,
-		metrics.ThreadPoolRejected, metrics.SemaphoreRejected:
+		metrics.ThreadPoolRejected, metrics.SemaphoreRejected, metrics.QueueTimeout:
 		return true
 	}
 	return false
 }
 
 // breakerOutcome maps a primary outcome to what the breakers count: only
-// calls that reached the dependency count; the rest release their permit.
+// calls that reached the dependency count; the rest (a QUEUE_TIMEOUT among
+// them: Run never started) release their permit.
 func breakerOutcome(e metrics.Event) circuit.Outcome {
 	switch e {
 	case metrics.Success:
@@ -92,7 +93,7 @@ func (g *Group) outcome(runCtx context.Context, berr, runErr error, late bool) r
 	case berr == nil && runErr == nil:
 		return result{event: metrics.Success, ran: true}
 	case berr == nil:
-		if IsBadRequest(runErr) || (g.cfg.IsBadRequest != nil && g.cfg.IsBadRequest(runErr)) {
+		if g.isBadRequest(runErr) {
 			return result{event: metrics.BadRequest, err: runErr, ran: true}
 		}
 		return result{event: metrics.Failure, err: runErr, ran: true}
@@ -105,22 +106,60 @@ func (g *Group) outcome(runCtx context.Context, berr, runErr error, late bool) r
 		return result{event: g.rejected, err: berr}
 	}
 	// ErrDetached or ErrDropped: the run context ended first.
-	return result{event: ended(runCtx), err: berr}
+	e := ended(runCtx)
+	if e == metrics.Timeout && errors.Is(berr, isolation.ErrDropped) {
+		e = metrics.QueueTimeout // our own queue was too slow, not the dependency
+	}
+	return result{event: e, err: berr}
+}
+
+// isBadRequest reports whether Run's error err is the caller's fault: marked
+// with BadRequest or so judged by the group's IsBadRequest, which, if it
+// panics, judges no (the panic is logged).
+func (g *Group) isBadRequest(err error) (bad bool) {
+	if IsBadRequest(err) {
+		return true
+	}
+	if g.cfg.IsBadRequest == nil {
+		return false
+	}
+	defer g.recoverHook("IsBadRequest")
+	return g.cfg.IsBadRequest(err)
 }
 
 // lateErr is the cause of a call whose Run returned after runCtx ended:
-// Run's error if it returned one, else the context's.
+// Run's error if it returned one, else the context's. Such a call is a
+// TIMEOUT (or CANCELLED) whatever Run returned, so a bad-request mark on
+// Run's error is hidden: the error does not also say IsBadRequest.
 func lateErr(runCtx context.Context, runErr error) error {
-	if runErr != nil {
-		return runErr
+	switch {
+	case runErr == nil:
+		return runCtx.Err()
+	case IsBadRequest(runErr):
+		return lateBadRequest{runErr}
 	}
-	return runCtx.Err()
+	return runErr
+}
+
+// lateBadRequest is a bad request that came too late: errors.Is and
+// errors.As reach err and what it wraps, except the BadRequest mark.
+type lateBadRequest struct{ err error }
+
+func (l lateBadRequest) Error() string { return l.err.Error() }
+
+func (l lateBadRequest) Is(target error) bool { return errors.Is(l.err, target) }
+
+func (l lateBadRequest) As(target any) bool {
+	if _, mark := target.(**badRequest); mark {
+		return false
+	}
+	return errors.As(l.err, target)
 }
 
 // kindOf returns the sentinel an *Error of primary outcome e matches.
 func kindOf(ctx context.Context, e metrics.Event) error {
 	switch e {
-	case metrics.Timeout:
+	case metrics.Timeout, metrics.QueueTimeout:
 		return ErrTimeout
 	case metrics.ShortCircuited:
 		return ErrShortCircuited

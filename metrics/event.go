@@ -12,7 +12,8 @@ type Event uint8
 
 // The events counted in every bucket. A call has exactly one primary outcome
 // (Success, Failure, Timeout, BadRequest, ShortCircuited, ThreadPoolRejected,
-// SemaphoreRejected or Cancelled); the others are recorded alongside it.
+// SemaphoreRejected, Cancelled or QueueTimeout); the others are recorded
+// alongside it.
 const (
 	Success            Event = iota // Run returned without error
 	Failure                         // Run returned an error or panicked
@@ -28,6 +29,7 @@ const (
 	ExceptionThrown                 // the caller got an error
 	Cancelled                       // the caller's context ended first
 	Slow                            // a success slower than the slow-call threshold
+	QueueTimeout                    // the timeout ended the call while it waited for a worker; Run never started
 	NumEvents                       // number of event kinds; not an event
 )
 
@@ -46,6 +48,7 @@ var eventNames = [NumEvents]string{
 	ExceptionThrown:    "EXCEPTION_THROWN",
 	Cancelled:          "CANCELLED",
 	Slow:               "SLOW",
+	QueueTimeout:       "QUEUE_TIMEOUT",
 }
 
 // String returns the event's Hystrix-style name, such as "SHORT_CIRCUITED".
