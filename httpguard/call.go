@@ -100,7 +100,7 @@ func (c *call) closeUnsent() {
 }
 
 // degradingCall is a call whose fallback answers with a degraded 503: a
-// short-circuit or a rejection when refusals is set, a 5xx when
+// short-circuit, a rejection or a queue timeout when refusals is set, a 5xx when
 // serverErrors is set. It declines otherwise.
 type degradingCall struct {
 	*call
@@ -114,7 +114,7 @@ func (d degradingCall) Fallback(_ context.Context, err error) (*http.Response, e
 	}
 	var se *statusError
 	switch e.Event {
-	case metrics.ShortCircuited, metrics.ThreadPoolRejected, metrics.SemaphoreRejected:
+	case metrics.ShortCircuited, metrics.ThreadPoolRejected, metrics.SemaphoreRejected, metrics.QueueTimeout:
 		if d.refusals {
 			return degradedResponse(d.req, e), nil
 		}

@@ -29,11 +29,13 @@ type Config struct {
 	// the registry under that name is used as is, so one host can be given
 	// its own settings by creating its group first.
 	Group command.GroupConfig
-	// Degrade answers a request that a breaker short-circuited, or that the
-	// bulkhead rejected, with a synthetic 503 response instead of an error:
-	// a Retry-After header (the breaker's remaining open time in seconds,
-	// rounded up, at least 1) and X-Degraded with the reason
-	// ("short_circuited", "thread_pool_rejected", "semaphore_rejected").
+	// Degrade answers a request that never left because the Transport
+	// refused it (a breaker short-circuited it, the bulkhead rejected it,
+	// or it timed out in the group's queue) with a synthetic 503 response
+	// instead of an error: a Retry-After header (the breaker's remaining
+	// open time in seconds, rounded up, at least 1) and X-Degraded with the
+	// reason ("short_circuited", "thread_pool_rejected",
+	// "semaphore_rejected", "queue_timeout").
 	// Such a response is a fallback value: FALLBACK_SUCCESS, Info.Degraded.
 	Degrade bool
 	// DegradeServerErrors replaces a 5xx response (still a FAILURE for the
@@ -80,8 +82,9 @@ type Config struct {
 // which tells of a rate limit rather than of the host's health, and so
 // counts neither as a failure nor as a success. 1xx-3xx responses are
 // successes. A request that got no response (network error, timeout,
-// short-circuited, rejected) gets an error (a *command.Error), or with
-// Degrade the degraded 503 response for a short-circuit or a rejection.
+// short-circuited, rejected, timed out in the queue) gets an error (a
+// *command.Error), or with Degrade the degraded 503 response for the
+// refusals.
 // Every response the caller does not get (one that came after the deadline,
 // or a replaced 5xx) is closed by the Transport, once.
 type Transport struct {

@@ -542,3 +542,38 @@ func TestTransportWithHTTPClient(t *testing.T) {
 	assert.Equal(t, "body of Internal Server Error", readAll(t, resp))
 	tracker.requireClosedOnce(t)
 }
+
+// TestTransportQueueTimeoutDegraded: a request that timed out in the
+// group's queue never left: with Degrade it gets the degraded 503.
+func TestTransportQueueTimeoutDegraded(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			close(entered)
+			<-release
+		}
+	}))
+	defer srv.Close()
+	tr, tracker, reg := newTestTransport(t, Config{Degrade: true,
+		CommandName: func(r *http.Request) string { return r.URL.Path },
+		Group: command.GroupConfig{MaxConcurrent: 1, QueueSize: 1, Timeout: 50 * time.Millisecond,
+			Commands: map[string]command.CommandConfig{"/hold": {Timeout: command.NoTimeout}}}}, nil)
+	tracker.base.MaxConnsPerHost = 0 // two requests at once
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		resp, err := get(t, tr, srv.URL+"/hold")
+		if assert.NoError(t, err) {
+			resp.Body.Close()
+		}
+	})
+	<-entered
+	resp, err := get(t, tr, srv.URL+"/queued")
+	close(release)
+	wg.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, "queue_timeout", resp.Header.Get("X-Degraded"))
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, int64(1), counts(t, groupOf(t, reg, srv), "/queued")[metrics.QueueTimeout])
+	tracker.requireClosedOnce(t)
+}
