@@ -136,6 +136,13 @@ func BenchmarkExecuteSemaphoreNoTimeout(b *testing.B) {
 	benchExecute(b, GroupConfig{Strategy: Semaphore, MaxConcurrent: 64, Timeout: NoTimeout})
 }
 
+// BenchmarkExecuteFunc is the semaphore case with a command built by Func
+// (named through Namer, closures that capture nothing).
+func BenchmarkExecuteFunc(b *testing.B) {
+	g := benchGroup(b, GroupConfig{Strategy: Semaphore, MaxConcurrent: 64, Timeout: NoTimeout})
+	benchCommand(b, g, Func("get", func(context.Context) (int, error) { return 1, nil }, nil), nil)
+}
+
 // BenchmarkExecuteSemaphoreTimeout adds the per-call context.WithTimeout.
 func BenchmarkExecuteSemaphoreTimeout(b *testing.B) {
 	benchExecute(b, GroupConfig{Strategy: Semaphore, MaxConcurrent: 64, Timeout: time.Second})

@@ -30,6 +30,23 @@ func ExampleExecute() {
 	// Output: hello, Ada <nil>
 }
 
+// Func makes a one-off command from functions, without a named type.
+func ExampleFunc() {
+	reg := command.NewRegistry(command.RegistryConfig{})
+	defer reg.Close(context.Background())
+	users, err := reg.NewGroup("users", command.GroupConfig{Timeout: 100 * time.Millisecond})
+	if err != nil {
+		panic(err)
+	}
+
+	id := 7
+	name, info, err := command.ExecuteInfo(context.Background(), users, command.Func("getUser",
+		func(ctx context.Context) (string, error) { return "", fmt.Errorf("user %d: service down", id) },
+		func(ctx context.Context, err error) (string, error) { return "guest", nil }))
+	fmt.Println(name, err, info.Command, info.Reason)
+	// Output: guest <nil> getUser failure
+}
+
 // getProfile can degrade: when Run fails, Fallback serves a guest profile.
 type getProfile struct{ id int }
 

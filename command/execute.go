@@ -252,41 +252,21 @@ func timed(ctx context.Context, timeout time.Duration) (context.Context, context
 
 // runOnCaller runs cmd on the caller's goroutine under the group's
 // semaphore. It returns Run's value, the primary result and the instant Run
-// returned (or the semaphore refused).
-//
-// It does what isolation.Semaphore.Execute does, with the semaphore's own
-// TryAcquire and Release, to spare the call path a closure, a second defer
-// and a context check: a context that has already ended is refused without
-// running Run (by Semaphore.Execute itself, so the error is the one it
-// documents), a full semaphore gives ErrRejected (ErrClosed once the group
-// is closing), and a panic in Run becomes an *isolation.PanicError.
+// returned (or the semaphore refused). It takes and releases the permit
+// itself (Semaphore.Enter, Release) rather than through Semaphore.Execute,
+// to spare the call path a closure: an ended context, a full or a closed
+// semaphore get Execute's errors all the same.
 func runOnCaller[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, timeout, t0 time.Duration) (v T, r result, t1 time.Duration) {
 	runCtx, cancel := timed(ctx, timeout)
-	var runErr, berr error
-	switch {
-	case runCtx.Err() != nil:
-		berr = g.sem.Execute(runCtx, func(context.Context) {}) // refused: ctx has ended
-	case !g.sem.TryAcquire():
-		berr = isolation.ErrRejected
-		if g.closed.Load() {
-			berr = isolation.ErrClosed
-		}
-	default:
+	var runErr error
+	berr := g.sem.Enter(runCtx)
+	if berr == nil {
 		// The permits taken are the calls running now: the group's peak.
 		g.metrics.ObserveMax(t0, int64(g.sem.Stats().Active))
 		v, runErr, berr = runHeld[T](runCtx, g, cmd)
 	}
 	t1 = g.clock.Now()
-	late := berr == nil && runCtx.Err() != nil
-	if berr == nil && runErr == nil && !late {
-		r = result{event: metrics.Success, run: t1 - t0, ran: true}
-	} else {
-		r = g.classify(runCtx, berr, runErr, late, t1-t0)
-	}
-	if cancel != nil {
-		cancel()
-	}
-	return v, r, t1
+	return v, g.settle(runCtx, cancel, berr, runErr, t1-t0), t1
 }
 
 // runHeld runs cmd holding a permit of the group's semaphore, and releases
@@ -295,7 +275,7 @@ func runOnCaller[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, time
 func runHeld[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C) (v T, runErr, perr error) {
 	defer func() {
 		if p := recover(); p != nil {
-			perr = &isolation.PanicError{Value: p, Stack: debug.Stack()}
+			perr = isolation.NewPanicError(p)
 		}
 		g.sem.Release()
 	}()
@@ -404,16 +384,7 @@ func runInPool[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C,
 	if last {
 		p.recycle(c)
 	}
-	late := berr == nil && runCtx.Err() != nil
-	if berr == nil && runErr == nil && !late {
-		r = result{event: metrics.Success, run: run, ran: true}
-	} else {
-		r = g.classify(runCtx, berr, runErr, late, run)
-	}
-	if cancel != nil {
-		cancel()
-	}
-	return v, r, t1
+	return v, g.settle(runCtx, cancel, berr, runErr, run), t1
 }
 
 // discard hands a value of Run that nobody will receive to the command's

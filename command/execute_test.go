@@ -435,7 +435,7 @@ func TestFallbackCalledExactly(t *testing.T) {
 		{name: "bad request", run: fail[int](BadRequest(errBoom)), event: metrics.BadRequest},
 		{name: "failure", run: fail[int](errBoom), event: metrics.Failure, fallback: true},
 		{name: "panic", run: func(context.Context) (int, error) { panic(errBoom) }, event: metrics.Failure, fallback: true},
-		{name: "timeout", cfg: GroupConfig{Timeout: time.Millisecond}, run: waitDone[int], event: metrics.Timeout, fallback: true},
+		{name: "timeout", cfg: GroupConfig{Timeout: 50 * time.Millisecond}, run: waitDone[int], event: metrics.Timeout, fallback: true},
 		{name: "rejected", cfg: GroupConfig{MaxConcurrent: 1}, run: succeed(1), setup: hold, event: metrics.ThreadPoolRejected, fallback: true},
 		{name: "short-circuited", cfg: GroupConfig{CommandBreaker: circuit.Config{Mode: circuit.ForcedOpen}}, run: succeed(1),
 			event: metrics.ShortCircuited, fallback: true},

@@ -72,20 +72,29 @@ type result struct {
 	ran   bool          // Run returned before the caller was answered
 }
 
-// classify turns what the bulkhead and Run returned into the primary
-// outcome. berr is the bulkhead's error, runErr Run's (when berr is nil),
-// late reports that runCtx had ended when Run returned, and run is Run's
-// latency if it ran. The call paths decide the common case, a success
-// (berr and runErr nil, not late), inline before calling it.
-func (g *Group) classify(runCtx context.Context, berr, runErr error, late bool, run time.Duration) result {
-	r := g.outcome(runCtx, berr, runErr, late)
+// settle is how both call paths end: it turns what the bulkhead (berr) and
+// Run (runErr, after run) returned into the primary outcome, then stops the
+// run context's timer (cancel, nil without a timeout). late, that runCtx had
+// ended when Run returned, makes even a success a TIMEOUT or CANCELLED.
+func (g *Group) settle(runCtx context.Context, cancel context.CancelFunc, berr, runErr error, run time.Duration) result {
+	late := berr == nil && runCtx.Err() != nil
+	var r result
+	if berr == nil && runErr == nil && !late { // the common case, decided inline
+		r = result{event: metrics.Success, ran: true}
+	} else {
+		r = g.outcome(runCtx, berr, runErr, late)
+	}
 	if r.ran {
 		r.run = run
+	}
+	if cancel != nil {
+		cancel()
 	}
 	return r
 }
 
-// outcome is classify without the latency.
+// outcome is the primary outcome of a call that did not simply succeed;
+// see settle.
 func (g *Group) outcome(runCtx context.Context, berr, runErr error, late bool) result {
 	switch {
 	case berr == nil && late:

@@ -20,8 +20,8 @@
 //
 // A client gets text/event-stream with the headers Hystrix sends. Every
 // interval (500 ms, or ?delay=<ms> clamped to [Config.MinInterval,
-// Config.MaxInterval]; a delay that is not a positive whole number is
-// answered 400) it receives, each as "data: <json>" and a blank line, with no
+// Config.MaxInterval], however many digits it has; a delay that is not a
+// positive whole number is answered 400) it receives, each as "data: <json>" and a blank line, with no
 // event name:
 //   - one HystrixCommand event per command, with all 48 keys of Hystrix 1.5;
 //   - one HystrixThreadPool event per group isolated by a goroutine pool, with
@@ -46,12 +46,20 @@
 // holds only the newest frame; it stops when the last client leaves, and the
 // handler of that client waits for it, so no goroutine outlives the stream's
 // handlers. Each client writes from its own handler goroutine: a slow client
-// skips the frames it had no time for, and a client that does not take a
-// frame within Config.WriteTimeout (http.ResponseController's write
-// deadline) is disconnected. Neither ever blocks the hub, the other clients
-// or the commands. A client that disconnects is noticed through its request
+// skips the frames it had no time for, and a client whose connection does
+// not take a frame within Config.WriteTimeout (http.ResponseController's
+// write deadline) is disconnected and frees its slot at once, whatever the
+// delay, so clients that stop reading cannot lock the others out for
+// longer than that once their socket buffers are full (see
+// Config.WriteTimeout). Neither ever blocks the hub, the other clients or
+// the commands. A client that disconnects is noticed through its request
 // context. The stream sets its own write deadlines, so a server's
 // WriteTimeout does not cut it off.
+//
+// A Source whose Snapshot panics does not take the process down: the hub
+// recovers, logs the first panic of a run at Error with its stack, sends
+// ping-only frames meanwhile (the clients stay connected and see no data),
+// and real frames again, logged at Info, once a Snapshot succeeds.
 //
 // # How the Hystrix keys map to bulwark
 //

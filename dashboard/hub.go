@@ -1,6 +1,8 @@
 package dashboard
 
 import (
+	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,8 +50,9 @@ type hub struct {
 	latest  *frame // the newest frame, for clients that join between ticks
 
 	// run's own, unguarded:
-	enc  encoder // reusable event values
-	size int     // length of the previous frame, the next buffer's capacity
+	enc     encoder // reusable event values
+	size    int     // length of the previous frame, the next buffer's capacity
+	failing bool    // the previous frame could not be built (logged once)
 }
 
 func newHub(s *Stream, delay time.Duration) *hub {
@@ -96,10 +99,25 @@ func (h *hub) run() {
 }
 
 // publish takes one snapshot, encodes it and offers it to every client.
+//
+// A Source.Snapshot that panics (or a snapshot that cannot be encoded) does
+// not end the hub nor its clients: the panic is recovered, the clients get
+// a ping-only frame for that tick and real frames again as soon as a
+// snapshot succeeds. The first failure of a run is logged at Error (a panic
+// with its value and stack), the recovery at Info, so a Source that fails
+// on every tick does not flood the log.
 func (h *hub) publish() {
-	data, err := h.enc.encode(h.s.src.Snapshot(), h.size)
+	data, err := h.frameData()
+	switch {
+	case err != nil && !h.failing:
+		h.failing = true
+		h.s.log.Error("dashboard: cannot build a stream frame; sending pings until it works again",
+			"delay", h.delay, "err", err)
+	case err == nil && h.failing:
+		h.failing = false
+		h.s.log.Info("dashboard: stream frames built again", "delay", h.delay)
+	}
 	if err != nil {
-		h.s.log.Error("dashboard: cannot encode a stream frame", "err", err)
 		data = ping
 	}
 	h.size = len(data)
@@ -111,4 +129,15 @@ func (h *hub) publish() {
 	for c := range h.clients {
 		c.offer(f)
 	}
+}
+
+// frameData encodes one snapshot of the Source, turning a panic in
+// Snapshot or in the encoder into an error carrying its value and stack.
+func (h *hub) frameData() (data []byte, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("dashboard: stream frame panicked: %v\n%s", v, debug.Stack())
+		}
+	}()
+	return h.enc.encode(h.s.src.Snapshot(), h.size)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -26,7 +27,8 @@ const (
 
 // Source supplies the snapshots the stream publishes. *command.Registry is
 // one. Snapshot must be safe for concurrent use; the stream calls it once per
-// tick of each distinct delay, never once per client.
+// tick of each distinct delay, never once per client. A panic in Snapshot
+// is recovered and logged; that tick's frame is a ping only.
 type Source interface {
 	Snapshot() command.Snapshot
 }
@@ -38,15 +40,25 @@ type Config struct {
 	// ?delay= parameter. Default DefaultInterval (500 ms).
 	Interval time.Duration
 	// MinInterval and MaxInterval bound the ?delay= a client may ask for;
-	// a delay outside is clamped to the nearest bound. Defaults
-	// DefaultMinInterval (100 ms) and DefaultMaxInterval (30 s).
+	// a delay outside is clamped to the nearest bound. Interval must lie
+	// between them: an Interval below MinInterval is an error, so a faster
+	// stream needs a MinInterval set as low. Defaults DefaultMinInterval
+	// (100 ms) and DefaultMaxInterval (30 s, or Interval if it is longer).
 	MinInterval, MaxInterval time.Duration
 	// MaxClients caps the stream connections served at once; one more is
 	// answered 503 Service Unavailable. Default DefaultMaxClients (5).
 	MaxClients int
-	// WriteTimeout bounds the time one frame may take to reach a client. A
-	// client that does not read for that long is disconnected. Default
-	// DefaultWriteTimeout (5 s).
+	// WriteTimeout bounds the time one frame may take to reach a client's
+	// connection. A client whose connection does not take a frame within
+	// it is disconnected and its slot freed at once: about WriteTimeout
+	// after that frame was due, whatever the delay. The connection takes
+	// what the operating system can buffer for it: a client that stops
+	// reading is seen only once its socket buffers are full (tens of
+	// kilobytes to a few megabytes, depending on the system and the
+	// network), which for small frames at a long delay can take minutes.
+	// A server dedicated to the dashboard can shorten that by giving its
+	// accepted connections small send buffers (net.TCPConn.SetWriteBuffer).
+	// Default DefaultWriteTimeout (5 s).
 	WriteTimeout time.Duration
 	// Logger receives connection and error records; nil means slog.Default().
 	Logger *slog.Logger
@@ -59,7 +71,7 @@ func (c Config) WithDefaults() Config {
 		c.Interval = DefaultInterval
 	}
 	if c.MinInterval == 0 {
-		c.MinInterval = min(DefaultMinInterval, c.Interval)
+		c.MinInterval = DefaultMinInterval
 	}
 	if c.MaxInterval == 0 {
 		c.MaxInterval = max(DefaultMaxInterval, c.Interval)
@@ -89,9 +101,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxInterval %v is negative", ErrInvalidConfig, c.MaxInterval)
 	case e.MinInterval > e.MaxInterval:
 		return fmt.Errorf("%w: MinInterval %v is above MaxInterval %v", ErrInvalidConfig, e.MinInterval, e.MaxInterval)
-	case e.Interval < e.MinInterval || e.Interval > e.MaxInterval:
-		return fmt.Errorf("%w: Interval %v is outside [MinInterval %v, MaxInterval %v]",
-			ErrInvalidConfig, e.Interval, e.MinInterval, e.MaxInterval)
+	case e.Interval < e.MinInterval:
+		return fmt.Errorf("%w: Interval %v is below MinInterval %v", ErrInvalidConfig, e.Interval, e.MinInterval)
+	case e.Interval > e.MaxInterval:
+		return fmt.Errorf("%w: Interval %v is above MaxInterval %v", ErrInvalidConfig, e.Interval, e.MaxInterval)
 	case e.MaxClients < 0:
 		return fmt.Errorf("%w: MaxClients %d is negative", ErrInvalidConfig, c.MaxClients)
 	case e.WriteTimeout < 0:
@@ -117,16 +130,33 @@ type Stream struct {
 }
 
 // NewStream returns the stream handler publishing src's snapshots. It fails,
-// wrapping ErrInvalidConfig, if cfg is invalid.
+// wrapping ErrInvalidConfig, if src is nil (a nil interface, or one holding
+// a nil pointer such as a nil *command.Registry) or cfg is invalid.
 func NewStream(src Source, cfg Config) (*Stream, error) {
-	if src == nil {
-		return nil, fmt.Errorf("%w: nil Source", ErrInvalidConfig)
+	if err := checkSource(src); err != nil {
+		return nil, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
 	return &Stream{src: src, cfg: cfg, log: cfg.Logger, hubs: make(map[time.Duration]*hub)}, nil
+}
+
+// checkSource refuses a nil Source: a nil interface, or one holding a nil
+// pointer, func, channel, map or slice (such as a nil *command.Registry),
+// whose Snapshot would fail at the first stream client.
+func checkSource(src Source) error {
+	if src == nil {
+		return fmt.Errorf("%w: nil Source", ErrInvalidConfig)
+	}
+	switch v := reflect.ValueOf(src); v.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Chan, reflect.Map, reflect.Slice:
+		if v.IsNil() {
+			return fmt.Errorf("%w: nil Source (a nil %T)", ErrInvalidConfig, src)
+		}
+	}
+	return nil
 }
 
 // Config returns the effective configuration.
@@ -212,13 +242,18 @@ func (s *Stream) write(w http.ResponseWriter, rc *http.ResponseController, data 
 }
 
 // delay reads the ?delay= parameter: absent means Interval; a positive
-// number of milliseconds is clamped to [MinInterval, MaxInterval].
+// whole number of milliseconds is clamped to [MinInterval, MaxInterval],
+// however many digits it has; anything else (zero and negative numbers
+// included) is an error.
 func (s *Stream) delay(r *http.Request) (time.Duration, error) {
 	v := r.URL.Query().Get("delay")
 	if v == "" {
 		return s.cfg.Interval, nil
 	}
 	ms, err := strconv.ParseInt(v, 10, 64)
+	if errors.Is(err, strconv.ErrRange) && ms > 0 {
+		return s.cfg.MaxInterval, nil // past int64 milliseconds
+	}
 	if err != nil || ms <= 0 {
 		return 0, fmt.Errorf("dashboard: delay must be a positive whole number of milliseconds, got %q", v)
 	}

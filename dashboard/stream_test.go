@@ -408,7 +408,7 @@ func TestStreamConfigValidation(t *testing.T) {
 		"MaxClients":    {MaxClients: -1},
 		"WriteTimeout":  {WriteTimeout: -time.Second},
 		"min above max": {MinInterval: time.Second, MaxInterval: 500 * time.Millisecond},
-		"outside":       {Interval: time.Minute, MaxInterval: time.Second},
+		"above max":     {Interval: time.Minute, MaxInterval: time.Second},
 	} {
 		_, err := NewStream(src, cfg)
 		require.ErrorIs(t, err, ErrInvalidConfig, name)

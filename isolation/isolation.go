@@ -89,7 +89,9 @@ type PanicError struct {
 	Stack []byte
 }
 
-func newPanicError(v any) *PanicError {
+// NewPanicError returns the PanicError of v, a value just recovered, with the stack of the
+// goroutine that panicked: call it in the deferred function that recovered v.
+func NewPanicError(v any) *PanicError {
 	return &PanicError{Value: v, Stack: debug.Stack()}
 }
 

@@ -52,12 +52,12 @@ func TestEndErrorsDoNotAllocate(t *testing.T) {
 }
 
 func TestPanicErrorUnwrapsErrorValues(t *testing.T) {
-	pe := newPanicError(io.ErrUnexpectedEOF)
+	pe := NewPanicError(io.ErrUnexpectedEOF)
 	assert.ErrorIs(t, pe, io.ErrUnexpectedEOF)
 	assert.Equal(t, "isolation: work panicked: unexpected EOF", pe.Error())
-	assert.Contains(t, string(pe.Stack), "newPanicError")
+	assert.Contains(t, string(pe.Stack), "NewPanicError")
 
-	assert.NoError(t, newPanicError("boom").Unwrap())
+	assert.NoError(t, NewPanicError("boom").Unwrap())
 }
 
 func TestCloseErrorSaysWhatWasCutOff(t *testing.T) {

@@ -256,13 +256,13 @@ func (p *Pool) call(j *job) (err error) {
 	returned := false
 	defer func() {
 		if v := recover(); v != nil {
-			err = newPanicError(v)
+			err = NewPanicError(v)
 			return
 		}
 		if returned {
 			return
 		}
-		p.finish(j, jobStarted, newPanicError(goexitValue))
+		p.finish(j, jobStarted, NewPanicError(goexitValue))
 		p.slots.Add(-1)
 		if p.queue.n.Load() > 0 && p.acquire(true) {
 			p.startWorker()

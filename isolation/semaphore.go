@@ -86,6 +86,21 @@ func (s *Semaphore) Release() {
 // There is no detachment: a work that ignores ctx keeps the caller until it returns. Execute
 // itself allocates nothing and work does not escape.
 func (s *Semaphore) Execute(ctx context.Context, work func(ctx context.Context)) (err error) {
+	if err := s.Enter(ctx); err != nil {
+		return err
+	}
+	defer s.exit(&err)
+	work(ctx)
+	return nil
+}
+
+// Enter is Execute's admission, for a caller that runs its work itself (without a closure):
+// it takes a permit and returns nil, or returns the error Execute would, without blocking and
+// leaving the Semaphore unchanged but for its Rejected counter: an error matching ErrDropped
+// and ctx.Err() when ctx has already ended, ErrRejected when every permit is taken, ErrClosed
+// after Close. After a nil return the caller must Release the permit, also when its work
+// panics (recover it with NewPanicError to report it as Execute does).
+func (s *Semaphore) Enter(ctx context.Context) error {
 	if cause := ctx.Err(); cause != nil {
 		return dropped(cause)
 	}
@@ -95,8 +110,6 @@ func (s *Semaphore) Execute(ctx context.Context, work func(ctx context.Context))
 		}
 		return ErrRejected
 	}
-	defer s.exit(&err)
-	work(ctx)
 	return nil
 }
 
@@ -104,7 +117,7 @@ func (s *Semaphore) Execute(ctx context.Context, work func(ctx context.Context))
 // when work calls runtime.Goexit).
 func (s *Semaphore) exit(err *error) {
 	if v := recover(); v != nil {
-		*err = newPanicError(v)
+		*err = NewPanicError(v)
 	}
 	s.Release()
 }
