@@ -42,7 +42,10 @@ type Config struct {
 	// breakers) with the same synthetic 503, X-Degraded "failure" and
 	// Retry-After 1; the upstream response is closed unread. Default: the
 	// 5xx response is returned to the caller as it came, body and headers
-	// (Retry-After...) included, as an http.RoundTripper must.
+	// (Retry-After...) included, as an http.RoundTripper must; its metrics
+	// are those of a failure that got no fallback value (FAILURE,
+	// FALLBACK_MISSING, EXCEPTION_THROWN), since the command's caller is
+	// the Transport.
 	DegradeServerErrors bool
 	// MaxHosts bounds the groups the Transport creates that are open at
 	// once: a request to a new host beyond it gets an error matching
