@@ -152,10 +152,15 @@
 // group with a queue. command_bench_test.go measures each case against its
 // baseline.
 //
+// # Closing
+//
+// Registry.Close is final: it closes every group, then NewGroup and
+// GroupOrNew return ErrClosed. It waits for the calls still running,
+// detached ones included, until its ctx ends: give it a deadline.
+//
 // # HTTP
 //
-// Transport is an http.RoundTripper that runs each request as a command in a
-// group per host, with 5xx and network errors as failures, 4xx (429 too) as
-// bad requests, and an optional degraded 503 answer (Retry-After,
-// X-Degraded) when a host's breaker is open or its bulkhead full.
+// Package [github.com/bulwark-go/bulwark/httpguard] builds on this one: an
+// http.RoundTripper that runs each request as a command in a group per
+// host.
 package command

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"time"
 
-	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -242,40 +240,40 @@ func ExampleRegistry_Metrics() {
 	// Output: 2 2
 }
 
-func ExampleTransport() {
-	dependency := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "overloaded", http.StatusServiceUnavailable)
-	}))
-	defer dependency.Close()
-	base := &http.Transport{}
-	defer base.CloseIdleConnections()
-
+// ExampleRegistry_Close shuts down with a deadline: Close waits for the
+// calls still running, detached ones included (a Run that outlived its
+// caller's timeout keeps its worker until it returns), until ctx ends, then
+// reports what it cut off.
+func ExampleRegistry_Close() {
 	reg := command.NewRegistry(command.RegistryConfig{})
-	defer reg.Close(context.Background())
-	transport, err := command.NewTransport(reg, command.TransportConfig{
-		Base:    base,
-		Degrade: true,
-		Group:   command.GroupConfig{Breaker: circuit.Config{MinRequests: 3, OpenDuration: 10 * time.Second}},
-	})
+	g, err := reg.NewGroup("reports", command.GroupConfig{Timeout: 10 * time.Millisecond})
 	if err != nil {
 		panic(err)
 	}
-	client := &http.Client{Transport: transport}
+	release := make(chan struct{})
+	_, err = command.Execute(context.Background(), g, slowReport{release})
+	fmt.Println(errors.Is(err, command.ErrTimeout)) // the caller left; the Run goes on, detached
 
-	for range 3 {
-		_, err := client.Get(dependency.URL)
-		var se *command.StatusError
-		fmt.Println(errors.As(err, &se), se.StatusCode)
-	}
-	resp, err := client.Get(dependency.URL) // the host's breaker is open now
-	if err != nil {
-		panic(err)
-	}
-	resp.Body.Close()
-	fmt.Println(resp.StatusCode, resp.Header.Get("X-Degraded"), resp.Header.Get("Retry-After"))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err = reg.Close(ctx)
+	var ce *isolation.CloseError
+	fmt.Println(errors.As(err, &ce), ce.Running, errors.Is(err, context.DeadlineExceeded))
+
+	_, err = reg.NewGroup("late", command.GroupConfig{})
+	fmt.Println(errors.Is(err, command.ErrClosed)) // Close is final
+	// The detached Run returns; its goroutine ends.
+	close(release)
 	// Output:
-	// true 503
-	// true 503
-	// true 503
-	// 503 short_circuited 10
+	// true
+	// true 1 true
+	// true
+}
+
+// slowReport is a command whose Run ignores its context until release.
+type slowReport struct{ release chan struct{} }
+
+func (r slowReport) Run(context.Context) (int, error) {
+	<-r.release
+	return 1, nil
 }

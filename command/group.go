@@ -9,7 +9,6 @@ import (
 	"math"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -596,6 +595,3 @@ func (c *commandState) snapshot(now time.Duration) CommandSnapshot {
 	}
 	return s
 }
-
-// metricName joins go-metrics name parts with dots.
-func metricName(parts ...string) string { return strings.Join(parts, ".") }

@@ -8,13 +8,20 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	gometrics "github.com/rcrowley/go-metrics"
 
+	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
+
+// ErrClosed is the error of NewGroup and GroupOrNew once the registry's
+// Close has begun. It also matches isolation.ErrClosed, as the calls of a
+// closed group do.
+var ErrClosed error = &kindError{"command: registry closed", isolation.ErrClosed}
 
 // RegistryConfig configures a Registry. Every field is optional.
 type RegistryConfig struct {
@@ -33,20 +40,34 @@ type RegistryConfig struct {
 
 // Registry holds the groups of an application: it creates them, exports
 // their metrics to go-metrics and snapshots them for dashboards. There is no
-// global registry: create one with NewRegistry and pass it around. A
-// Registry is safe for concurrent use.
+// global registry: create one with NewRegistry and pass it around. A zero
+// Registry is ready to use, configured as by NewRegistry(RegistryConfig{});
+// a Registry must not be copied after first use. A Registry is safe for
+// concurrent use.
 type Registry struct {
+	once   sync.Once // sets the fields below: NewRegistry's config, or the defaults
 	gm     gometrics.Registry
 	clock  metrics.Clock
 	logger *slog.Logger
 
 	mu     sync.RWMutex
 	groups map[string]*Group
+	closed bool // Close has begun: no group may be created
 }
 
 // NewRegistry returns an empty registry configured by cfg.
 func NewRegistry(cfg RegistryConfig) *Registry {
-	r := &Registry{gm: cfg.Metrics, clock: cfg.Clock, logger: cfg.Logger, groups: map[string]*Group{}}
+	r := &Registry{}
+	r.once.Do(func() { r.setup(cfg) })
+	return r
+}
+
+// ready configures a zero Registry with the defaults on its first use.
+func (r *Registry) ready() { r.once.Do(func() { r.setup(RegistryConfig{}) }) }
+
+// setup applies cfg and its defaults; see RegistryConfig.
+func (r *Registry) setup(cfg RegistryConfig) {
+	r.gm, r.clock, r.logger, r.groups = cfg.Metrics, cfg.Clock, cfg.Logger, map[string]*Group{}
 	if r.gm == nil {
 		r.gm = gometrics.NewRegistry()
 	}
@@ -56,13 +77,23 @@ func NewRegistry(cfg RegistryConfig) *Registry {
 	if r.logger == nil {
 		r.logger = slog.Default()
 	}
-	return r
+}
+
+// Logger returns the registry's logger, the default logger of its groups.
+func (r *Registry) Logger() *slog.Logger {
+	r.ready()
+	return r.logger
 }
 
 // Metrics returns the go-metrics registry the groups and commands publish
 // into, for its reporters (gometrics.WriteOnce, WriteJSONOnce, Graphite...).
 // The names, with <window> the names of metrics.Register (rolling.<event>,
-// cumulative.<event>, rolling.max, run_ns.<quantile>, total_ns.<quantile>):
+// cumulative.<event>, rolling.max, run_ns.<quantile>, total_ns.<quantile>),
+// and <group> and <command> escaped so that a dot in them is not read as a
+// separator: each "%" is written "%25" and each "." "%2E" (as in a URL;
+// url.PathUnescape reverses it). So group "a.b" with command "c" publishes
+// command.a%2Eb.c.calls, and group "a" with command "b.c"
+// command.a.b%2Ec.calls:
 //
 //	group.<group>.<window>                      the sum of its commands' counts (no latencies); rolling.max: peak running calls
 //	group.<group>.bulkhead.active|queued|detached|capacity   gauges
@@ -77,47 +108,70 @@ func NewRegistry(cfg RegistryConfig) *Registry {
 // nothing is recorded through go-metrics, and no Meter is created. A group's
 // metrics are removed by its Close. Use gometrics.NewPrefixedChildRegistry
 // to put them under a prefix of your own.
-func (r *Registry) Metrics() gometrics.Registry { return r.gm }
-
-// NewGroup creates the group called name. The error wraps ErrInvalidConfig
-// and names the field when cfg is invalid or the name is empty or taken.
-func (r *Registry) NewGroup(name string, cfg GroupConfig) (*Group, error) {
-	g, _, err := r.group(name, cfg, false)
-	return g, err
+func (r *Registry) Metrics() gometrics.Registry {
+	r.ready()
+	return r.gm
 }
 
-// Group returns the group called name, and false if there is none.
+// NewGroup creates the group called name. The error wraps ErrInvalidConfig
+// and names the field when cfg is invalid or the name is empty or taken; it
+// matches ErrClosed once Close has begun.
+func (r *Registry) NewGroup(name string, cfg GroupConfig) (*Group, error) {
+	r.ready()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.groups[name]; ok && !r.closed {
+		return nil, fmt.Errorf("%w: group %q already exists", ErrInvalidConfig, name)
+	}
+	return r.create(name, cfg)
+}
+
+// GroupOrNew returns the group called name, creating it with cfg if there
+// is none: the group of a name that is known only when the first call comes
+// (such as a host, see package httpguard). Concurrent first calls create one
+// group, which they all get. cfg is used only to create the group: an
+// existing group, even one created with another config, is returned as is.
+// A closed group is no longer in the registry, so the next GroupOrNew of its
+// name creates a new one. The errors are NewGroup's.
+func (r *Registry) GroupOrNew(name string, cfg GroupConfig) (*Group, error) {
+	if g, ok := r.Group(name); ok {
+		return g, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if g, ok := r.groups[name]; ok {
+		return g, nil
+	}
+	return r.create(name, cfg)
+}
+
+// Group returns the group called name, and false if there is none (or it
+// was closed).
 func (r *Registry) Group(name string) (*Group, bool) {
+	r.ready()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	g, ok := r.groups[name]
 	return g, ok
 }
 
-// group returns the group called name, creating it with cfg if there is none
-// (or failing if reuse is false and there is one). It reports whether the
-// group was created.
-func (r *Registry) group(name string, cfg GroupConfig, reuse bool) (*Group, bool, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if g, ok := r.groups[name]; ok {
-		if reuse {
-			return g, false, nil
-		}
-		return nil, false, fmt.Errorf("%w: group %q already exists", ErrInvalidConfig, name)
+// create creates, exports and adds the group called name; r.mu is held.
+func (r *Registry) create(name string, cfg GroupConfig) (*Group, error) {
+	if r.closed {
+		return nil, fmt.Errorf("group %q: %w", name, ErrClosed)
 	}
 	g, err := newGroup(r, name, cfg)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if err := r.exportGroup(g); err != nil {
-		return nil, false, errors.Join(err, g.closeBulkhead(context.Background()))
+		return nil, errors.Join(err, g.closeBulkhead(context.Background()))
 	}
 	r.groups[name] = g
 	for _, cmd := range slices.Sorted(maps.Keys(g.cfg.Commands)) {
 		g.addCommand(cmd)
 	}
-	return g, true, nil
+	return g, nil
 }
 
 // remove forgets g and unregisters its metrics and those of cmds.
@@ -134,6 +188,7 @@ func (r *Registry) remove(g *Group, cmds *commandTable) {
 // counters and histograms without stopping the executors; it is meant to be
 // called on a schedule (the stream does every 500 ms).
 func (r *Registry) Snapshot() Snapshot {
+	r.ready()
 	r.mu.RLock()
 	groups := make([]*Group, 0, len(r.groups))
 	for _, g := range r.groups {
@@ -148,15 +203,22 @@ func (r *Registry) Snapshot() Snapshot {
 	return s
 }
 
-// Close closes every group (see Group.Close), waiting until ctx ends for
-// calls in progress, and returns their errors joined.
+// Close closes the registry for good: from then on NewGroup and GroupOrNew
+// return an error matching ErrClosed. It closes every group (see
+// Group.Close) and waits for their calls in progress, detached ones
+// included (a Thread call whose caller left at its deadline keeps its
+// worker until its Run returns), until ctx ends: give ctx a deadline to
+// bound the wait. It returns nil when every call has finished, at once if
+// none was running (whatever ctx), else the groups' errors joined (each
+// an *isolation.CloseError that says what was cut off, matching ctx's
+// error). Calls still running then finish on their own; their results are
+// dropped. A second Close returns nil.
 func (r *Registry) Close(ctx context.Context) error {
-	r.mu.RLock()
-	groups := make([]*Group, 0, len(r.groups))
-	for _, g := range r.groups {
-		groups = append(groups, g)
-	}
-	r.mu.RUnlock()
+	r.ready()
+	r.mu.Lock()
+	r.closed = true
+	groups := slices.Collect(maps.Values(r.groups))
+	r.mu.Unlock()
 	var errs []error
 	for _, g := range groups {
 		if err := g.Close(ctx); err != nil {
@@ -165,6 +227,19 @@ func (r *Registry) Close(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// metricName joins go-metrics name parts with dots, escaping each part so
+// that its dots are not read as separators (see Registry.Metrics).
+func metricName(parts ...string) string {
+	for i, p := range parts {
+		parts[i] = metricEscaper.Replace(p)
+	}
+	return strings.Join(parts, ".")
+}
+
+// metricEscaper escapes a part of a go-metrics name: "%" first, so that the
+// escape of a dot cannot be confused with a name that spells it.
+var metricEscaper = strings.NewReplacer("%", "%25", ".", "%2E")
 
 func groupPrefix(g *Group) string { return metricName("group", g.name) }
 

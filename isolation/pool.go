@@ -400,8 +400,9 @@ func (p *Pool) Stats() Stats {
 // Close stops admitting calls (Execute returns ErrClosed from then on) and waits until the
 // queued and running calls have finished, detached ones included, or ctx ends.
 //
-// When everything finished it releases the workers, waits for their goroutines to exit and
-// returns nil. When ctx ends first it drops the calls still queued (their callers get an error
+// When everything finished it releases the workers, waits for their goroutines to exit (a
+// wait that no call can prolong, so it is not bounded by ctx: Close returns nil even if ctx
+// ended meanwhile or had already ended) and returns nil. When ctx ends first it drops the calls still queued (their callers get an error
 // matching ErrDropped and ErrClosed), releases the workers and returns a *CloseError with the
 // number of calls dropped and still running; each running call keeps its goroutine until its
 // work returns. A second Close returns ErrClosed.
@@ -423,7 +424,10 @@ func (p *Pool) Close(ctx context.Context) error {
 		}
 		return &CloseError{Dropped: n, Running: running, Err: err}
 	}
-	if err := p.workers.ReleaseContext(ctx); err != nil {
+	// No call is left: the workers only have to exit, which they do at
+	// once, so this wait is not bounded by ctx (an ended ctx must not turn
+	// a clean close into an error, nor leave their goroutines behind).
+	if err := p.workers.ReleaseContext(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("isolation: close: waiting for idle workers to exit: %w", err)
 	}
 	return nil

@@ -592,3 +592,22 @@ func TestPoolExecuteAllocatesAtMostOnce(t *testing.T) {
 	})
 	assert.LessOrEqual(t, allocs, 1.0)
 }
+
+// TestPoolCloseIdleEndedContext: closing an idle pool with a context that
+// has already ended returns nil (there was no call to wait for) and leaves
+// no goroutine behind.
+func TestPoolCloseIdleEndedContext(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	for range 20 {
+		p, err := NewPool(PoolConfig{Size: 2})
+		require.NoError(t, err)
+		require.NoError(t, p.Execute(context.Background(), func(context.Context) {}))
+		// Idle: the worker has let go of its slot (it does so just after
+		// its caller got the result).
+		require.Eventually(t, func() bool { return p.Stats().Active == 0 }, 5*time.Second, time.Millisecond)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		require.NoError(t, p.Close(ctx))
+	}
+	goleak.VerifyNone(t, ignore)
+}

@@ -1,10 +1,11 @@
-// Command httpclient shows command.Transport, the http.RoundTripper that
+// Command httpclient shows httpguard.Transport, the http.RoundTripper that
 // runs each request as a command in a group per host. A local test server
 // (a "price service") is healthy, answers 500 from 0.3 s to 1.2 s after the
 // start, then recovers. The client asks it for a price every 30 ms and
-// prints what it got: the 500s come back as errors (their bodies closed),
-// then the host's breaker opens and the transport answers at once with a
-// degraded 503 carrying Retry-After (the breaker's remaining open time) and
+// prints what it got: the 500s come back as responses (the caller reads the
+// server's own answer) while the host's breaker counts them as failures,
+// then the breaker opens and the transport answers at once with a degraded
+// 503 carrying Retry-After (the breaker's remaining open time) and
 // X-Degraded; after the open time, probes find the server healthy and the
 // breaker closes. A 404 at the start passes through untouched and is not
 // counted against the host. It takes about three seconds.
@@ -14,7 +15,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,6 +26,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/httpguard"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -82,7 +83,7 @@ func run(w io.Writer, p params) error {
 		MinRequests:  5,
 		OpenDuration: p.OpenDuration,
 	}
-	transport, err := command.NewTransport(reg, command.TransportConfig{
+	transport, err := httpguard.NewTransport(reg, httpguard.Config{
 		Base:    base,
 		Degrade: true,
 		Group:   command.GroupConfig{Timeout: 200 * time.Millisecond, Breaker: breaker, CommandBreaker: breaker},
@@ -123,12 +124,7 @@ func report(w io.Writer, start time.Time, client *http.Client, url string) {
 	resp, err := client.Get(url)
 	at := time.Since(start).Round(time.Millisecond)
 	if err != nil {
-		var se *command.StatusError
-		if errors.As(err, &se) {
-			fmt.Fprintf(w, "%-8s GET %-12s error: the server answered %s\n", at, path, se.Status)
-		} else {
-			fmt.Fprintf(w, "%-8s GET %-12s error: %v\n", at, path, err)
-		}
+		fmt.Fprintf(w, "%-8s GET %-12s error: %v\n", at, path, err)
 		return
 	}
 	defer resp.Body.Close()

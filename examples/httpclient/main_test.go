@@ -26,11 +26,12 @@ func TestRun(t *testing.T) {
 	for _, want := range []string{
 		"GET /nope        404 Not Found",
 		"GET /price       200 OK 101.50",
-		"GET /price       error: the server answered 500 Internal Server Error",
+		"GET /price       500 Internal Server Error database unavailable",
 		"503 Service Unavailable, degraded: X-Degraded: short_circuited, Retry-After: 1",
 		"closed    -> open      error_ratio",
 		"half-open -> closed    probes_succeeded",
 		"BAD_REQUEST=1 ",
+		"FAILURE=",
 	} {
 		assert.Contains(t, text, want)
 	}

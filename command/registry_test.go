@@ -1,0 +1,172 @@
+package command
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	gometrics "github.com/rcrowley/go-metrics"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/bulwark-go/bulwark/isolation"
+)
+
+// TestRegistryCloseIsFinal: after Close, no group can be created (the
+// registry would hold its goroutines until a second Close), and a second
+// Close has nothing left to do.
+func TestRegistryCloseIsFinal(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	reg := NewRegistry(RegistryConfig{Logger: discardLogger})
+	_, err := reg.NewGroup("before", GroupConfig{})
+	require.NoError(t, err)
+	require.NoError(t, reg.Close(context.Background()))
+
+	g, err := reg.NewGroup("after", GroupConfig{})
+	assert.Nil(t, g)
+	require.ErrorIs(t, err, ErrClosed)
+	assert.ErrorIs(t, err, isolation.ErrClosed, "as the calls of a closed group")
+	assert.ErrorContains(t, err, `group "after"`)
+	g, err = reg.GroupOrNew("after", GroupConfig{})
+	assert.Nil(t, g)
+	assert.ErrorIs(t, err, ErrClosed)
+	_, ok := reg.Group("before")
+	assert.False(t, ok, "closed groups are forgotten")
+	goleak.VerifyNone(t, ignore)
+	assert.NoError(t, reg.Close(context.Background()))
+}
+
+// TestRegistryCloseEndedContext: closing an idle registry with a context
+// that has already ended returns nil: nothing was left to wait for.
+func TestRegistryCloseEndedContext(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	reg := NewRegistry(RegistryConfig{Logger: discardLogger})
+	for _, s := range []Strategy{Thread, Semaphore} {
+		g, err := reg.NewGroup(s.String(), GroupConfig{Strategy: s})
+		require.NoError(t, err)
+		_, err = Execute(context.Background(), g, op[int]{"get", succeed(1)})
+		require.NoError(t, err)
+		if s == Thread { // idle: the worker has let go of its slot
+			require.Eventually(t, func() bool { return g.pool.Stats().Active == 0 }, time.Minute, time.Millisecond)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.NoError(t, reg.Close(ctx))
+	goleak.VerifyNone(t, ignore)
+}
+
+// TestZeroRegistry: a Registry{} not made by NewRegistry works as
+// NewRegistry(RegistryConfig{}) would.
+func TestZeroRegistry(t *testing.T) {
+	var reg Registry
+	assert.NotNil(t, reg.Metrics())
+	g, err := reg.NewGroup("zero", GroupConfig{Strategy: Semaphore})
+	require.NoError(t, err)
+	v, err := Execute(context.Background(), g, op[int]{"get", succeed(7)})
+	require.NoError(t, err)
+	assert.Equal(t, 7, v)
+	assert.NotNil(t, reg.Metrics().Get("command.zero.get.calls"))
+	assert.Len(t, reg.Snapshot().Groups, 1)
+	require.NoError(t, reg.Close(context.Background()))
+
+	var fresh Registry
+	assert.Empty(t, fresh.Snapshot().Groups)
+	_, ok := fresh.Group("none")
+	assert.False(t, ok)
+	assert.NoError(t, fresh.Close(context.Background()))
+}
+
+// TestGroupOrNew: concurrent first uses of a name get one group, created
+// with the config given; an existing group is returned as is.
+func TestGroupOrNew(t *testing.T) {
+	reg, _ := newTestRegistry(t)
+	const n = 8
+	groups := make([]*Group, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			var err error
+			groups[i], err = reg.GroupOrNew("shared", GroupConfig{Strategy: Semaphore, MaxConcurrent: 3})
+			assert.NoError(t, err)
+			runtime.Gosched()
+		})
+	}
+	wg.Wait()
+	for _, g := range groups {
+		assert.Same(t, groups[0], g)
+	}
+	assert.Equal(t, 3, groups[0].Config().MaxConcurrent)
+	g, err := reg.GroupOrNew("shared", GroupConfig{MaxConcurrent: -1})
+	require.NoError(t, err, "the config of an existing group is not looked at")
+	assert.Same(t, groups[0], g)
+
+	_, err = reg.GroupOrNew("bad", GroupConfig{MaxConcurrent: -1})
+	assert.ErrorIs(t, err, ErrInvalidConfig)
+	_, err = reg.GroupOrNew("", GroupConfig{})
+	assert.ErrorIs(t, err, ErrInvalidConfig)
+
+	require.NoError(t, g.Close(context.Background()))
+	fresh, err := reg.GroupOrNew("shared", GroupConfig{Strategy: Semaphore})
+	require.NoError(t, err)
+	assert.NotSame(t, g, fresh, "a closed group is replaced by a new one")
+}
+
+// TestGoMetricsNamesDoNotCollide: group "a.b" with command "c" and group
+// "a" with command "b.c" get distinct go-metrics names, and closing one
+// group leaves the other's metrics in place.
+func TestGoMetricsNamesDoNotCollide(t *testing.T) {
+	gm := gometrics.NewRegistry()
+	var logs syncBuffer
+	reg := NewRegistry(RegistryConfig{Metrics: gm, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	defer reg.Close(context.Background())
+	ab, err := reg.NewGroup("a.b", GroupConfig{Strategy: Semaphore})
+	require.NoError(t, err)
+	a, err := reg.NewGroup("a", GroupConfig{Strategy: Semaphore})
+	require.NoError(t, err)
+	_, err = Execute(context.Background(), ab, op[int]{"c", succeed(1)})
+	require.NoError(t, err)
+	_, err = Execute(context.Background(), a, op[int]{"b.c", succeed(1)})
+	require.NoError(t, err)
+	assert.Empty(t, logs.String(), "no export failed")
+
+	count := func(name string) int64 {
+		c, ok := gm.Get(name).(gometrics.Counter)
+		require.True(t, ok, "counter %s", name)
+		return c.Count()
+	}
+	assert.Equal(t, int64(1), count("command.a%2Eb.c.calls"))
+	assert.Equal(t, int64(1), count("command.a.b%2Ec.calls"))
+	assert.NotNil(t, gm.Get("group.a%2Eb.bulkhead.active"))
+
+	require.NoError(t, a.Close(context.Background()))
+	assert.Nil(t, gm.Get("command.a.b%2Ec.calls"))
+	assert.Nil(t, gm.Get("group.a.bulkhead.active"))
+	assert.Equal(t, int64(1), count("command.a%2Eb.c.calls"), "a.b's metrics stay")
+	assert.NotNil(t, gm.Get("group.a%2Eb.bulkhead.active"))
+
+	assert.Equal(t, "command.100%25.x%2Ey", metricName("command", "100%", "x.y"))
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use, to collect logs.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
