@@ -50,7 +50,7 @@ type Discarder[T any] interface {
 const NoTimeout time.Duration = -1
 
 // Option adjusts one call of Execute. Build it with WithTimeout or WithName;
-// it is a small value and costs no allocation.
+// it is a small value.
 type Option struct {
 	timeout time.Duration
 	name    string
@@ -87,12 +87,10 @@ type Info struct {
 	// Latency is the time the call took as the caller saw it, fallback
 	// included. RunLatency is the time Run took, or zero when Run did not
 	// return before the caller was answered (rejected, short-circuited,
-	// detached after a timeout in Thread mode). Both come from the two clock
-	// readings every call makes, at its start and when Run returns (a third
-	// after a fallback); so RunLatency also holds the admission and, in a
-	// Thread group, the hand-off to the worker and back, except in a group
-	// with a queue, whose worker reads the clock as Run starts (its one
-	// reading) to leave queue time out.
+	// detached after a timeout in Thread mode). RunLatency is measured from
+	// the call's start, so it includes the admission and, in a Thread group,
+	// the hand-off to the worker and back; in a group with a queue it starts
+	// when a worker starts Run, leaving queue time out.
 	Latency, RunLatency time.Duration
 }
 

@@ -137,20 +137,9 @@
 //
 // # Cost
 //
-// In a Semaphore group without a timeout, a successful Execute makes no
-// allocation and takes no lock (the metrics lock once per bucket interval to
-// rotate): a few dozen atomic operations and two clock readings, at the
-// start and when Run returns, which the breakers and the metrics share (a
-// breaker whose config sets its own Clock reads it itself; a fallback adds
-// a third reading). Execute keeps the command's own type (it is a type
-// parameter), so a command struct passed by value does not allocate; only
-// calling a Namer's Name converts it to an interface, which allocates for a
-// struct with fields (use the type name, WithName or a pointer where that
-// matters). A timeout costs what context.WithTimeout costs; a Thread group
-// adds the hand-off to a worker and back (its per-call state is recycled: no
-// allocation without a timeout), and its worker reads the clock only in a
-// group with a queue. command_bench_test.go measures each case against its
-// baseline.
+// A successful call in a Semaphore group without a timeout takes no lock and
+// makes no allocation; PERFORMANCE.md, at the repository's root, says what
+// each path costs and how it is measured.
 //
 // # Closing
 //

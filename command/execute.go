@@ -17,16 +17,14 @@ import (
 
 // Execute runs cmd in group g and returns Run's value, a fallback's value,
 // or an error. T is the command's result type and C the command's own type,
-// both inferred: command.Execute(ctx, g, getProfile{id: 7}). Because cmd
-// keeps its own type, a command struct passed by value costs no allocation;
-// it is converted to an interface (an allocation, for a struct with fields)
-// only to call its Name (Namer), Fallback or Discard.
+// both inferred: command.Execute(ctx, g, getProfile{id: 7}).
 //
 // The steps: both breakers (the group's, then the command's) must admit the
 // call, else SHORT_CIRCUITED; the bulkhead must admit it, else
 // THREAD_POOL_REJECTED or SEMAPHORE_REJECTED; Run runs on a pool worker
 // (Thread) or on the caller's goroutine (Semaphore) with the timeout in its
-// ctx; the outcome (SUCCESS, FAILURE, TIMEOUT, BAD_REQUEST or CANCELLED) is
+// ctx; the outcome (SUCCESS, FAILURE, TIMEOUT, QUEUE_TIMEOUT, BAD_REQUEST or
+// CANCELLED) is
 // recorded in the command's metrics and in both breakers; on FAILURE,
 // TIMEOUT, a rejection or a short-circuit the command's Fallback, if any,
 // runs under the group's fallback limit.

@@ -14,9 +14,8 @@ type FuncCommand[T any] struct {
 // Func returns a command named name whose Run is run and whose Fallback is
 // fallback (nil: no fallback, the call ends FALLBACK_MISSING when it would
 // fall back). Calls with the same name share a breaker and metrics, as for
-// any command. A FuncCommand costs what a Namer command costs: its Name is
-// read through an interface, one allocation per call, plus whatever the
-// closures capture.
+// any command. Its name is read through the Namer interface, which costs an
+// allocation per call (see PERFORMANCE.md).
 //
 //	user, err := command.Execute(ctx, users, command.Func("getUser",
 //		func(ctx context.Context) (User, error) { return db.User(ctx, id) },
