@@ -398,7 +398,10 @@ func (b *Breaker) recordProbe(now time.Duration, gen uint32, o Outcome, latency 
 // SetMode switches the mode at run time. ForcedOpen and ForcedClosed pin the
 // effective state (open or closed) and stop the state machine; leaving a
 // forced mode for Normal or ObserveOnly restarts it closed, with an empty
-// window. Switching between Normal and ObserveOnly keeps the current state.
+// window (outcomes counted while forced closed are dropped, and a call
+// admitted then that ends later is not counted). Leaving ForcedOpen starts a
+// ramp-up if RampUp is set; leaving ForcedClosed does not (calls were
+// flowing). Switching between Normal and ObserveOnly keeps the current state.
 // When the effective state changes, a transition with reason "forced" is
 // reported. An unknown mode is ignored.
 func (b *Breaker) SetMode(m Mode) {
@@ -409,17 +412,27 @@ func (b *Breaker) SetMode(m Mode) {
 	b.mu.Lock()
 	b.advanceLocked(now)
 	w := word(b.word.Load())
-	if m != w.mode() {
-		to := w.state()
-		switch {
-		case m == ForcedOpen:
-			to = Open
-		case m == ForcedClosed, w.mode().forced():
-			to = Closed
-		}
-		b.transitionLocked(now, to, m, ReasonForced)
+	switch {
+	case m == w.mode():
+	case w.mode() == ForcedClosed && !m.forced():
+		b.restartLocked(now, m)
+	case m == ForcedOpen:
+		b.transitionLocked(now, Open, m, ReasonForced)
+	case m == ForcedClosed, w.mode().forced():
+		b.transitionLocked(now, Closed, m, ReasonForced)
+	default:
+		b.transitionLocked(now, w.state(), m, ReasonForced)
 	}
 	b.unlockAndEmit()
+}
+
+// restartLocked restarts the state machine closed in mode m at now, when
+// leaving ForcedClosed: the window is emptied and a new generation begins
+// (permits issued while forced closed are stale), with no ramp-up. The
+// effective state stays closed, so nothing is reported. b.mu must be held.
+func (b *Breaker) restartLocked(now time.Duration, m Mode) {
+	b.window.Reset(now)
+	b.word.Store(uint64(makeWord(Closed, m, false, word(b.word.Load()).gen()+1)))
 }
 
 // State returns the effective state, after applying any transition that time

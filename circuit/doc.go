@@ -79,7 +79,8 @@
 // admits everything; both pin the effective state and stop the state machine
 // (outcomes under ForcedClosed are still counted in the window, but never
 // trip it). Leaving a forced mode restarts the machine closed with an empty
-// window. ObserveOnly runs the state machine and reports its transitions but
+// window: what was counted while forced closed does not carry over.
+// ObserveOnly runs the state machine and reports its transitions but
 // admits every call: a call the breaker would have refused gets a permit
 // whose outcome is not counted, so the breaker goes through exactly the
 // states it would in Normal mode; use it to roll a breaker out safely.

@@ -235,6 +235,14 @@ func (m *refModel) setMode(mode Mode, now time.Duration) {
 	if mode == m.mode {
 		return
 	}
+	if m.mode == ForcedClosed && mode != ForcedOpen {
+		// Leaving forced-closed restarts the machine: empty window, new
+		// generation, no ramp-up; the state stays closed, nothing reported.
+		m.mode = mode
+		m.events, m.ramping = nil, false
+		m.gen++
+		return
+	}
 	to := m.state
 	if mode == ForcedOpen {
 		to = Open
