@@ -529,28 +529,6 @@ func TestRecordIsRecordAtNow(t *testing.T) {
 	assert.EqualValues(t, 4, r.b.Snapshot().Health.Failures)
 }
 
-func TestPanickingOnTransitionLeavesBreakerUsable(t *testing.T) {
-	clock := new(metrics.ManualClock)
-	var got []Reason
-	b, err := New(Config{
-		MinRequests: 1, OpenDuration: time.Second, Clock: clock, Logger: slog.New(slog.DiscardHandler),
-		OnTransition: func(tr Transition) {
-			got = append(got, tr.Reason)
-			if tr.Reason == ReasonErrorRatio {
-				panic("callback bug")
-			}
-		},
-	})
-	require.NoError(t, err)
-	p, err := b.Allow()
-	require.NoError(t, err)
-	assert.PanicsWithValue(t, "callback bug", func() { p.Record(Failure, 0) })
-	assert.Equal(t, Open, b.State())
-	clock.Advance(time.Second)
-	assert.Equal(t, HalfOpen, b.State())
-	assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed}, got, "later transitions are still delivered")
-}
-
 func TestHugeDurationsDoNotOverflow(t *testing.T) {
 	r := newRig(t, with(func(c *Config) {
 		c.OpenDuration = math.MaxInt64 / 2

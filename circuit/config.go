@@ -112,11 +112,18 @@ type Config struct {
 
 	// OnTransition, if set, is called once per transition, in order, never
 	// concurrently with itself, and never while the breaker holds its lock
-	// (it may call the breaker's methods). A panic in it goes up to the
-	// call (Allow, Record, SetMode...) that delivered the transition.
+	// (it may call the breaker's methods). Each transition is applied to
+	// the breaker's state (including its probe slots) before it is logged
+	// and delivered, so the breaker stays consistent whatever OnTransition
+	// does. A panic in it is recovered, per transition, and logged on
+	// Logger at Error level with the panic value and stack (attributes
+	// breaker, from, to, reason, panic, stack); it never reaches the
+	// caller of Allow, Record, SetMode, State or Snapshot, and the
+	// transitions after it are still logged and delivered.
 	OnTransition func(Transition)
 
-	// Logger receives one Info record per transition. Default slog.Default().
+	// Logger receives one Info record per transition, and one Error record
+	// per panic in OnTransition. Default slog.Default().
 	Logger *slog.Logger
 }
 

@@ -92,5 +92,8 @@
 // error_ratio, slow_ratio, open_duration) and passed to Config.OnTransition.
 // Reports are delivered in order, one at a time, never while the breaker's
 // lock is held, possibly on another goroutine that is also making
-// transitions. Snapshot keeps the last 8.
+// transitions; each transition is applied before it is reported. A panic in
+// OnTransition is recovered and logged at Error level with its stack; it
+// never reaches the caller and never stops later reports. Snapshot keeps
+// the last 8.
 package circuit
