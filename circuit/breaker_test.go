@@ -107,7 +107,7 @@ func TestKnobs(t *testing.T) {
 			[]Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonProbesSucceeded}},
 		{"HalfOpenMaxWait", with(func(c *Config) { c.HalfOpenMaxWait = 300 * time.Millisecond }), "4*f +1s h +300ms x",
 			[]Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}},
-		{"HalfOpenMaxWait default 2×OpenDuration", with(func(c *Config) { c.HalfOpenSuccesses = 3 }), "4*f +1s s +1999ms s =half-open +1ms =open",
+		{"HalfOpenMaxWait default 2×OpenDuration", with(func(c *Config) { c.HalfOpenSuccesses = 3 }), "4*f +1s s +10s h +1999ms =half-open +1ms =open",
 			[]Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}},
 		{"WarmUp: outcomes before it are not counted", with(func(c *Config) { c.WarmUp = time.Second }),
 			"10*f +999ms 10*f =closed +1ms 4*f =open", []Reason{ReasonErrorRatio}},

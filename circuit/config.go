@@ -85,9 +85,15 @@ type Config struct {
 	// breaker. Default 3.
 	HalfOpenSuccesses int
 
-	// HalfOpenMaxWait bounds the half-open state: if the breaker has not
-	// closed that long after entering it, it opens again (reason
-	// half_open_timeout), so it cannot stay stuck on a hung probe. Default:
+	// HalfOpenMaxWait bounds how long the half-open state waits for a
+	// result while probes are in flight, so that a hung probe cannot keep
+	// it stuck: if no probe result (Success, Failure or Timeout) comes back
+	// within HalfOpenMaxWait of the first probe's admission, or of the last
+	// result while others are still out, the breaker opens again (reason
+	// half_open_timeout), and a result that comes later is not counted.
+	// Time with no probe in flight does not count: with sparse traffic the
+	// breaker stays half-open until enough calls have come (an Ignored
+	// probe frees its slot but does not renew the wait). Default:
 	// 2 × OpenDuration.
 	HalfOpenMaxWait time.Duration
 

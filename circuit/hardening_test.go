@@ -15,6 +15,62 @@ import (
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
+// Regression (issue 9, item 2): HalfOpenMaxWait used to count the idle time
+// between probes, so a healthy dependency called once per OpenDuration
+// timed the half-open state out before enough probes had come back, and the
+// breaker never closed.
+func TestSparseTrafficClosesHalfOpenBreaker(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		open, every time.Duration
+	}{
+		{"defaults, a call every 5s", 0, 5 * time.Second},
+		{"OpenDuration 1s, a call a second", time.Second, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, Config{Name: "sparse", OpenDuration: tc.open})
+			r.run("20*f =open")
+			for i := range DefaultHalfOpenSuccesses {
+				r.clock.Advance(tc.every)
+				require.NoError(t, r.call(Success, false), "probe %d", i)
+			}
+			assert.Equal(t, Closed, r.b.State())
+			assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonProbesSucceeded}, r.reasons())
+		})
+	}
+}
+
+// HalfOpenMaxWait still bounds a hung probe: it counts from the probe's
+// admission (not from the start of the half-open state), and a result that
+// comes after it does not count.
+func TestHungProbeTimesOutHalfOpen(t *testing.T) {
+	t.Run("one probe", func(t *testing.T) {
+		r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second}) // HalfOpenMaxWait 2 s
+		r.run("f +1s s +10s =half-open h +1999ms x =half-open +1ms =open rs =open")
+		assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}, r.reasons())
+	})
+	t.Run("a late result times the state out first", func(t *testing.T) {
+		r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second})
+		r.run("f +1s h +2s rs =open")
+		assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}, r.reasons())
+	})
+	t.Run("a counted result gives the probes still out a new wait", func(t *testing.T) {
+		r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenProbes: 2})
+		r.run("f +1s h +500ms h +1s rs +1999ms =half-open +1ms =open")
+		assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}, r.reasons())
+	})
+	t.Run("an ignored probe frees its slot without a new wait", func(t *testing.T) {
+		r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenProbes: 2})
+		r.run("f +1s h +500ms h +1s ri +499ms =half-open +1ms =open")
+		assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}, r.reasons())
+	})
+	t.Run("the last probe back lifts the deadline", func(t *testing.T) {
+		r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second})
+		r.run("f +1s h +1s ri +1h =half-open s =half-open")
+		assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed}, r.reasons())
+	})
+}
+
 // syncBuffer is a bytes.Buffer safe for a slog handler.
 type syncBuffer struct {
 	mu  sync.Mutex

@@ -3,6 +3,7 @@ package circuit
 import (
 	"context"
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"time"
 
@@ -80,7 +81,7 @@ func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason R
 		b.openUntil.Store(int64(satAdd(now, b.openFor)))
 	case HalfOpen:
 		b.successes = 0
-		b.halfOpenUntil.Store(int64(satAdd(now, b.cfg.HalfOpenMaxWait)))
+		b.halfOpenUntil.Store(math.MaxInt64) // no probe out yet
 		b.probes.Store(uint64(gen) << genShift)
 	}
 	b.word.Store(uint64(makeWord(to, m, ramp, gen)))
