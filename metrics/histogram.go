@@ -59,12 +59,11 @@ type Histogram struct {
 }
 
 // binOf maps a value in nanoseconds, 0 ≤ v ≤ maxValue, to its bin index.
+// Values below subBuckets have a bin each (shift 0); above, the value's
+// top subBits+1 bits pick the bin within its power of two.
 func binOf(v int64) int {
-	if v < subBuckets {
-		return int(v)
-	}
-	shift := bits.Len64(uint64(v)) - subBits - 1
-	return subBuckets*(shift+1) + int(v>>shift) - subBuckets
+	shift := max(bits.Len64(uint64(v))-subBits-1, 0)
+	return subBuckets*shift + int(v>>shift)
 }
 
 // binBounds returns the lowest value of bin i and the bin's width.
@@ -77,14 +76,17 @@ func binBounds(i int) (lo, width int64) {
 }
 
 // Record adds one observation of d (clamped to [0, 2^44) ns).
-func (h *Histogram) Record(d time.Duration) {
-	v := min(max(int64(d), 0), maxValue)
+func (h *Histogram) Record(d time.Duration) { h.record(max(int64(d), 0)) }
+
+// record adds one observation of v ≥ 0 nanoseconds (clamped below 2^44). It
+// is Record for callers that have already excluded negative values, small
+// enough to be inlined in them (Rolling's hot path).
+func (h *Histogram) record(v int64) {
+	v = min(v, maxValue)
 	bin := &h.bins[binOf(v)]
 	if bin.Add(1) > binMax {
 		bin.Store(binMax) // full: the record is dropped
-		return
-	}
-	if h.sum.Add(v) < 0 {
+	} else if h.sum.Add(v) < 0 {
 		h.sum.Store(sumSaturated) // keeps it negative: saturated for good
 	}
 }

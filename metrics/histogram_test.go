@@ -94,6 +94,16 @@ func TestHistogramNegativeLatencyCountsAsZero(t *testing.T) {
 	assert.Zero(t, l.Mean)
 	assert.Zero(t, l.Percentiles[0])
 	assert.Zero(t, l.Percentiles[8])
+
+	t.Run("through a ring", func(t *testing.T) {
+		r, err := NewRolling(DefaultWindow(), true)
+		require.NoError(t, err)
+		r.ObserveRun(0, -10*time.Second)
+		r.ObserveTotal(0, -10*time.Second)
+		s := r.Snapshot(0)
+		assert.Equal(t, Latency{Count: 1}, s.Run)
+		assert.Equal(t, Latency{Count: 1}, s.Total)
+	})
 }
 
 // Regression (issue 9, item 12): huge latencies were summed as is, wrapping
