@@ -18,6 +18,16 @@ func TestBinBoundsRoundTrip(t *testing.T) {
 		assert.LessOrEqual(t, float64(w), math.Max(1, float64(lo)/subBuckets), "bin of %d too wide", v)
 	}
 	assert.Equal(t, numBins-1, binOf(maxValue), "the largest value is in the last bin")
+	// Every bin's first and last value map to it, and bins tile [0, maxValue].
+	next := int64(0)
+	for i := range numBins {
+		lo, w := binBounds(i)
+		require.Equal(t, next, lo, "bin %d starts where bin %d ends", i, i-1)
+		require.Equal(t, i, binOf(lo), "first value of bin %d", i)
+		require.Equal(t, i, binOf(lo+w-1), "last value of bin %d", i)
+		next = lo + w
+	}
+	assert.Equal(t, int64(maxValue)+1, next)
 }
 
 func exactPercentile(sorted []int64, q float64) int64 {
