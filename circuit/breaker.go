@@ -30,15 +30,16 @@ type Breaker struct {
 	// Read on every call: the packed state word (see word).
 	word atomic.Uint64
 
-	// Half-open probe slots: generation<<32 | probes in flight. Packing the
-	// generation in makes a slot taken or released by a late caller of an
-	// earlier half-open state fail its compare-and-swap.
+	// Half-open probe slots: generation<<32 | probes in flight, written
+	// under mu and read without it to refuse a full house lock-free.
+	// Packing the generation in lets a late caller of an earlier half-open
+	// state see that its slot went with that state.
 	probes atomic.Uint64
 
 	// Deadlines and ramp-up state, written under mu before the state word
 	// that makes them relevant is published.
 	openUntil     atomic.Int64  // Open: when it turns half-open
-	halfOpenUntil atomic.Int64  // HalfOpen: when it times out
+	halfOpenUntil atomic.Int64  // HalfOpen: when the probes in flight time out; MaxInt64 with none out
 	rampStart     atomic.Int64  // Closed with ramp bit: when the ramp began
 	rampCount     atomic.Uint64 // calls seen by the ramp so far
 
@@ -173,7 +174,7 @@ func (b *Breaker) allowSlow(w word, now time.Duration, clocked bool) (Permit, er
 				w = b.advance(now)
 				continue
 			}
-			ok, stale := b.acquireProbe(w.gen())
+			ok, stale := b.acquireProbe(w.gen(), now)
 			if stale {
 				w = word(b.word.Load())
 				continue
@@ -191,7 +192,8 @@ func (b *Breaker) allowSlow(w word, now time.Duration, clocked bool) (Permit, er
 }
 
 // advance applies the transitions that time alone causes (open → half-open,
-// half-open → open on HalfOpenMaxWait) as of now, and returns the state word.
+// half-open → open when the probes in flight outlast HalfOpenMaxWait) as of
+// now, and returns the state word.
 func (b *Breaker) advance(now time.Duration) word {
 	b.mu.Lock()
 	b.advanceLocked(now)
@@ -203,7 +205,7 @@ func (b *Breaker) advance(now time.Duration) word {
 // advanceLocked is advance with b.mu held. A lazy transition is stamped with
 // the instant it is observed, not the instant it became due: an idle breaker
 // that is looked at an hour after its open duration ran out turns half-open
-// then, and its HalfOpenMaxWait starts then.
+// then.
 func (b *Breaker) advanceLocked(now time.Duration) {
 	w := word(b.word.Load())
 	if w.mode().forced() {
@@ -248,35 +250,48 @@ func (b *Breaker) rampShare(now time.Duration) (float64, bool) {
 	return floor + (1-floor)*float64(elapsed)/float64(b.cfg.RampUp), false
 }
 
-// acquireProbe takes a probe slot of half-open generation gen. stale reports
-// that the breaker has left that half-open state.
-func (b *Breaker) acquireProbe(gen uint32) (ok, stale bool) {
+// acquireProbe takes a probe slot of half-open generation gen at instant now.
+// stale reports that the breaker has left that half-open state. A full house
+// is refused without the lock; a slot is taken under it, so that the first
+// probe out starts the probe deadline in step with the slot count, and only
+// while the breaker is still in that half-open state.
+func (b *Breaker) acquireProbe(gen uint32, now time.Duration) (ok, stale bool) {
 	limit := uint64(b.cfg.HalfOpenProbes)
-	for {
-		p := b.probes.Load()
-		switch {
-		case uint32(p>>genShift) != gen:
-			return false, true
-		case p&math.MaxUint32 >= limit:
-			return false, false
-		case b.probes.CompareAndSwap(p, p+1):
-			return true, false
-		}
+	if p := b.probes.Load(); uint32(p>>genShift) != gen {
+		return false, true
+	} else if p&math.MaxUint32 >= limit {
+		return false, false
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.probes.Load()
+	switch {
+	case word(b.word.Load()).gen() != gen:
+		return false, true
+	case p&math.MaxUint32 >= limit:
+		return false, false
+	case p&math.MaxUint32 == 0:
+		b.halfOpenUntil.Store(int64(satAdd(now, b.cfg.HalfOpenMaxWait)))
+	}
+	b.probes.Store(p + 1)
+	return true, false
 }
 
-// releaseProbe gives back a probe slot of generation gen. It reports false if
-// that half-open state is over (the slot went with it) or no slot is out.
-func (b *Breaker) releaseProbe(gen uint32) bool {
-	for {
-		p := b.probes.Load()
-		if uint32(p>>genShift) != gen || p&math.MaxUint32 == 0 {
-			return false
-		}
-		if b.probes.CompareAndSwap(p, p-1) {
-			return true
-		}
+// releaseProbeLocked gives back a probe slot of half-open generation gen,
+// with b.mu held. It reports false if that half-open state is over (the slot
+// went with it) or no slot is out. The last slot back lifts the probe
+// deadline: a half-open state with no probe out waits for traffic, however
+// sparse.
+func (b *Breaker) releaseProbeLocked(gen uint32) bool {
+	p := b.probes.Load()
+	if word(b.word.Load()).gen() != gen || p&math.MaxUint32 == 0 {
+		return false
 	}
+	b.probes.Store(p - 1)
+	if p&math.MaxUint32 == 1 {
+		b.halfOpenUntil.Store(math.MaxInt64)
+	}
+	return true
 }
 
 // Record reports how the permitted call went and how long it took. Call it
@@ -285,8 +300,9 @@ func (b *Breaker) releaseProbe(gen uint32) bool {
 // Ignored). A success slower than SlowCallDuration is a slow call. Outcomes
 // of a stale permit, of a call during warm-up, and of an ObserveOnly call the
 // breaker would have refused are not counted. Record does not allocate and,
-// while the breaker is closed, takes no lock unless the outcome trips it. It
-// reads the clock once when the outcome counts.
+// while the breaker is closed, takes no lock unless the outcome trips it (a
+// half-open probe's Record takes it). It reads the clock once when the
+// outcome counts.
 func (p Permit) Record(o Outcome, latency time.Duration) { p.record(0, false, o, latency) }
 
 // RecordAt is Record at instant now, for a caller that has just read the
@@ -317,7 +333,10 @@ func (p Permit) record(now time.Duration, clocked bool, o Outcome, latency time.
 			b.evaluate(now, p.gen)
 		}
 	case permitProbe:
-		if !b.releaseProbe(p.gen) || o >= Ignored {
+		if o >= Ignored {
+			b.mu.Lock()
+			b.releaseProbeLocked(p.gen)
+			b.mu.Unlock()
 			return
 		}
 		if !clocked {
@@ -375,21 +394,24 @@ func (b *Breaker) evaluate(now time.Duration, gen uint32) {
 	b.unlockAndEmit()
 }
 
-// recordProbe applies one counted probe result of half-open generation gen,
-// at instant now.
+// recordProbe gives back the slot of a probe of half-open generation gen and
+// applies its result (Success, Failure or Timeout), at instant now. A result
+// that comes after the probe deadline first times the state out, so it is
+// stale. A success that does not close the breaker is progress: the probes
+// still out get a new HalfOpenMaxWait from now.
 func (b *Breaker) recordProbe(now time.Duration, gen uint32, o Outcome, latency time.Duration) {
-	if now < b.warmEnd {
-		return
-	}
 	b.mu.Lock()
-	if w := word(b.word.Load()); w.gen() == gen {
-		b.advanceLocked(now) // a result that comes after HalfOpenMaxWait times the state out
+	if word(b.word.Load()).gen() == gen {
+		b.advanceLocked(now)
 	}
-	if w := word(b.word.Load()); w.gen() == gen {
+	if b.releaseProbeLocked(gen) && now >= b.warmEnd {
+		w := word(b.word.Load())
 		if slow := b.add(now, o, latency); o != Success || slow {
 			b.transitionLocked(now, Open, w.mode(), ReasonProbeFailed)
 		} else if b.successes++; b.successes >= b.cfg.HalfOpenSuccesses {
 			b.transitionLocked(now, Closed, w.mode(), ReasonProbesSucceeded)
+		} else if b.probes.Load()&math.MaxUint32 > 0 {
+			b.halfOpenUntil.Store(int64(satAdd(now, b.cfg.HalfOpenMaxWait)))
 		}
 	}
 	b.unlockAndEmit()
@@ -398,7 +420,10 @@ func (b *Breaker) recordProbe(now time.Duration, gen uint32, o Outcome, latency 
 // SetMode switches the mode at run time. ForcedOpen and ForcedClosed pin the
 // effective state (open or closed) and stop the state machine; leaving a
 // forced mode for Normal or ObserveOnly restarts it closed, with an empty
-// window. Switching between Normal and ObserveOnly keeps the current state.
+// window (outcomes counted while forced closed are dropped, and a call
+// admitted then that ends later is not counted). Leaving ForcedOpen starts a
+// ramp-up if RampUp is set; leaving ForcedClosed does not (calls were
+// flowing). Switching between Normal and ObserveOnly keeps the current state.
 // When the effective state changes, a transition with reason "forced" is
 // reported. An unknown mode is ignored.
 func (b *Breaker) SetMode(m Mode) {
@@ -409,17 +434,27 @@ func (b *Breaker) SetMode(m Mode) {
 	b.mu.Lock()
 	b.advanceLocked(now)
 	w := word(b.word.Load())
-	if m != w.mode() {
-		to := w.state()
-		switch {
-		case m == ForcedOpen:
-			to = Open
-		case m == ForcedClosed, w.mode().forced():
-			to = Closed
-		}
-		b.transitionLocked(now, to, m, ReasonForced)
+	switch {
+	case m == w.mode():
+	case w.mode() == ForcedClosed && !m.forced():
+		b.restartLocked(now, m)
+	case m == ForcedOpen:
+		b.transitionLocked(now, Open, m, ReasonForced)
+	case m == ForcedClosed, w.mode().forced():
+		b.transitionLocked(now, Closed, m, ReasonForced)
+	default:
+		b.transitionLocked(now, w.state(), m, ReasonForced)
 	}
 	b.unlockAndEmit()
+}
+
+// restartLocked restarts the state machine closed in mode m at now, when
+// leaving ForcedClosed: the window is emptied and a new generation begins
+// (permits issued while forced closed are stale), with no ramp-up. The
+// effective state stays closed, so nothing is reported. b.mu must be held.
+func (b *Breaker) restartLocked(now time.Duration, m Mode) {
+	b.window.Reset(now)
+	b.word.Store(uint64(makeWord(Closed, m, false, word(b.word.Load()).gen()+1)))
 }
 
 // State returns the effective state, after applying any transition that time

@@ -85,9 +85,15 @@ type Config struct {
 	// breaker. Default 3.
 	HalfOpenSuccesses int
 
-	// HalfOpenMaxWait bounds the half-open state: if the breaker has not
-	// closed that long after entering it, it opens again (reason
-	// half_open_timeout), so it cannot stay stuck on a hung probe. Default:
+	// HalfOpenMaxWait bounds how long the half-open state waits for a
+	// result while probes are in flight, so that a hung probe cannot keep
+	// it stuck: if no probe result (Success, Failure or Timeout) comes back
+	// within HalfOpenMaxWait of the first probe's admission, or of the last
+	// result while others are still out, the breaker opens again (reason
+	// half_open_timeout), and a result that comes later is not counted.
+	// Time with no probe in flight does not count: with sparse traffic the
+	// breaker stays half-open until enough calls have come (an Ignored
+	// probe frees its slot but does not renew the wait). Default:
 	// 2 × OpenDuration.
 	HalfOpenMaxWait time.Duration
 
@@ -112,11 +118,18 @@ type Config struct {
 
 	// OnTransition, if set, is called once per transition, in order, never
 	// concurrently with itself, and never while the breaker holds its lock
-	// (it may call the breaker's methods). A panic in it goes up to the
-	// call (Allow, Record, SetMode...) that delivered the transition.
+	// (it may call the breaker's methods). Each transition is applied to
+	// the breaker's state (including its probe slots) before it is logged
+	// and delivered, so the breaker stays consistent whatever OnTransition
+	// does. A panic in it is recovered, per transition, and logged on
+	// Logger at Error level with the panic value and stack (attributes
+	// breaker, from, to, reason, panic, stack); it never reaches the
+	// caller of Allow, Record, SetMode, State or Snapshot, and the
+	// transitions after it are still logged and delivered.
 	OnTransition func(Transition)
 
-	// Logger receives one Info record per transition. Default slog.Default().
+	// Logger receives one Info record per transition, and one Error record
+	// per panic in OnTransition. Default slog.Default().
 	Logger *slog.Logger
 }
 

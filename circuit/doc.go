@@ -41,12 +41,16 @@
 // Half-open: at most HalfOpenProbes calls are in flight at once; others are
 // refused with ErrProbeLimit. HalfOpenSuccesses successful probes in a row
 // close the breaker (probes_succeeded); a probe that fails, times out or (with
-// slow-call detection on) is slow opens it again (probe_failed). If it has
-// neither closed nor reopened HalfOpenMaxWait after turning half-open, the
-// next look at it opens it again (half_open_timeout). Both ways of reopening
-// are failed trials: the open duration is multiplied by BackoffMultiplier, up
-// to MaxOpenDuration. Closing resets the open duration, clears the window (old
-// failures must not reopen it at once) and, with RampUp set, starts a ramp-up.
+// slow-call detection on) is slow opens it again (probe_failed). A hung probe
+// cannot keep it half-open: when probes are in flight and no result has come
+// back for HalfOpenMaxWait (counted from the first probe's admission, or from
+// the last result), the next look at it opens it again (half_open_timeout).
+// Time with no probe in flight does not count, so a healthy dependency with
+// sparse traffic (one call per open duration) still closes it after
+// HalfOpenSuccesses calls. Both ways of reopening are failed trials: the open
+// duration is multiplied by BackoffMultiplier, up to MaxOpenDuration. Closing
+// resets the open duration, clears the window (old failures must not reopen it
+// at once) and, with RampUp set, starts a ramp-up.
 //
 // Ramp-up: after closing, the share of calls admitted rises linearly from
 // RampUpFloor to 1 over RampUp; the others are refused with ErrRampUp. The
@@ -71,15 +75,15 @@
 // Time. All instants come from Config.Clock (inject a *metrics.ManualClock in
 // tests). A transition caused by time alone is made, and stamped, when it is
 // observed: an idle breaker looked at an hour after its open duration ran out
-// turns half-open then, and its HalfOpenMaxWait counts from then. "Time in
-// state" (Snapshot.Since) is measured from the last transition, or from
-// creation.
+// turns half-open then. "Time in state" (Snapshot.Since) is measured from the
+// last transition, or from creation.
 //
 // Modes. ForcedOpen refuses everything with ErrForcedOpen and ForcedClosed
 // admits everything; both pin the effective state and stop the state machine
 // (outcomes under ForcedClosed are still counted in the window, but never
 // trip it). Leaving a forced mode restarts the machine closed with an empty
-// window. ObserveOnly runs the state machine and reports its transitions but
+// window: what was counted while forced closed does not carry over.
+// ObserveOnly runs the state machine and reports its transitions but
 // admits every call: a call the breaker would have refused gets a permit
 // whose outcome is not counted, so the breaker goes through exactly the
 // states it would in Normal mode; use it to roll a breaker out safely.
@@ -91,5 +95,8 @@
 // error_ratio, slow_ratio, open_duration) and passed to Config.OnTransition.
 // Reports are delivered in order, one at a time, never while the breaker's
 // lock is held, possibly on another goroutine that is also making
-// transitions. Snapshot keeps the last 8.
+// transitions; each transition is applied before it is reported. A panic in
+// OnTransition is recovered and logged at Error level with its stack; it
+// never reaches the caller and never stops later reports. Snapshot keeps
+// the last 8.
 package circuit

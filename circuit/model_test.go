@@ -112,7 +112,7 @@ func (m *refModel) move(now time.Duration, to State, reason Reason) {
 		m.openUntil = now + m.openFor
 	case HalfOpen:
 		m.successes, m.inFlight = 0, 0
-		m.halfOpenUntil = now + m.cfg.HalfOpenMaxWait
+		m.halfOpenUntil = math.MaxInt64 // no probe out: no deadline
 	}
 	m.state = to
 	m.gen++
@@ -171,6 +171,9 @@ func (m *refModel) allow(now time.Duration) (refPermit, error) {
 		refusal = ErrOpen
 	case HalfOpen:
 		if m.inFlight < m.cfg.HalfOpenProbes {
+			if m.inFlight == 0 {
+				m.halfOpenUntil = now + m.cfg.HalfOpenMaxWait
+			}
 			m.inFlight++
 			return refPermit{m.gen, "probe"}, nil
 		}
@@ -182,17 +185,27 @@ func (m *refModel) allow(now time.Duration) (refPermit, error) {
 	return refPermit{}, refusal
 }
 
+// releaseProbe gives back a probe slot; the last one back lifts the deadline.
+func (m *refModel) releaseProbe() {
+	m.inFlight--
+	if m.inFlight == 0 {
+		m.halfOpenUntil = math.MaxInt64
+	}
+}
+
 func (m *refModel) record(p refPermit, o Outcome, latency, now time.Duration) {
-	if p.gen != m.gen || o == Ignored || p.kind == "shadow" || p.kind == "" {
-		if p.kind == "probe" && p.gen == m.gen {
-			m.inFlight--
+	if p.kind == "probe" && p.gen == m.gen {
+		if o == Ignored {
+			m.releaseProbe()
+			return
 		}
-		return
+		m.tick(now) // a result after the deadline comes too late
+		if p.gen != m.gen {
+			return
+		}
+		m.releaseProbe()
 	}
-	if p.kind == "probe" {
-		m.inFlight--
-	}
-	if now < m.warmEnd {
+	if p.gen != m.gen || o == Ignored || p.kind == "shadow" || p.kind == "" || now < m.warmEnd {
 		return
 	}
 	slow := m.cfg.SlowCallDuration > 0 && o == Success && latency > m.cfg.SlowCallDuration
@@ -214,10 +227,6 @@ func (m *refModel) record(p refPermit, o Outcome, latency, now time.Duration) {
 			m.move(now, Open, ReasonSlowRatio)
 		}
 	case "probe":
-		m.tick(now)
-		if p.gen != m.gen {
-			return
-		}
 		m.events = append(m.events, ev)
 		if bad {
 			m.move(now, Open, ReasonProbeFailed)
@@ -226,6 +235,8 @@ func (m *refModel) record(p refPermit, o Outcome, latency, now time.Duration) {
 		m.successes++
 		if m.successes >= m.cfg.HalfOpenSuccesses {
 			m.move(now, Closed, ReasonProbesSucceeded)
+		} else if m.inFlight > 0 {
+			m.halfOpenUntil = now + m.cfg.HalfOpenMaxWait // progress: a new wait for the probes still out
 		}
 	}
 }
@@ -233,6 +244,14 @@ func (m *refModel) record(p refPermit, o Outcome, latency, now time.Duration) {
 func (m *refModel) setMode(mode Mode, now time.Duration) {
 	m.tick(now)
 	if mode == m.mode {
+		return
+	}
+	if m.mode == ForcedClosed && mode != ForcedOpen {
+		// Leaving forced-closed restarts the machine: empty window, new
+		// generation, no ramp-up; the state stays closed, nothing reported.
+		m.mode = mode
+		m.events, m.ramping = nil, false
+		m.gen++
 		return
 	}
 	to := m.state

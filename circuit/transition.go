@@ -3,6 +3,8 @@ package circuit
 import (
 	"context"
 	"log/slog"
+	"math"
+	"runtime/debug"
 	"time"
 
 	"github.com/bulwark-go/bulwark/metrics"
@@ -79,7 +81,7 @@ func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason R
 		b.openUntil.Store(int64(satAdd(now, b.openFor)))
 	case HalfOpen:
 		b.successes = 0
-		b.halfOpenUntil.Store(int64(satAdd(now, b.cfg.HalfOpenMaxWait)))
+		b.halfOpenUntil.Store(math.MaxInt64) // no probe out yet
 		b.probes.Store(uint64(gen) << genShift)
 	}
 	b.word.Store(uint64(makeWord(to, m, ramp, gen)))
@@ -101,10 +103,13 @@ func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason R
 }
 
 // unlockAndEmit releases b.mu and then delivers queued transitions to the
-// logger and OnTransition. Deliveries are serialised and in order: if another
-// goroutine is already delivering, it picks up what this one queued. If
-// OnTransition panics, the panic goes on up this goroutine and the breaker
-// stays usable: the next transition is delivered by whoever makes it.
+// logger and OnTransition. Every transition is already applied to the state
+// when it is queued. Deliveries are serialised and in order: if another
+// goroutine is already delivering, it picks up what this one queued. A panic
+// in OnTransition is recovered per transition (see deliver). If the Logger's
+// handler panics or OnTransition calls runtime.Goexit, the rest of this
+// batch is not reported, the breaker stays usable, and the next transition
+// is delivered by whoever makes it.
 func (b *Breaker) unlockAndEmit() {
 	if b.emitting || len(b.pending) == 0 {
 		b.mu.Unlock()
@@ -150,6 +155,26 @@ func (b *Breaker) report(t Transition) {
 		slog.Duration("open_duration", t.OpenDuration),
 	)
 	if b.cfg.OnTransition != nil {
-		b.cfg.OnTransition(t)
+		b.deliver(t)
 	}
+}
+
+// deliver passes t to OnTransition. A panic there is recovered and logged at
+// Error level with its value and stack: an observer's bug must neither reach
+// the caller of Allow, Record or SetMode nor keep later transitions from
+// being reported.
+func (b *Breaker) deliver(t Transition) {
+	defer func() {
+		if v := recover(); v != nil {
+			b.cfg.Logger.LogAttrs(context.Background(), slog.LevelError, "circuit breaker OnTransition panicked",
+				slog.String("breaker", t.Name),
+				slog.String("from", t.From.String()),
+				slog.String("to", t.To.String()),
+				slog.String("reason", string(t.Reason)),
+				slog.Any("panic", v),
+				slog.String("stack", string(debug.Stack())),
+			)
+		}
+	}()
+	b.cfg.OnTransition(t)
 }

@@ -19,6 +19,15 @@ const (
 	maxBits    = 44           // values are clamped below 2^44 ns (about 4.9 hours)
 	numBins    = subBuckets * (maxBits - subBits + 1)
 	maxValue   = 1<<maxBits - 1
+
+	// binMax is the most records a bin holds: a bin counts in 32 bits, and
+	// saturating at 2^31 leaves 2^31 of headroom for writers that add
+	// before they see the saturation, so a bin can never wrap to zero.
+	binMax = 1 << 31
+	// sumSaturated is the sum of a histogram whose true sum passed
+	// MaxInt64. Any negative sum reads as saturated: values recorded are
+	// never negative, so only an overflow makes the sum negative.
+	sumSaturated = math.MinInt64
 )
 
 // Quantiles are the percentiles every Latency reports, in this order:
@@ -34,26 +43,27 @@ type Latency struct {
 
 // Histogram is a fixed log-linear latency histogram. Recording is one atomic
 // add for the bin and one for the sum; it never allocates or locks. The zero
-// value is ready to use and it is safe for concurrent use. Negative durations
-// count as zero, durations of 2^44 ns and more as the largest bin.
+// value is ready to use and it is safe for concurrent use.
+//
+// Out-of-range input is clamped, never reported as nonsense: a negative
+// duration counts as zero and a duration of 2^44 ns (about 4.9 hours) or more
+// as 2^44−1 ns, in the percentiles and in the mean alike. A bin holds at most
+// 2^31 records; further records that fall in a full bin are dropped (from the
+// count and the sum both, so the mean stays the mean of what was counted).
+// If the sum of the recorded durations passes the largest Duration (about
+// 292 years), it saturates, and the mean is then estimated from the bins (to
+// within the bins' 1.6% precision) instead of computed exactly.
 type Histogram struct {
-	bins [numBins]atomic.Uint32
-	sum  atomic.Int64
+	bins [numBins]atomic.Uint32 // at most binMax, but for writers racing the saturation
+	sum  atomic.Int64           // negative: saturated (see sumSaturated)
 }
 
-// binOf maps a value in nanoseconds to its bin index.
+// binOf maps a value in nanoseconds, 0 ≤ v ≤ maxValue, to its bin index.
+// Values below subBuckets have a bin each (shift 0); above, the value's
+// top subBits+1 bits pick the bin within its power of two.
 func binOf(v int64) int {
-	if v < subBuckets {
-		if v < 0 {
-			return 0
-		}
-		return int(v)
-	}
-	if v > maxValue {
-		v = maxValue
-	}
-	shift := bits.Len64(uint64(v)) - subBits - 1
-	return subBuckets*(shift+1) + int(v>>shift) - subBuckets
+	shift := max(bits.Len64(uint64(v))-subBits-1, 0)
+	return subBuckets*shift + int(v>>shift)
 }
 
 // binBounds returns the lowest value of bin i and the bin's width.
@@ -65,10 +75,20 @@ func binBounds(i int) (lo, width int64) {
 	return int64(subBuckets+i%subBuckets) << shift, 1 << shift
 }
 
-// Record adds one observation of d.
-func (h *Histogram) Record(d time.Duration) {
-	h.bins[binOf(int64(d))].Add(1)
-	h.sum.Add(int64(d))
+// Record adds one observation of d (clamped to [0, 2^44) ns).
+func (h *Histogram) Record(d time.Duration) { h.record(max(int64(d), 0)) }
+
+// record adds one observation of v ≥ 0 nanoseconds (clamped below 2^44). It
+// is Record for callers that have already excluded negative values, small
+// enough to be inlined in them (Rolling's hot path).
+func (h *Histogram) record(v int64) {
+	v = min(v, maxValue)
+	bin := &h.bins[binOf(v)]
+	if bin.Add(1) > binMax {
+		bin.Store(binMax) // full: the record is dropped
+	} else if h.sum.Add(v) < 0 {
+		h.sum.Store(sumSaturated) // keeps it negative: saturated for good
+	}
 }
 
 func (h *Histogram) reset() {
@@ -81,21 +101,26 @@ func (h *Histogram) reset() {
 // histAccumulator merges histograms for one percentile computation.
 type histAccumulator struct {
 	bins [numBins]int64
-	sum  int64
+	sum  int64 // negative: saturated
 }
 
 func (a *histAccumulator) add(h *Histogram) {
 	// An empty histogram is skipped without a pass over its bins: a record
-	// goes to bin 0 (values up to 0 ns) or adds at least 1 ns to the sum.
-	if h.sum.Load() == 0 && h.bins[0].Load() == 0 {
+	// goes to bin 0 (values up to 0 ns) or makes the sum nonzero.
+	sum := h.sum.Load()
+	if sum == 0 && h.bins[0].Load() == 0 {
 		return
 	}
 	for i := range h.bins {
 		if c := h.bins[i].Load(); c != 0 {
-			a.bins[i] += int64(c)
+			a.bins[i] += int64(min(c, binMax))
 		}
 	}
-	a.sum += h.sum.Load()
+	if a.sum < 0 || sum < 0 || a.sum > math.MaxInt64-sum {
+		a.sum = sumSaturated
+	} else {
+		a.sum += sum
+	}
 }
 
 // latency computes the summary. The k-th smallest observation (0-based) is
@@ -111,7 +136,7 @@ func (a *histAccumulator) latency() Latency {
 	if n == 0 {
 		return l
 	}
-	l.Mean = time.Duration(a.sum / n)
+	l.Mean = a.mean(n)
 	bin, below := 0, int64(0)
 	for qi, q := range Quantiles {
 		rank := int64(math.Ceil(q/100*float64(n))) - 1
@@ -125,6 +150,22 @@ func (a *histAccumulator) latency() Latency {
 		l.Percentiles[qi] = time.Duration(lo + int64((float64(j)+0.5)*float64(width)/float64(a.bins[bin])))
 	}
 	return l
+}
+
+// mean returns the mean of the n observations: exact from the sum, or, when
+// the sum saturated, estimated with each observation at its bin's middle.
+func (a *histAccumulator) mean(n int64) time.Duration {
+	if a.sum >= 0 {
+		return time.Duration(a.sum / n)
+	}
+	var total float64
+	for i, c := range a.bins {
+		if c != 0 {
+			lo, width := binBounds(i)
+			total += float64(c) * (float64(lo) + float64(width)/2)
+		}
+	}
+	return time.Duration(total / float64(n))
 }
 
 // Snapshot summarises what the histogram holds now.

@@ -233,14 +233,14 @@ func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Dur
 	if l := b.lat; l != nil {
 		switch {
 		case run >= 0 && run == total:
-			l.same.Record(run)
+			l.same.record(int64(run))
 		case run >= 0:
-			apart(&l.run).Record(run)
+			apart(&l.run).record(int64(run))
 			if total >= 0 {
-				apart(&l.total).Record(total)
+				apart(&l.total).record(int64(total))
 			}
 		case total >= 0:
-			apart(&l.total).Record(total)
+			apart(&l.total).record(int64(total))
 		}
 	}
 }
@@ -261,19 +261,21 @@ func (r *Rolling) Add(now time.Duration, e Event) {
 	}
 }
 
-// ObserveRun records a run-time latency at instant now. It does nothing on
-// a ring created without latency.
+// ObserveRun records a run-time latency at instant now, as Histogram.Record
+// does (a negative d counts as zero). It does nothing on a ring created
+// without latency.
 func (r *Rolling) ObserveRun(now, d time.Duration) {
 	if b := r.at(now); b != nil && b.lat != nil {
-		apart(&b.lat.run).Record(d)
+		apart(&b.lat.run).record(max(int64(d), 0))
 	}
 }
 
 // ObserveTotal records an end-to-end latency (as the caller saw it) at
-// instant now. It does nothing on a ring created without latency.
+// instant now, as Histogram.Record does (a negative d counts as zero). It
+// does nothing on a ring created without latency.
 func (r *Rolling) ObserveTotal(now, d time.Duration) {
 	if b := r.at(now); b != nil && b.lat != nil {
-		apart(&b.lat.total).Record(d)
+		apart(&b.lat.total).record(max(int64(d), 0))
 	}
 }
 
