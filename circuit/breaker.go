@@ -67,7 +67,7 @@ func New(cfg Config) (*Breaker, error) {
 		return nil, err
 	}
 	eff := cfg.WithDefaults()
-	window, err := metrics.NewRolling(eff.Window, false)
+	window, err := metrics.NewRolling(eff.Window, metrics.CountsOnly)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -453,7 +453,7 @@ func (b *Breaker) SetMode(m Mode) {
 // (permits issued while forced closed are stale), with no ramp-up. The
 // effective state stays closed, so nothing is reported. b.mu must be held.
 func (b *Breaker) restartLocked(now time.Duration, m Mode) {
-	b.window.Reset(now)
+	b.window.Reset()
 	b.word.Store(uint64(makeWord(Closed, m, false, word(b.word.Load()).gen()+1)))
 }
 

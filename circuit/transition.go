@@ -67,7 +67,7 @@ func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason R
 	ramp := false
 	switch to {
 	case Closed:
-		b.window.Reset(now)
+		b.window.Reset()
 		b.openFor = b.cfg.OpenDuration
 		if b.cfg.RampUp > 0 && !m.forced() {
 			ramp = true

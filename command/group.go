@@ -300,7 +300,7 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 	if g.breaker, err = circuit.New(g.breakerConfig(cfg.Breaker, name)); err != nil {
 		return nil, err
 	}
-	if g.metrics, err = metrics.NewRolling(cfg.Window, false); err != nil {
+	if g.metrics, err = metrics.NewRolling(cfg.Window, metrics.CountsOnly); err != nil {
 		return nil, err
 	}
 	if g.fallback, err = isolation.NewSemaphore(cfg.FallbackLimit); err != nil {
@@ -488,7 +488,7 @@ func (g *Group) newCommand(name string) *commandState {
 	if c.breaker, err = circuit.New(bc); err != nil {
 		panic(fmt.Sprintf("command: breaker of validated config refused: %v", err))
 	}
-	if c.metrics, err = metrics.NewRolling(g.cfg.Window, true); err != nil {
+	if c.metrics, err = metrics.NewRolling(g.cfg.Window, metrics.CountsAndLatencies); err != nil {
 		panic(fmt.Sprintf("command: window of validated config refused: %v", err))
 	}
 	if !g.closed.Load() {

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -87,8 +86,10 @@ func (r *Registry) Logger() *slog.Logger {
 
 // Metrics returns the go-metrics registry the groups and commands publish
 // into, for its reporters (gometrics.WriteOnce, WriteJSONOnce, Graphite...).
-// The names, with <window> the names of metrics.Register (rolling.<event>,
-// cumulative.<event>, rolling.max, run_ns.<quantile>, total_ns.<quantile>),
+// The names, with <window> standing for rolling.<event> and
+// cumulative.<event> (counts per event, lower case: rolling.short_circuited),
+// rolling.max, and for commands run_ns.<q> and total_ns.<q> (latency
+// percentiles in ns, q: p0 p25 p50 p75 p90 p95 p99 p99_5 p100, mean, count),
 // and <group> and <command> escaped so that a dot in them is not read as a
 // separator: each "%" is written "%25" and each "." "%2E" (as in a URL;
 // url.PathUnescape reverses it). So group "a.b" with command "c" publishes
@@ -227,113 +228,3 @@ func (r *Registry) Close(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
-
-// metricName joins go-metrics name parts with dots, escaping each part so
-// that its dots are not read as separators (see Registry.Metrics).
-func metricName(parts ...string) string {
-	for i, p := range parts {
-		parts[i] = metricEscaper.Replace(p)
-	}
-	return strings.Join(parts, ".")
-}
-
-// metricEscaper escapes a part of a go-metrics name: "%" first, so that the
-// escape of a dot cannot be confused with a name that spells it.
-var metricEscaper = strings.NewReplacer("%", "%25", ".", "%2E")
-
-func groupPrefix(g *Group) string { return metricName("group", g.name) }
-
-func commandPrefix(c *commandState) string { return metricName("command", c.group.name, c.name) }
-
-// groupMetrics returns the group's metrics besides its window's, by name.
-func groupMetrics(g *Group) map[string]any {
-	p := groupPrefix(g)
-	stats := g.sem.Stats
-	if g.pool != nil {
-		stats = g.pool.Stats
-	}
-	return map[string]any{
-		p + ".bulkhead.active":    gometrics.NewFunctionalGauge(func() int64 { return int64(stats().Active) }),
-		p + ".bulkhead.queued":    gometrics.NewFunctionalGauge(func() int64 { return int64(stats().Queued) }),
-		p + ".bulkhead.detached":  gometrics.NewFunctionalGauge(func() int64 { return int64(stats().Detached) }),
-		p + ".bulkhead.capacity":  gometrics.NewFunctionalGauge(func() int64 { return int64(stats().Capacity) }),
-		p + ".bulkhead.completed": counterFunc(func() int64 { return stats().Completed }),
-		p + ".bulkhead.rejected":  counterFunc(func() int64 { return stats().Rejected }),
-		p + ".circuit.state":      gometrics.NewFunctionalGauge(func() int64 { return int64(g.breaker.State()) }),
-	}
-}
-
-// commandMetrics returns the command's metrics besides its window's, by name.
-func commandMetrics(c *commandState) map[string]any {
-	p := commandPrefix(c)
-	return map[string]any{
-		p + ".inflight":      gometrics.NewFunctionalGauge(c.hot.inFlight.Load),
-		p + ".circuit.state": gometrics.NewFunctionalGauge(func() int64 { return int64(c.breaker.State()) }),
-		p + ".calls":         counterFunc(func() int64 { return primaryCount(c.metrics.Cumulative()) }),
-		p + ".degraded":      counterFunc(func() int64 { return c.metrics.Cumulative()[metrics.FallbackSuccess] }),
-	}
-}
-
-func (r *Registry) exportGroup(g *Group) error {
-	p := groupPrefix(g)
-	if err := metrics.RegisterCounts(r.gm, p, func() metrics.Snapshot { return g.window(g.clock.Now()) }); err != nil {
-		return err
-	}
-	if err := registerAll(r.gm, groupMetrics(g)); err != nil {
-		metrics.Unregister(r.gm, p)
-		return err
-	}
-	return nil
-}
-
-func (r *Registry) exportCommand(c *commandState) error {
-	p := commandPrefix(c)
-	if err := metrics.Register(r.gm, p, func() metrics.Snapshot { return c.metrics.Snapshot(c.group.clock.Now()) }); err != nil {
-		return err
-	}
-	if err := registerAll(r.gm, commandMetrics(c)); err != nil {
-		metrics.Unregister(r.gm, p)
-		return err
-	}
-	return nil
-}
-
-// registerAll registers every metric of ms, or none: on a clash it removes
-// those it added and returns the error.
-func registerAll(reg gometrics.Registry, ms map[string]any) error {
-	var done []string
-	for _, name := range slices.Sorted(maps.Keys(ms)) {
-		if err := reg.Register(name, ms[name]); err != nil {
-			for _, n := range done {
-				reg.Unregister(n)
-			}
-			return fmt.Errorf("command: register %s: %w", name, err)
-		}
-		done = append(done, name)
-	}
-	return nil
-}
-
-// unregisterGroup removes the go-metrics of g and of its commands cmds.
-func unregisterGroup(reg gometrics.Registry, g *Group, cmds *commandTable) {
-	metrics.Unregister(reg, groupPrefix(g))
-	for name := range groupMetrics(g) {
-		reg.Unregister(name)
-	}
-	for _, c := range cmds.byName {
-		metrics.Unregister(reg, commandPrefix(c))
-		for name := range commandMetrics(c) {
-			reg.Unregister(name)
-		}
-	}
-}
-
-// counterFunc is a read-only go-metrics Counter over one of our counters.
-// Like go-metrics' own snapshots, it panics when asked to change.
-type counterFunc func() int64
-
-func (f counterFunc) Count() int64                { return f() }
-func (f counterFunc) Snapshot() gometrics.Counter { return gometrics.CounterSnapshot(f()) }
-func (counterFunc) Clear()                        { panic("command: Clear called on a read-only counter") }
-func (counterFunc) Inc(int64)                     { panic("command: Inc called on a read-only counter") }
-func (counterFunc) Dec(int64)                     { panic("command: Dec called on a read-only counter") }

@@ -16,7 +16,7 @@
 // the counting put together.
 //
 //	clock := metrics.SystemClock()
-//	r, err := metrics.NewRolling(metrics.Window{Length: 10 * time.Second, Buckets: 10}, true)
+//	r, err := metrics.NewRolling(metrics.Window{Length: 10 * time.Second, Buckets: 10}, metrics.CountsAndLatencies)
 //	if err != nil { ... }
 //	start := clock.Now()
 //	// ... do the work ...
@@ -26,13 +26,13 @@
 //
 // Record counts a whole call (its events as an [EventSet], its run and total
 // latencies) with one bucket lookup, and equal run and total latencies (the
-// common case) with one histogram record; Add, ObserveRun, ObserveTotal and
-// ObserveMax record one thing each. A lookup costs a load and a compare while
+// common case) with one histogram record; ObserveMax raises the rolling
+// maximum (a peak concurrency, say). A lookup costs a load and a compare while
 // the instant falls in the newest bucket, and a 64-bit division otherwise.
 // Cumulative counts cost nothing per call: a bucket's counts are folded into
 // them when it is reused.
 //
-// [Register] publishes a snapshot source as go-metrics functional gauges, so
-// any go-metrics reporter (log, Graphite, expvar, JSON) can export it while
-// go-metrics stays off the hot path.
+// Package command publishes these windows as go-metrics gauges
+// (command.Registry.Metrics); this package depends on nothing outside the
+// standard library.
 package metrics

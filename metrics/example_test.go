@@ -9,7 +9,7 @@ import (
 
 func ExampleRolling() {
 	var clock metrics.ManualClock
-	r, err := metrics.NewRolling(metrics.Window{Length: time.Second, Buckets: 10}, true)
+	r, err := metrics.NewRolling(metrics.Window{Length: time.Second, Buckets: 10}, metrics.CountsAndLatencies)
 	if err != nil {
 		panic(err)
 	}
@@ -38,7 +38,7 @@ func ExampleRolling() {
 // One call, recorded with one bucket lookup: a timeout served by a fallback,
 // whose Run never returned to the caller (so no run latency).
 func ExampleRolling_Record() {
-	r, err := metrics.NewRolling(metrics.DefaultWindow(), true)
+	r, err := metrics.NewRolling(metrics.DefaultWindow(), metrics.CountsAndLatencies)
 	if err != nil {
 		panic(err)
 	}

@@ -30,15 +30,17 @@ const (
 	sumSaturated = math.MinInt64
 )
 
-// Quantiles are the percentiles every Latency reports, in this order:
+// Quantiles returns the percentiles every Latency reports, in this order:
 // p0 (minimum), p25, p50, p75, p90, p95, p99, p99.5 and p100 (maximum).
-var Quantiles = [9]float64{0, 25, 50, 75, 90, 95, 99, 99.5, 100}
+func Quantiles() [9]float64 { return quantiles }
+
+var quantiles = [9]float64{0, 25, 50, 75, 90, 95, 99, 99.5, 100}
 
 // Latency summarises a latency distribution.
 type Latency struct {
 	Count       int64
 	Mean        time.Duration
-	Percentiles [9]time.Duration // index i is percentile Quantiles[i]
+	Percentiles [9]time.Duration // index i is percentile Quantiles()[i]
 }
 
 // Histogram is a fixed log-linear latency histogram. Recording is one atomic
@@ -138,7 +140,7 @@ func (a *histAccumulator) latency() Latency {
 	}
 	l.Mean = a.mean(n)
 	bin, below := 0, int64(0)
-	for qi, q := range Quantiles {
+	for qi, q := range quantiles {
 		rank := int64(math.Ceil(q/100*float64(n))) - 1
 		rank = min(max(rank, 0), n-1)
 		for below+a.bins[bin] <= rank {

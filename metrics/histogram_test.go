@@ -62,7 +62,7 @@ func TestPercentileAccuracy(t *testing.T) {
 			l := h.Snapshot()
 			require.EqualValues(t, len(values), l.Count)
 			assert.Equal(t, time.Duration(sum/int64(len(values))), l.Mean)
-			for i, q := range Quantiles {
+			for i, q := range Quantiles() {
 				want := float64(exactPercentile(values, q))
 				got := float64(l.Percentiles[i])
 				assert.InEpsilon(t, want, got, 0.02, "p%v: want %v got %v", q, time.Duration(want), time.Duration(got))
@@ -77,7 +77,7 @@ func TestHistogramSmallCounts(t *testing.T) {
 	h.Record(10 * time.Millisecond)
 	l := h.Snapshot()
 	for i, p := range l.Percentiles {
-		assert.InEpsilon(t, float64(10*time.Millisecond), float64(p), 0.02, "single value, p%v", Quantiles[i])
+		assert.InEpsilon(t, float64(10*time.Millisecond), float64(p), 0.02, "single value, p%v", Quantiles()[i])
 	}
 }
 
@@ -106,7 +106,7 @@ func TestHistogramNegativeLatencyCountsAsZero(t *testing.T) {
 	assert.Zero(t, l.Percentiles[8])
 
 	t.Run("through a ring", func(t *testing.T) {
-		r, err := NewRolling(DefaultWindow(), true)
+		r, err := NewRolling(DefaultWindow(), CountsAndLatencies)
 		require.NoError(t, err)
 		r.ObserveRun(0, -10*time.Second)
 		r.ObserveTotal(0, -10*time.Second)
@@ -129,7 +129,7 @@ func TestHistogramHugeLatencyCountsAsLargestValue(t *testing.T) {
 	assert.EqualValues(t, 5, l.Count)
 	assert.Equal(t, time.Duration(maxValue), l.Mean)
 	for i, p := range l.Percentiles {
-		assert.InEpsilon(t, float64(maxValue), float64(p), 0.02, "p%v", Quantiles[i])
+		assert.InEpsilon(t, float64(maxValue), float64(p), 0.02, "p%v", Quantiles()[i])
 	}
 }
 

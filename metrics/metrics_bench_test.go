@@ -6,7 +6,7 @@ import (
 )
 
 func benchRing(b *testing.B) *Rolling {
-	r, err := NewRolling(DefaultWindow(), true)
+	r, err := NewRolling(DefaultWindow(), CountsAndLatencies)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func BenchmarkRecordSeparate(b *testing.B) {
 // rotation (mutex, emptying a bucket and its histograms) on every call, the
 // worst case the hint cannot help.
 func BenchmarkRecordRotating(b *testing.B) {
-	r, err := NewRolling(Window{Length: time.Second, Buckets: 1000}, true)
+	r, err := NewRolling(Window{Length: time.Second, Buckets: 1000}, CountsAndLatencies)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"sync"
@@ -131,18 +132,32 @@ type Rolling struct {
 	mu     sync.Mutex // serialises bucket rotation, Reset and Cumulative
 }
 
-// NewRolling returns a ring over w. With latency set, every bucket also
-// records run-time and total-time latencies: 5 KiB per bucket while every
-// call's run and total latencies are equal, 15 KiB once some differ.
-func NewRolling(w Window, latency bool) (*Rolling, error) {
+// Contents says what a ring records.
+type Contents uint8
+
+// The contents of a ring.
+const (
+	// CountsOnly records events and the rolling maximum.
+	CountsOnly Contents = iota
+	// CountsAndLatencies also records run-time and total-time latencies in
+	// every bucket: 5 KiB per bucket while every call's run and total
+	// latencies are equal, 15 KiB once some differ.
+	CountsAndLatencies
+)
+
+// NewRolling returns a ring over w that records what c says.
+func NewRolling(w Window, c Contents) (*Rolling, error) {
 	if err := w.Validate(); err != nil {
 		return nil, err
+	}
+	if c > CountsAndLatencies {
+		return nil, fmt.Errorf("%w: Contents %d is not CountsOnly or CountsAndLatencies", ErrInvalidConfig, c)
 	}
 	width := int64(w.BucketWidth())
 	r := &Rolling{window: w, width: width, maxEp: curMaxStart / width, buckets: make([]bucket, w.Buckets)}
 	for i := range r.buckets {
 		r.buckets[i].epoch.Store(emptyEpoch)
-		if latency {
+		if c == CountsAndLatencies {
 			r.buckets[i].lat = new(latencies)
 		}
 	}
@@ -252,33 +267,6 @@ func (r *Rolling) late(events EventSet) {
 	}
 }
 
-// Add counts one event at instant now, in the window and cumulatively.
-func (r *Rolling) Add(now time.Duration, e Event) {
-	if b := r.at(now); b != nil {
-		b.counts[e].Add(1)
-	} else {
-		r.folded[e].Add(1)
-	}
-}
-
-// ObserveRun records a run-time latency at instant now, as Histogram.Record
-// does (a negative d counts as zero). It does nothing on a ring created
-// without latency.
-func (r *Rolling) ObserveRun(now, d time.Duration) {
-	if b := r.at(now); b != nil && b.lat != nil {
-		apart(&b.lat.run).record(max(int64(d), 0))
-	}
-}
-
-// ObserveTotal records an end-to-end latency (as the caller saw it) at
-// instant now, as Histogram.Record does (a negative d counts as zero). It
-// does nothing on a ring created without latency.
-func (r *Rolling) ObserveTotal(now, d time.Duration) {
-	if b := r.at(now); b != nil && b.lat != nil {
-		apart(&b.lat.total).record(max(int64(d), 0))
-	}
-}
-
 // ObserveMax raises the rolling maximum (for example peak concurrency) to v
 // if v is larger.
 func (r *Rolling) ObserveMax(now time.Duration, v int64) {
@@ -347,7 +335,7 @@ func (r *Rolling) Cumulative() Counts {
 
 // Reset empties the window (cumulative counts are kept). A circuit breaker
 // calls it on closing so that old failures cannot reopen it.
-func (r *Rolling) Reset(now time.Duration) {
+func (r *Rolling) Reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cur.Store(0)

@@ -15,7 +15,11 @@ import (
 
 func newRing(t *testing.T, latency bool) *Rolling {
 	t.Helper()
-	r, err := NewRolling(Window{Length: time.Second, Buckets: 10}, latency)
+	c := CountsOnly
+	if latency {
+		c = CountsAndLatencies
+	}
+	r, err := NewRolling(Window{Length: time.Second, Buckets: 10}, c)
 	require.NoError(t, err)
 	return r
 }
@@ -31,7 +35,7 @@ func TestWindowValidate(t *testing.T) {
 	} {
 		err := w.Validate()
 		assert.ErrorIs(t, err, ErrInvalidConfig, "%+v", w)
-		_, err = NewRolling(w, false)
+		_, err = NewRolling(w, CountsOnly)
 		assert.ErrorIs(t, err, ErrInvalidConfig, "%+v", w)
 	}
 	require.NoError(t, DefaultWindow().Validate())
@@ -110,7 +114,7 @@ func TestRollingReset(t *testing.T) {
 	for i := range 20 {
 		r.Add(time.Duration(i)*10*time.Millisecond, Failure)
 	}
-	r.Reset(200 * time.Millisecond)
+	r.Reset()
 	s := r.Snapshot(200 * time.Millisecond)
 	assert.Equal(t, Counts{}, s.Counts)
 	assert.EqualValues(t, 20, s.Cumulative[Failure])
@@ -308,7 +312,7 @@ func TestRollingMatchesModel(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		w := []Window{{Length: time.Second, Buckets: 10}, {Length: 3 * time.Millisecond, Buckets: 3},
 			{Length: time.Duration(1<<20) * 8, Buckets: 8}}[rng.IntN(3)]
-		r, err := NewRolling(w, false)
+		r, err := NewRolling(w, CountsOnly)
 		require.NoError(t, err)
 		width := int64(w.BucketWidth())
 		m := &refRing{width: width, n: int64(w.Buckets), slot: map[int64]int64{}, events: map[int64]Counts{}}
@@ -344,7 +348,7 @@ func TestRollingMatchesModel(t *testing.T) {
 func TestRollingConcurrentRotationExactBuckets(t *testing.T) {
 	const buckets, writers, per, minBuckets = 1000, 4, 20_000, 300
 	w := Window{Length: buckets * time.Millisecond, Buckets: buckets}
-	r, err := NewRolling(w, true)
+	r, err := NewRolling(w, CountsAndLatencies)
 	require.NoError(t, err)
 	width := w.BucketWidth()
 	var clock ManualClock
@@ -428,7 +432,7 @@ func TestRollingCumulativeExactUnderReset(t *testing.T) {
 		for i := 0; left.Load() > 0; i++ {
 			clock.Advance(3 * time.Millisecond)
 			if i%50 == 0 {
-				r.Reset(clock.Now())
+				r.Reset()
 			}
 			c := r.Cumulative()
 			assert.GreaterOrEqual(t, c[Success], last, "cumulative went down")

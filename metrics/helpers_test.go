@@ -1,0 +1,34 @@
+package metrics
+
+import "time"
+
+// Add, ObserveRun and ObserveTotal record one thing each, for tests that
+// build a window piece by piece; the executor records a whole call with
+// Record.
+
+// Add counts one event at instant now, in the window and cumulatively.
+func (r *Rolling) Add(now time.Duration, e Event) {
+	if b := r.at(now); b != nil {
+		b.counts[e].Add(1)
+	} else {
+		r.folded[e].Add(1)
+	}
+}
+
+// ObserveRun records a run-time latency at instant now, as Histogram.Record
+// does (a negative d counts as zero). It does nothing on a ring created
+// without latency.
+func (r *Rolling) ObserveRun(now, d time.Duration) {
+	if b := r.at(now); b != nil && b.lat != nil {
+		apart(&b.lat.run).record(max(int64(d), 0))
+	}
+}
+
+// ObserveTotal records an end-to-end latency (as the caller saw it) at
+// instant now, as Histogram.Record does (a negative d counts as zero). It
+// does nothing on a ring created without latency.
+func (r *Rolling) ObserveTotal(now, d time.Duration) {
+	if b := r.at(now); b != nil && b.lat != nil {
+		apart(&b.lat.total).record(max(int64(d), 0))
+	}
+}
