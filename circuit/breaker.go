@@ -494,6 +494,13 @@ type Snapshot struct {
 	RampShare   float64      // share of calls admitted now; 1 when not ramping up
 	Health      Health       // the window now
 	Transitions []Transition // the last few transitions, oldest first, at most 8
+
+	// The thresholds the breaker judges Health by (its Config, defaults
+	// applied): what a dashboard shows beside it.
+	MinRequests      int
+	FailureRatio     float64
+	SlowCallDuration time.Duration // 0: slow-call detection off
+	SlowCallRatio    float64
 }
 
 // Snapshot returns the breaker's current state, progress, health and recent
@@ -514,6 +521,11 @@ func (b *Breaker) Snapshot() Snapshot {
 		RampShare:    1,
 		Health:       healthOf(b.window.Counts(now)),
 		Transitions:  append([]Transition(nil), b.history...),
+
+		MinRequests:      b.cfg.MinRequests,
+		FailureRatio:     b.cfg.FailureRatio,
+		SlowCallDuration: b.cfg.SlowCallDuration,
+		SlowCallRatio:    b.cfg.SlowCallRatio,
 	}
 	if n := len(b.history); n > 0 {
 		s.LastReason = b.history[n-1].Reason

@@ -272,7 +272,9 @@ func (m *refModel) currentState(now time.Duration) State {
 func (m *refModel) snapshot(now time.Duration) Snapshot {
 	m.tick(now)
 	s := Snapshot{Name: m.cfg.Name, State: m.state, Mode: m.mode, Since: now - m.since, OpenDuration: m.openFor,
-		ProbesNeeded: m.cfg.HalfOpenSuccesses, RampShare: 1, Health: m.health(now)}
+		ProbesNeeded: m.cfg.HalfOpenSuccesses, RampShare: 1, Health: m.health(now),
+		MinRequests: m.cfg.MinRequests, FailureRatio: m.cfg.FailureRatio,
+		SlowCallDuration: m.cfg.SlowCallDuration, SlowCallRatio: m.cfg.SlowCallRatio}
 	if len(m.trans) > 0 {
 		s.LastReason = m.trans[len(m.trans)-1].Reason
 	}

@@ -80,10 +80,8 @@ type Info struct {
 	// if the caller got an error.
 	Events EventSet
 	// Degraded is true when the value returned is a fallback's, never
-	// otherwise; Reason then says why the primary path failed, as the lower
-	// case event name ("timeout", "short_circuited", ...).
+	// otherwise; Event then says why the primary path failed.
 	Degraded bool
-	Reason   string
 	// Latency is the time the call took as the caller saw it, fallback
 	// included. RunLatency is the time Run took, or zero when Run did not
 	// return before the caller was answered (rejected, short-circuited,
@@ -98,7 +96,8 @@ type Info struct {
 // String); Info.Events holds one.
 type EventSet = metrics.EventSet
 
-// reasons holds Info.Reason per primary outcome, computed once.
+// reasons holds the lower-case name of each event, for error messages,
+// computed once.
 var reasons = func() (r [metrics.NumEvents]string) {
 	for e := range metrics.NumEvents {
 		r[e] = strings.ToLower(e.String())

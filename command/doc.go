@@ -16,7 +16,7 @@
 //	users, err := reg.NewGroup("users", command.GroupConfig{Timeout: 200 * time.Millisecond})
 //	...
 //	u, info, err := command.ExecuteInfo(ctx, users, getUser{id: 7})
-//	if info.Degraded { // u is Guest: the fallback's, because of info.Reason ("timeout", ...)
+//	if info.Degraded { // u is Guest: the fallback's, because of info.Event (TIMEOUT, ...)
 //	}
 //
 // # Commands and groups
@@ -113,15 +113,23 @@
 // FALLBACK_FAILURE (it returned an error or panicked), FALLBACK_REJECTION
 // (the limit was reached) or FALLBACK_MISSING (no Fallback, NoFallback
 // embedded, or the Fallback declined by returning ErrFallbackMissing). A
-// value served by a fallback is degraded: Info.Degraded and Info.Reason say
-// so, and it counts in the command's DegradedRate. Execute alone cannot tell
+// value served by a fallback is degraded: Info.Degraded says so (and
+// Info.Event why), and it counts in the command's DegradedRate. Execute alone cannot tell
 // a degraded value from a real one; use ExecuteInfo where it matters.
 // EXCEPTION_THROWN is emitted whenever the caller gets an error.
 //
 // Helpers: Static serves a fixed value, LastGood the last good value while
 // it is younger than its maximum age, and NoFallback marks a command that
-// must fail loudly (a payment never "succeeds" by fallback). A fallback must
-// not call the dependency that just failed.
+// must fail loudly (a payment never "succeeds" by fallback). Embed one in a
+// command struct to give it a Fallback (or, with NoFallback, to promise it
+// has none):
+//
+//	type getPrice struct {
+//		*command.LastGood[float64] // Fallback: the last price, if recent enough
+//		feed *Feed
+//	}
+//
+// A fallback must not call the dependency that just failed.
 //
 // # Metrics
 //

@@ -43,8 +43,8 @@ func ExampleFunc() {
 	name, info, err := command.ExecuteInfo(context.Background(), users, command.Func("getUser",
 		func(ctx context.Context) (string, error) { return "", fmt.Errorf("user %d: service down", id) },
 		func(ctx context.Context, err error) (string, error) { return "guest", nil }))
-	fmt.Println(name, err, info.Command, info.Reason)
-	// Output: guest <nil> getUser failure
+	fmt.Println(name, err, info.Command, info.Event)
+	// Output: guest <nil> getUser FAILURE
 }
 
 // getProfile can degrade: when Run fails, Fallback serves a guest profile.
@@ -68,11 +68,11 @@ func ExampleExecuteInfo() {
 
 	p, info, err := command.ExecuteInfo(context.Background(), profiles, getProfile{id: 7})
 	fmt.Println(p, err)
-	fmt.Println("degraded:", info.Degraded, "because of", info.Reason)
+	fmt.Println("degraded:", info.Degraded, "because of", info.Event)
 	fmt.Println(info.Command, info.Events)
 	// Output:
 	// guest <nil>
-	// degraded: true because of failure
+	// degraded: true because of FAILURE
 	// getProfile FAILURE|FALLBACK_SUCCESS
 }
 

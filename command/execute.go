@@ -423,7 +423,7 @@ func fallback[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, e *Erro
 	switch {
 	case serr == nil && ferr == nil:
 		info.Events.Add(metrics.FallbackSuccess)
-		info.Degraded, info.Reason = true, reasons[e.Event]
+		info.Degraded = true
 		return v, nil
 	case errors.Is(serr, isolation.ErrRejected):
 		info.Events.Add(metrics.FallbackRejection)

@@ -60,7 +60,6 @@ func TestExecuteFailureWithFallback(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "cached", v)
 		assert.True(t, info.Degraded)
-		assert.Equal(t, "failure", info.Reason)
 		assert.Equal(t, metrics.Failure, info.Event)
 		assert.Equal(t, events(metrics.Failure, metrics.FallbackSuccess), info.Events)
 		require.ErrorIs(t, seen, errBoom, "the fallback sees Run's error")
@@ -82,7 +81,6 @@ func TestExecuteFailureWithoutFallback(t *testing.T) {
 		require.Error(t, err)
 		assert.Zero(t, v)
 		assert.False(t, info.Degraded)
-		assert.Empty(t, info.Reason)
 		assert.Equal(t, events(metrics.Failure, metrics.FallbackMissing, metrics.ExceptionThrown), info.Events)
 		assert.ErrorIs(t, err, ErrFallbackMissing)
 		var ce *customErr
@@ -456,7 +454,6 @@ func TestFallbackCalledExactly(t *testing.T) {
 				assert.NoError(t, err)
 				assert.Equal(t, -1, v)
 				assert.True(t, info.Degraded)
-				assert.Equal(t, reasons[tc.event], info.Reason)
 				assert.True(t, info.Events.Has(metrics.FallbackSuccess))
 			} else {
 				assert.Zero(t, calls)

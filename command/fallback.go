@@ -10,17 +10,6 @@ import (
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
-// Degradation helpers. Embed one in a command struct to give it a Fallback
-// (or, with NoFallback, to promise it has none):
-//
-//	type getPrice struct {
-//		*command.LastGood[float64] // Fallback: the last price, if recent enough
-//		feed *Feed
-//	}
-//
-// Whatever the helper, a value served by a fallback is marked: Info.Degraded
-// and Info.Reason, the FALLBACK_SUCCESS event and the command's DegradedRate.
-
 // Static is a fallback that serves a fixed value (an empty list, a default
 // setting). Embed it in a command: its Fallback method is promoted. Serve
 // an empty value only if callers can tell it from real data through

@@ -50,9 +50,9 @@ const (
 func (s Strategy) String() string {
 	switch s {
 	case Thread:
-		return isolation.StrategyThread
+		return "THREAD"
 	case Semaphore:
-		return isolation.StrategySemaphore
+		return "SEMAPHORE"
 	}
 	return fmt.Sprintf("Strategy(%d)", uint8(s))
 }
@@ -537,11 +537,10 @@ func (g *Group) Snapshot() GroupSnapshot {
 	now := g.clock.Now()
 	s := GroupSnapshot{
 		Name:          g.name,
-		Strategy:      g.cfg.Strategy.String(),
+		Strategy:      g.cfg.Strategy,
 		Timeout:       g.cfg.Timeout,
 		FallbackLimit: g.cfg.FallbackLimit,
 		Breaker:       g.breaker.Snapshot(),
-		BreakerConfig: g.breaker.Config(),
 		Metrics:       g.metrics.Snapshot(now),
 	}
 	if g.pool != nil {
@@ -581,14 +580,13 @@ func addCounts(sum *metrics.Counts, c metrics.Counts) {
 
 func (c *commandState) snapshot(now time.Duration) CommandSnapshot {
 	s := CommandSnapshot{
-		Name:          c.name,
-		Group:         c.group.name,
-		InFlight:      c.hot.inFlight.Load(),
-		Detached:      c.hot.detached.Load(),
-		Timeout:       c.timeout,
-		Breaker:       c.breaker.Snapshot(),
-		BreakerConfig: c.breaker.Config(),
-		Metrics:       c.metrics.Snapshot(now),
+		Name:     c.name,
+		Group:    c.group.name,
+		InFlight: c.hot.inFlight.Load(),
+		Detached: c.hot.detached.Load(),
+		Timeout:  c.timeout,
+		Breaker:  c.breaker.Snapshot(),
+		Metrics:  c.metrics.Snapshot(now),
 	}
 	if calls := primaryCount(s.Metrics.Counts); calls > 0 {
 		s.DegradedRate = float64(s.Metrics.Counts[metrics.FallbackSuccess]) / float64(calls)

@@ -253,16 +253,17 @@ func TestRegistrySnapshot(t *testing.T) {
 	require.Len(t, s.Groups, 2)
 	assert.Equal(t, "a", s.Groups[0].Name, "sorted by name")
 	sa, sb := s.Groups[0], s.Groups[1]
-	assert.Equal(t, "THREAD", sa.Strategy)
+	assert.Equal(t, Thread, sa.Strategy)
 	assert.Equal(t, 2, sa.Bulkhead.Capacity)
 	assert.Equal(t, 1, sa.Bulkhead.QueueCapacity)
 	assert.Equal(t, 50*time.Millisecond, sa.Timeout)
-	assert.Equal(t, "SEMAPHORE", sb.Strategy)
+	assert.Equal(t, Semaphore, sb.Strategy)
 	assert.Equal(t, NoTimeout, sb.Timeout)
 	assert.Equal(t, 4, sb.FallbackLimit)
 	assert.Equal(t, 3, sb.Bulkhead.Capacity)
 	assert.Equal(t, "b", sb.Breaker.Name)
-	assert.Equal(t, 20, sb.BreakerConfig.MinRequests)
+	assert.Equal(t, 20, sb.Breaker.MinRequests)
+	assert.Equal(t, 0.5, sb.Breaker.FailureRatio)
 
 	require.Equal(t, []string{"x", "y"}, commandNames(sb))
 	x, y := sb.Commands[0], sb.Commands[1]

@@ -21,8 +21,8 @@ type Snapshot struct {
 // its pool metrics and its commands.
 type GroupSnapshot struct {
 	Name string
-	// Strategy is "THREAD" (goroutine pool) or "SEMAPHORE".
-	Strategy string
+	// Strategy is the group's bulkhead: Thread (goroutine pool) or Semaphore.
+	Strategy Strategy
 	// Bulkhead holds the bulkhead's live gauges and counters.
 	Bulkhead isolation.Stats
 	// Timeout is the group's default timeout; NoTimeout when there is none.
@@ -30,10 +30,8 @@ type GroupSnapshot struct {
 	// FallbackLimit is how many fallbacks of the group may run at once.
 	FallbackLimit int
 
-	// Breaker is the group-level breaker's state; BreakerConfig its
-	// effective configuration.
-	Breaker       circuit.Snapshot
-	BreakerConfig circuit.Config
+	// Breaker is the group-level breaker's state and thresholds.
+	Breaker circuit.Snapshot
 
 	// Metrics is the group's rolling window: its commands' counts summed
 	// (threads executed, rejections, ...), and in Max the largest number of
@@ -59,10 +57,8 @@ type CommandSnapshot struct {
 	// Timeout is the command's default timeout; NoTimeout when there is none.
 	Timeout time.Duration
 
-	// Breaker is the command's own breaker; BreakerConfig its effective
-	// configuration.
-	Breaker       circuit.Snapshot
-	BreakerConfig circuit.Config
+	// Breaker is the command's own breaker's state and thresholds.
+	Breaker circuit.Snapshot
 
 	// Metrics is the command's rolling window, with run and total latency,
 	// and in Max the largest number of calls of the command in flight at

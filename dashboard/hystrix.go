@@ -6,7 +6,6 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
-	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -102,7 +101,6 @@ type hystrixCommand struct {
 func (e *hystrixCommand) fill(now int64, g *command.GroupSnapshot, c *command.CommandSnapshot) {
 	counts := &c.Metrics.Counts
 	health := c.Breaker.Health
-	bc := c.BreakerConfig.WithDefaults()
 	*e = hystrixCommand{
 		Type:                 TypeHystrixCommand,
 		Name:                 c.Name,
@@ -134,13 +132,13 @@ func (e *hystrixCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 		LatencyTotalMean:   ms(c.Metrics.Total.Mean),
 		LatencyTotal:       percentilesOf(c.Metrics.Total),
 
-		CircuitBreakerRequestVolumeThreshold:       int64(bc.MinRequests),
+		CircuitBreakerRequestVolumeThreshold:       int64(c.Breaker.MinRequests),
 		CircuitBreakerSleepWindowInMilliseconds:    ms(c.Breaker.OpenDuration),
-		CircuitBreakerErrorThresholdPercentage:     int64(math.Round(finite(bc.FailureRatio) * 100)),
+		CircuitBreakerErrorThresholdPercentage:     int64(math.Round(finite(c.Breaker.FailureRatio) * 100)),
 		CircuitBreakerForceOpen:                    c.Breaker.Mode == circuit.ForcedOpen,
 		CircuitBreakerForceClosed:                  c.Breaker.Mode == circuit.ForcedClosed,
 		CircuitBreakerEnabled:                      c.Breaker.Mode != circuit.ObserveOnly,
-		ExecutionIsolationStrategy:                 g.Strategy,
+		ExecutionIsolationStrategy:                 g.Strategy.String(),
 		ExecutionIsolationThreadTimeoutInMillis:    timeoutMs(c.Timeout),
 		ExecutionTimeoutInMilliseconds:             timeoutMs(c.Timeout),
 		ExecutionIsolationThreadInterruptOnTimeout: true,
@@ -203,7 +201,7 @@ func (e *hystrixThreadPool) fill(now int64, g *command.GroupSnapshot) {
 // isPool reports whether g is isolated by a goroutine pool (Hystrix's thread
 // pool), the groups that get a HystrixThreadPool event.
 func isPool(g *command.GroupSnapshot) bool {
-	return g.Strategy == isolation.StrategyThread
+	return g.Strategy == command.Thread
 }
 
 // executed counts the calls in the window that ran in the bulkhead.

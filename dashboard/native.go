@@ -117,7 +117,7 @@ func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 	e.RollingCountSlow = c.Metrics.Counts[metrics.Slow]
 	e.RollingCountQueueTimeout = c.Metrics.Counts[metrics.QueueTimeout]
 	e.TimeoutMs = timeoutMs(c.Timeout)
-	e.SlowCallDurationMs = ms(c.BreakerConfig.SlowCallDuration)
+	e.SlowCallDurationMs = ms(c.Breaker.SlowCallDuration)
 }
 
 // bulwarkGroup is the BulwarkGroup event: a group's bulkhead (pool or
@@ -149,7 +149,7 @@ func (e *bulwarkGroup) fill(now int64, g *command.GroupSnapshot) {
 	e.Type = TypeBulwarkGroup
 	e.Name = g.Name
 	e.CurrentTime = now
-	e.Strategy = g.Strategy
+	e.Strategy = g.Strategy.String()
 	e.Capacity = b.Capacity
 	e.QueueCapacity = b.QueueCapacity
 	e.Active = b.Active

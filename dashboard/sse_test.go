@@ -171,7 +171,6 @@ func latency(base time.Duration) metrics.Latency {
 // whose name needs escaping.
 func sampleSnapshot() command.Snapshot {
 	window := metrics.Window{Length: 10 * time.Second, Buckets: 10}
-	cfg := circuit.Config{MinRequests: 20, FailureRatio: 0.5, OpenDuration: 5 * time.Second}.WithDefaults()
 	var counts metrics.Counts
 	for e := range metrics.NumEvents {
 		counts[e] = int64(e) + 1 // distinct, so a swapped key shows
@@ -179,7 +178,8 @@ func sampleSnapshot() command.Snapshot {
 	closed := circuit.Snapshot{
 		State: circuit.Closed, Mode: circuit.Normal, Since: 90 * time.Second,
 		OpenDuration: 5 * time.Second, ProbesNeeded: 3, RampShare: 1,
-		Health: circuit.Health{Requests: 40, Failures: 3, Timeouts: 1, Slow: 2, ErrorRatio: 0.1, SlowRatio: 0.05},
+		Health:      circuit.Health{Requests: 40, Failures: 3, Timeouts: 1, Slow: 2, ErrorRatio: 0.1, SlowRatio: 0.05},
+		MinRequests: 20, FailureRatio: 0.5,
 	}
 	open := closed
 	open.State = circuit.Open
@@ -199,26 +199,26 @@ func sampleSnapshot() command.Snapshot {
 		Run: latency(2 * time.Millisecond), Total: latency(3 * time.Millisecond)}
 	return command.Snapshot{Groups: []command.GroupSnapshot{
 		{
-			Name: "cache", Strategy: isolation.StrategySemaphore,
+			Name: "cache", Strategy: command.Semaphore,
 			Bulkhead: isolation.Stats{Strategy: isolation.StrategySemaphore, Capacity: 20, Active: 2, LargestActive: 9, Completed: 500},
 			Timeout:  command.NoTimeout, FallbackLimit: 10,
-			Breaker: closed, BreakerConfig: cfg, Metrics: met,
+			Breaker: closed, Metrics: met,
 			Commands: []command.CommandSnapshot{{
 				Name: `<img src=x onerror=alert(1)>`, Group: "cache", InFlight: 2, Timeout: command.NoTimeout,
-				Breaker: closed, BreakerConfig: cfg, Metrics: met, DegradedRate: 0.25,
+				Breaker: closed, Metrics: met, DegradedRate: 0.25,
 			}},
 		},
 		{
-			Name: "users", Strategy: isolation.StrategyThread,
+			Name: "users", Strategy: command.Thread,
 			Bulkhead: isolation.Stats{Strategy: isolation.StrategyThread, Capacity: 10, QueueCapacity: 5,
 				Active: 4, Queued: 3, Detached: 2, LargestActive: 10, Completed: 1234, Rejected: 56},
 			Timeout: time.Second, FallbackLimit: 8,
-			Breaker: closed, BreakerConfig: cfg, Metrics: met,
+			Breaker: closed, Metrics: met,
 			Commands: []command.CommandSnapshot{
 				{Name: "GetUser", Group: "users", InFlight: 4, Detached: 3, Timeout: 250 * time.Millisecond,
-					Breaker: open, BreakerConfig: cfg, Metrics: met},
+					Breaker: open, Metrics: met},
 				{Name: "ListUsers", Group: "users", InFlight: 0, Timeout: time.Second,
-					Breaker: closed, BreakerConfig: cfg, Metrics: met, DegradedRate: 1.0 / 3},
+					Breaker: closed, Metrics: met, DegradedRate: 1.0 / 3},
 			},
 		},
 	}}

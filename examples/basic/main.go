@@ -147,7 +147,7 @@ func run(w io.Writer, p params) error {
 		case err != nil:
 			result = "error: " + err.Error()
 		case info.Degraded:
-			result += " (degraded: " + info.Reason + ")"
+			result += " (degraded)"
 		}
 		fmt.Fprintf(w, "%-8s %-4d %-16s %-20s %s\n", time.Since(inv.start).Round(time.Millisecond), i, info.Event, fallback, result)
 		time.Sleep(p.Pace)
