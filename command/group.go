@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/internal/cacheline"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -223,14 +224,10 @@ type Group struct {
 // cache lines of their own, so that their writes do not evict the read-only
 // fields every call reads.
 type groupCounters struct {
-	_       [cacheLine]byte
+	_       [cacheline.Size]byte
 	running atomic.Int64 // Thread: Run calls in progress, detached ones included
-	_       [cacheLine - 8]byte
+	_       [cacheline.Size - 8]byte
 }
-
-// cacheLine is the span over which writes cause false sharing: two 64-byte
-// lines on amd64, whose prefetcher fetches lines in pairs.
-const cacheLine = 128
 
 // commandTable maps names to commands, and command types to how they are
 // named. It is never modified once published.
@@ -276,10 +273,10 @@ type commandState struct {
 // commandCounters are the counters every call of a command writes, on cache
 // lines of their own (see groupCounters).
 type commandCounters struct {
-	_        [cacheLine]byte
+	_        [cacheline.Size]byte
 	inFlight atomic.Int64 // calls from admission until Execute returns
 	detached atomic.Int64 // calls whose caller left at the deadline while Run goes on (Thread)
-	_        [cacheLine - 16]byte
+	_        [cacheline.Size - 16]byte
 }
 
 func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/bulwark-go/bulwark/internal/cacheline"
 )
 
 // emptyEpoch marks a bucket that holds no interval.
@@ -24,14 +26,11 @@ const emptyEpoch = math.MinInt64
 type bucket struct {
 	epoch  atomic.Int64
 	lat    *latencies // nil when the ring records no latency
-	_      [cacheLine - 16]byte
+	_      [cacheline.Size - 16]byte
 	counts [NumEvents]atomic.Int64
 	max    atomic.Int64
-	_      [cacheLine - (NumEvents+1)*8%cacheLine]byte
+	_      [cacheline.Size - (NumEvents+1)*8%cacheline.Size]byte
 }
-
-// cacheLine is the size of a CPU cache line on the machines bulwark runs on.
-const cacheLine = 64
 
 // latencies holds a bucket's run and total latencies in three histograms, so
 // that the common call, whose run and total latencies are equal (nothing
