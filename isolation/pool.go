@@ -209,6 +209,11 @@ func (p *Pool) startWorker() {
 // serve is the worker: it runs j (nil to start with the queue), then queued calls, while it
 // holds one slot.
 //
+// A caller learns its result only once the slot is free again or handed on to the next queued
+// call, so that a caller calling again at once is not refused by its own finished call: after
+// each call the worker takes the next queued call (keeping its slot) or releases its slot, and
+// only then publishes the result.
+//
 // No lost wake-up: a worker releases its slot and then reads the queue length; Execute pushes
 // (queue length +1) and then tries to take a slot. All four are sequentially consistent
 // atomics, so either the worker sees the pushed call and takes a slot back to run it, or
@@ -217,41 +222,54 @@ func (p *Pool) startWorker() {
 // sealed and Close flushes the queue.
 func (p *Pool) serve(j *job) {
 	for {
+		publish, from, err := false, jobPending, error(nil)
 		if j != nil {
-			p.run(j)
+			publish, from, err = p.run(j)
 		}
-		j = nil
+		next := (*job)(nil)
 		if p.slots.Load()&slotsCount <= p.size.Load() { // not shrinking
-			j = p.queue.pop()
+			next = p.queue.pop()
 		}
-		if j != nil {
-			continue
+		if next == nil {
+			if p.raceHook != nil {
+				p.raceHook(workerIdle)
+			}
+			p.slots.Add(-1)
 		}
-		if p.raceHook != nil {
-			p.raceHook(workerIdle)
+		if publish {
+			p.finish(j, from, err)
 		}
-		p.slots.Add(-1)
-		if p.queue.n.Load() == 0 || !p.acquire(true) {
+		if next == nil && !p.reacquire() {
 			return
 		}
+		j = next
 	}
 }
 
-// run runs one job unless its caller has already gone.
-func (p *Pool) run(j *job) {
+// reacquire is a worker's check after it released its slot: it takes a slot back and reports
+// true when a call was queued meanwhile (see serve).
+func (p *Pool) reacquire() bool {
+	return p.queue.n.Load() > 0 && p.acquire(true)
+}
+
+// run runs one job unless its caller has already gone. It returns the result for finish: from
+// is jobStarted when the work ran, jobPending when it was dropped because its context had
+// ended. publish is false when the caller gave up before the start: j is recycled, and there
+// is nothing to publish.
+func (p *Pool) run(j *job) (publish bool, from int32, err error) {
 	if err := j.ctx.Err(); err != nil {
-		p.finish(j, jobPending, dropped(err))
-		return
+		return true, jobPending, dropped(err)
 	}
 	if !j.state.CompareAndSwap(jobPending, jobStarted) {
 		p.recycle(j) // the caller gave up before the work started
-		return
+		return false, jobPending, nil
 	}
-	p.finish(j, jobStarted, p.call(j))
+	return true, jobStarted, p.call(j)
 }
 
 // call runs the work and recovers a panic. If work calls runtime.Goexit this goroutine ends
-// after the deferred function, which therefore finishes the job and hands the slot on.
+// after the deferred function, which therefore does the worker's part: it releases the slot,
+// publishes the result, and starts a worker for a call queued meanwhile.
 func (p *Pool) call(j *job) (err error) {
 	returned := false
 	defer func() {
@@ -262,9 +280,9 @@ func (p *Pool) call(j *job) (err error) {
 		if returned {
 			return
 		}
-		p.finish(j, jobStarted, NewPanicError(goexitValue))
 		p.slots.Add(-1)
-		if p.queue.n.Load() > 0 && p.acquire(true) {
+		p.finish(j, jobStarted, NewPanicError(goexitValue))
+		if p.reacquire() {
 			p.startWorker()
 		}
 	}()

@@ -140,20 +140,23 @@ func TestPoolNoLostWakeupAtEachStep(t *testing.T) {
 		p := newTestPool(t, PoolConfig{Size: 1, Queue: 1})
 		var armed atomic.Bool
 		var release chan struct{}
+		var busy <-chan error
 		p.raceHook = func(at racePoint) {
 			if at != callerFull || !armed.CompareAndSwap(true, false) {
 				return
 			}
 			// The caller found no slot and has not queued yet: the worker now finishes, finds
-			// the queue empty and leaves. Only the caller's recheck, after its push, can see it.
+			// the queue empty, releases its slot and publishes the result. Only the caller's
+			// recheck, after its push, can see the slot free.
 			close(release)
-			waitFor(func() bool { return p.slots.Load()&slotsCount == 0 })
-			time.Sleep(100 * time.Microsecond) // the worker's recheck comes right after its release
+			require.NoError(t, receive(t, busy))
+			assert.Zero(t, p.slots.Load()&slotsCount, "slot released before the result")
+			time.Sleep(100 * time.Microsecond) // the worker's recheck comes right after it published
 		}
 		for round := range rounds {
 			release = make(chan struct{})
 			started := make(chan struct{})
-			busy := async(p, context.Background(), func(context.Context) {
+			busy = async(p, context.Background(), func(context.Context) {
 				close(started)
 				<-release
 			})
@@ -163,7 +166,6 @@ func TestPoolNoLostWakeupAtEachStep(t *testing.T) {
 			err := p.Execute(ctx, func(context.Context) {})
 			cancel()
 			require.NoError(t, err, "round %d: the queued call was not picked up", round)
-			require.NoError(t, receive(t, busy))
 		}
 	})
 }
