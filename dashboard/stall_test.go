@@ -115,7 +115,9 @@ func wrapNoHijack(h http.Handler) http.Handler {
 // through the ResponseWriter as before, and a client that goes away is
 // noticed through the request context.
 func TestStreamFallsBackWithoutHijack(t *testing.T) {
-	s, err := NewStream(&fakeSource{snap: sampleSnapshot()}, Config{MaxInterval: time.Hour})
+	s, err := NewStream(&fakeSource{snap: sampleSnapshot()}, Config{
+		MaxInterval: time.Hour, Logger: slog.New(slog.DiscardHandler),
+	})
 	require.NoError(t, err)
 	wrapped := httptest.NewServer(wrapNoHijack(s))
 	defer wrapped.Close()
