@@ -82,7 +82,8 @@
 // Close and CloseClientConnections leave them open. Its Shutdown ends them,
 // and the server's other streams too (which Shutdown would otherwise wait
 // for forever): the first stream request a server passes registers a hook
-// with RegisterOnShutdown. Stream.Close (Handler.Close) ends every stream,
+// with RegisterOnShutdown (the Stream keeps a reference to each server it
+// registered with, for its life). Stream.Close (Handler.Close) ends every stream,
 // answers later stream requests 503 and waits for the handlers: call it
 // before http.Server.Close, or to stop the stream on a server that stays.
 //

@@ -98,6 +98,25 @@ func TestStreamTakesOverHTTP1Connection(t *testing.T) {
 	waitClients(t, s, 0) // the next frame is an hour away
 }
 
+// An HTTP/1.1 stream over TLS is taken over too (the send buffer is set
+// on the TCP connection under the *tls.Conn).
+func TestStreamTakesOverTLSConnection(t *testing.T) {
+	s, err := NewStream(&fakeSource{snap: sampleSnapshot()}, Config{MaxInterval: time.Hour})
+	require.NoError(t, err)
+	ts := httptest.NewTLSServer(s)
+	defer ts.Close()
+	c := openStream(t, ts.Client(), ts.URL+"/?delay=3600000")
+	defer c.Close()
+	assert.Equal(t, 1, c.resp.ProtoMajor)
+	assert.True(t, c.resp.Close, "Connection: close")
+	assert.Empty(t, c.resp.TransferEncoding, "the stream's own response head")
+	f, err := c.sse.frame()
+	require.NoError(t, err)
+	assert.NotNil(t, f.find(TypeHystrixCommand, "GetUser", "users"))
+	c.Close()
+	waitClients(t, s, 0)
+}
+
 // noHijack hides every optional interface of the ResponseWriter but Flush,
 // as some middleware does.
 type noHijack struct{ w http.ResponseWriter }

@@ -29,9 +29,9 @@ func (s *Stream) serveConn(conn net.Conn, brw *bufio.ReadWriter, c *client, hdr 
 		<-gone
 	}()
 
-	tcp := tcpConn(conn)
-	if tcp != nil {
-		if err := tcp.SetWriteBuffer(s.cfg.WriteBuffer); err != nil {
+	raw := netConn(conn)
+	if b, ok := raw.(interface{ SetWriteBuffer(int) error }); ok {
+		if err := b.SetWriteBuffer(s.cfg.WriteBuffer); err != nil {
 			s.log.Debug("dashboard: cannot shrink the stream's send buffer", "remote", remote, "err", err)
 		}
 	}
@@ -55,7 +55,7 @@ func (s *Stream) serveConn(conn net.Conn, brw *bufio.ReadWriter, c *client, hdr 
 	} else {
 		err = s.pump(c, gone, write, remote, delay)
 	}
-	if err != nil && tcp != nil {
+	if tcp, ok := raw.(*net.TCPConn); ok && err != nil {
 		// A client that did not take the bytes already queued for it will
 		// not take them later: reset the connection rather than let the
 		// system keep them (and the socket) for minutes.
@@ -63,17 +63,14 @@ func (s *Stream) serveConn(conn net.Conn, brw *bufio.ReadWriter, c *client, hdr 
 	}
 }
 
-// tcpConn returns the TCP connection under conn (a *tls.Conn's included),
-// or nil if there is none.
-func tcpConn(conn net.Conn) *net.TCPConn {
+// netConn returns the connection under conn: conn itself, or what a
+// wrapper such as *tls.Conn holds (its NetConn method).
+func netConn(conn net.Conn) net.Conn {
 	for {
-		switch c := conn.(type) {
-		case *net.TCPConn:
-			return c
-		case interface{ NetConn() net.Conn }:
-			conn = c.NetConn()
-		default:
-			return nil
+		w, ok := conn.(interface{ NetConn() net.Conn })
+		if !ok {
+			return conn
 		}
+		conn = w.NetConn()
 	}
 }
