@@ -59,7 +59,9 @@ type Config struct {
 	//
 	// On an HTTP/1.x connection the stream takes over (see WriteBuffer),
 	// the buffers are WriteBuffer on our side plus the client's receive
-	// buffer: a few frames, so a stalled client loses its slot within
+	// buffer, which stays small (tens of kilobytes) for a client that
+	// never reads but may have grown to megabytes for one that read fast
+	// before it stopped: a client that never reads loses its slot within
 	// about WriteTimeout plus a few intervals. Through a ResponseWriter
 	// that cannot be taken over (HTTP/2, or a middleware wrapper without
 	// Hijack) the system sizes the send buffer itself and may grow it to
@@ -210,7 +212,7 @@ func (s *Stream) Clients() int {
 //
 // An HTTP/1.x request whose ResponseWriter can be hijacked is served on the
 // connection taken over from net/http (see the package doc, "Stalled
-// clients"); any other request through the ResponseWriter.
+// clients, Close and Shutdown"); any other request through the ResponseWriter.
 func (s *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
