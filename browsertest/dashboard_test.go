@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -147,6 +148,35 @@ type switchable struct {
 	down atomic.Bool
 }
 
+// cuttable records every connection it accepts, so that a test can cut
+// them all: httptest.Server.CloseClientConnections leaves out the stream
+// connections the dashboard takes over from net/http.
+type cuttable struct {
+	net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (l *cuttable) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.mu.Lock()
+		l.conns = append(l.conns, c)
+		l.mu.Unlock()
+	}
+	return c, err
+}
+
+// cut closes every connection accepted so far.
+func (l *cuttable) cut() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.conns {
+		_ = c.Close()
+	}
+	l.conns = nil
+}
+
 func (s *switchable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.down.Load() {
 		http.Error(w, "down for the test", http.StatusServiceUnavailable)
@@ -164,12 +194,17 @@ func TestBrowserDashboard(t *testing.T) {
 	h, err := dashboard.New(live.reg, dashboard.Config{})
 	require.NoError(t, err)
 	sw := &switchable{h: h}
-	ts := httptest.NewServer(sw) // listens on 127.0.0.1
+	ts := httptest.NewUnstartedServer(sw) // listens on 127.0.0.1
+	ln := &cuttable{Listener: ts.Listener}
+	ts.Listener = ln
+	ts.Start()
 	defer func() {
 		// The page holds its stream open and reconnects: turn it away
-		// before closing, or Close would wait for it.
+		// and end its stream before closing the server.
 		sw.down.Store(true)
-		ts.CloseClientConnections()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		assert.NoError(t, h.Close(ctx))
 		ts.Close()
 	}()
 
@@ -242,7 +277,7 @@ func TestBrowserDashboard(t *testing.T) {
 
 	// The stream goes down: the badge says so; it comes back by itself.
 	sw.down.Store(true)
-	ts.CloseClientConnections()
+	ln.cut()
 	waitFor(t, 10*time.Second, "badge while the stream is down", "reconnecting", func() (string, error) {
 		a, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.ID("conn"), "data-conn"))
 		return a.Value, err

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"net/http"
 	"strings"
 )
@@ -34,6 +35,9 @@ func New(src Source, cfg Config) (*Handler, error) {
 
 // Stream returns the stream handler New built, for its Clients count.
 func (h *Handler) Stream() *Stream { return h.stream }
+
+// Close closes the stream: see Stream.Close. The page keeps being served.
+func (h *Handler) Close(ctx context.Context) error { return h.stream.Close(ctx) }
 
 // ServeHTTP routes a request to the stream or to the page.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

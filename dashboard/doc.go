@@ -36,7 +36,8 @@
 //     a dead connection show.
 //
 // More than Config.MaxClients connections at once (default 5, like Hystrix)
-// are answered 503.
+// are answered 503, as are stream requests after Close or once the server's
+// Shutdown has begun.
 //
 // # One snapshot per tick, whatever the number of clients
 //
@@ -47,14 +48,44 @@
 // handler of that client waits for it, so no goroutine outlives the stream's
 // handlers. Each client writes from its own handler goroutine: a slow client
 // skips the frames it had no time for, and a client whose connection does
-// not take a frame within Config.WriteTimeout (http.ResponseController's
-// write deadline) is disconnected and frees its slot at once, whatever the
-// delay, so clients that stop reading cannot lock the others out for
-// longer than that once their socket buffers are full (see
-// Config.WriteTimeout). Neither ever blocks the hub, the other clients or
-// the commands. A client that disconnects is noticed through its request
-// context. The stream sets its own write deadlines, so a server's
-// WriteTimeout does not cut it off.
+// not take a frame within Config.WriteTimeout is disconnected and frees its
+// slot at once. Neither ever blocks the hub, the other clients or the
+// commands.
+//
+// # Stalled clients, Close and Shutdown
+//
+// A client that stops reading must not keep its slot: MaxClients of them
+// would lock every other viewer out. Its writes fail only once the
+// operating system's buffers for the connection are full, and on Linux the
+// send buffer of a connection whose peer does not read grows to megabytes,
+// which at small frames and long delays takes minutes. So an HTTP/1.x
+// request whose ResponseWriter can be hijacked is served on the connection
+// taken over from net/http: the stream writes the response head itself
+// (with "Connection: close"; the body runs until the connection closes),
+// gives the connection a small send buffer (Config.WriteBuffer), sets a
+// write deadline of Config.WriteTimeout on every write, and resets the
+// connection of a client that missed one. A stalled client then loses its
+// slot within about WriteTimeout plus the few frames the buffers hold. A
+// goroutine per connection reads and discards what the client sends, and
+// ends the stream when the client closes the connection. The stream sets
+// its own deadlines, so a server's ReadTimeout or WriteTimeout does not cut
+// it off.
+//
+// Other requests (HTTP/2, or a middleware wrapper that hides Hijack and has
+// no Unwrap method) are served through the ResponseWriter, with
+// http.ResponseController's write deadlines where it has them; the request
+// context tells that the client left. There the system sizes the buffers
+// and a stall can stay hidden much longer: see Config.WriteTimeout for what
+// to do.
+//
+// http.Server does not track the connections the stream took over: its
+// Close and CloseClientConnections leave them open. Its Shutdown ends them,
+// and the server's other streams too (which Shutdown would otherwise wait
+// for forever): the first stream request a server passes registers a hook
+// with RegisterOnShutdown (the Stream keeps a reference to each server it
+// registered with, for its life). Stream.Close (Handler.Close) ends every stream,
+// answers later stream requests 503 and waits for the handlers: call it
+// before http.Server.Close, or to stop the stream on a server that stays.
 //
 // A Source whose Snapshot panics does not take the process down: the hub
 // recovers, logs the first panic of a run at Error with its stack, sends

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"fmt"
+	"net/http"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -20,10 +21,22 @@ type frame struct {
 type client struct {
 	next atomic.Pointer[frame]
 	wake chan struct{} // capacity 1: "next has something"
+	quit chan struct{} // closed by end: Stream.Close or the server's Shutdown
+
+	srv   *http.Server // the server the request came through; nil if unknown
+	ended bool         // quit is closed; guarded by Stream.mu
 }
 
-func newClient() *client {
-	return &client{wake: make(chan struct{}, 1)}
+func newClient(srv *http.Server) *client {
+	return &client{wake: make(chan struct{}, 1), quit: make(chan struct{}), srv: srv}
+}
+
+// end tells c's handler to stop streaming. The caller holds Stream.mu.
+func (c *client) end() {
+	if !c.ended {
+		c.ended = true
+		close(c.quit)
+	}
 }
 
 // offer replaces the pending frame with f and wakes the client. It never

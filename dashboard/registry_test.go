@@ -53,6 +53,10 @@ func TestStreamMatchesRegistry(t *testing.T) {
 		require.NoError(t, err)
 	}
 
+	// A pool worker gives its slot back just after its caller has the
+	// result: wait for it, so that the frame shows the idle pool.
+	require.Eventually(t, func() bool { return users.Snapshot().Bulkhead.Active == 0 },
+		5*time.Second, time.Millisecond)
 	_, ts := newTestStream(t, reg, Config{})
 	c := openStream(t, newTestClient(), ts.URL)
 	defer c.Close()

@@ -156,9 +156,10 @@ func TestStreamStalledClientNeverBlocks(t *testing.T) {
 	goleak.VerifyNone(t, ignore)
 }
 
-// The request context ends the stream: a client that goes away is noticed
-// even if no frame is due for a long time.
-func TestStreamNoticesDisconnectThroughContext(t *testing.T) {
+// A client that goes away is noticed even if no frame is due for a long
+// time (by the stream's reader on a connection it took over; the fallback
+// path's request context is covered by TestStreamFallsBackWithoutHijack).
+func TestStreamNoticesDisconnect(t *testing.T) {
 	s, ts := newTestStream(t, &fakeSource{snap: sampleSnapshot()}, Config{MaxInterval: time.Hour})
 	c := openStream(t, newTestClient(), ts.URL+"/?delay=3600000")
 	_, err := c.sse.frame()

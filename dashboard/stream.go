@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +24,7 @@ const (
 	DefaultMaxInterval  = 30 * time.Second       // slowest ?delay= honoured
 	DefaultMaxClients   = 5                      // Hystrix's default connection cap
 	DefaultWriteTimeout = 5 * time.Second        // a frame that takes longer drops the client
+	DefaultWriteBuffer  = 16 << 10               // bytes: send buffer of a connection taken over
 )
 
 // Source supplies the snapshots the stream publishes. *command.Registry is
@@ -50,16 +52,33 @@ type Config struct {
 	MaxClients int
 	// WriteTimeout bounds the time one frame may take to reach a client's
 	// connection. A client whose connection does not take a frame within
-	// it is disconnected and its slot freed at once: about WriteTimeout
-	// after that frame was due, whatever the delay. The connection takes
-	// what the operating system can buffer for it: a client that stops
-	// reading is seen only once its socket buffers are full (tens of
-	// kilobytes to a few megabytes, depending on the system and the
-	// network), which for small frames at a long delay can take minutes.
-	// A server dedicated to the dashboard can shorten that by giving its
-	// accepted connections small send buffers (net.TCPConn.SetWriteBuffer).
-	// Default DefaultWriteTimeout (5 s).
+	// it is disconnected and its slot freed at once. A connection takes
+	// what the operating system can still buffer for it, so a client that
+	// stops reading is seen once those buffers are full: about
+	// WriteTimeout after that, whatever the delay.
+	//
+	// On an HTTP/1.x connection the stream takes over (see WriteBuffer),
+	// the buffers are WriteBuffer on our side plus the client's receive
+	// buffer, which stays small (tens of kilobytes) for a client that
+	// never reads but may have grown to megabytes for one that read fast
+	// before it stopped: a client that never reads loses its slot within
+	// about WriteTimeout plus a few intervals. Through a ResponseWriter
+	// that cannot be taken over (HTTP/2, or a middleware wrapper without
+	// Hijack) the system sizes the send buffer itself and may grow it to
+	// megabytes for a client that stops reading: at small frames and long
+	// delays that hides a stall for minutes. There, serve the stream over
+	// HTTP/1.1 (a server or listener of its own, or a wrapper that passes
+	// Hijack through via Unwrap), or give the server's accepted
+	// connections small send buffers (net.TCPConn.SetWriteBuffer in a
+	// net.Listener wrapper). Default DefaultWriteTimeout (5 s).
 	WriteTimeout time.Duration
+	// WriteBuffer is the kernel send buffer, in bytes, the stream sets on
+	// each HTTP/1.x connection it takes over (net.TCPConn.SetWriteBuffer;
+	// the system may round it, Linux doubles it). Small, it makes a stall
+	// show fast; it also bounds how fast a frame reaches a distant client
+	// (about WriteBuffer per round trip), so raise it if frames are large
+	// and clients far away. Default DefaultWriteBuffer (16 KiB).
+	WriteBuffer int
 	// Logger receives connection and error records; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -81,6 +100,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.WriteBuffer == 0 {
+		c.WriteBuffer = DefaultWriteBuffer
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -109,6 +131,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxClients %d is negative", ErrInvalidConfig, c.MaxClients)
 	case e.WriteTimeout < 0:
 		return fmt.Errorf("%w: WriteTimeout %v is negative", ErrInvalidConfig, c.WriteTimeout)
+	case e.WriteBuffer < 0:
+		return fmt.Errorf("%w: WriteBuffer %d is negative", ErrInvalidConfig, c.WriteBuffer)
 	}
 	return nil
 }
@@ -126,7 +150,10 @@ type Stream struct {
 
 	mu      sync.Mutex
 	hubs    map[time.Duration]*hub // one per distinct delay with clients
-	clients int                    // connections served now, across hubs
+	clients map[*client]struct{}   // connections served now, across hubs
+	servers map[*http.Server]bool  // servers whose Shutdown ends their clients: true once it began
+	closed  bool                   // Close was called
+	idle    chan struct{}          // closed once closed and no client is left
 }
 
 // NewStream returns the stream handler publishing src's snapshots. It fails,
@@ -140,7 +167,15 @@ func NewStream(src Source, cfg Config) (*Stream, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	return &Stream{src: src, cfg: cfg, log: cfg.Logger, hubs: make(map[time.Duration]*hub)}, nil
+	return &Stream{
+		src:     src,
+		cfg:     cfg,
+		log:     cfg.Logger,
+		hubs:    make(map[time.Duration]*hub),
+		clients: make(map[*client]struct{}),
+		servers: make(map[*http.Server]bool),
+		idle:    make(chan struct{}),
+	}, nil
 }
 
 // checkSource refuses a nil Source: a nil interface, or one holding a nil
@@ -166,13 +201,18 @@ func (s *Stream) Config() Config { return s.cfg }
 func (s *Stream) Clients() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.clients
+	return len(s.clients)
 }
 
-// ServeHTTP streams frames until the client goes away, its request context
-// ends, or a frame cannot be written within WriteTimeout. It answers 405 to
-// anything but GET, 400 to a ?delay= that is not a positive integer number of
-// milliseconds, and 503 past MaxClients.
+// ServeHTTP streams frames until the client goes away, the stream is
+// closed, its server shuts down, or a frame cannot be written within
+// WriteTimeout. It answers 405 to anything but GET, 400 to a ?delay= that is
+// not a positive integer number of milliseconds, and 503 past MaxClients,
+// after Close, or once its server's Shutdown has begun.
+//
+// An HTTP/1.x request whose ResponseWriter can be hijacked is served on the
+// connection taken over from net/http (see the package doc, "Stalled
+// clients, Close and Shutdown"); any other request through the ResponseWriter.
 func (s *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
@@ -184,12 +224,12 @@ func (s *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	c := newClient()
-	h, ok := s.join(delay, c)
-	if !ok {
+	srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
+	c := newClient(srv)
+	h, err := s.join(delay, c)
+	if err != nil {
 		w.Header().Set("Retry-After", "5")
-		http.Error(w, fmt.Sprintf("dashboard: stream connection limit reached (%d)", s.cfg.MaxClients),
-			http.StatusServiceUnavailable)
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	defer s.leave(h, c)
@@ -199,29 +239,57 @@ func (s *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr.Set("Cache-Control", "no-cache, no-store, max-age=0, must-revalidate")
 	hdr.Set("Pragma", "no-cache")
 	hdr.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
+	hdr.Set("X-Accel-Buffering", "no") // no proxy buffering (nginx)
 
+	if r.ProtoMajor == 1 {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		switch {
+		case err == nil:
+			s.serveConn(conn, brw, c, hdr, r.RemoteAddr, delay)
+			return
+		case !errors.Is(err, http.ErrNotSupported):
+			s.log.Warn("dashboard: cannot take over the stream connection", "remote", r.RemoteAddr, "err", err)
+			return
+		}
+	}
+	s.serveWriter(w, r, c, delay)
+}
+
+// serveWriter streams through w, for a request whose connection cannot be
+// taken over (HTTP/2, a ResponseWriter wrapper without Hijack). The request
+// context tells that the client went away.
+func (s *Stream) serveWriter(w http.ResponseWriter, r *http.Request, c *client, delay time.Duration) {
+	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	if err := s.write(w, rc, nil); err != nil {
+	write := func(data []byte) error { return s.write(w, rc, data) }
+	if err := write(nil); err != nil {
 		s.log.Debug("dashboard: stream client gone", "remote", r.RemoteAddr, "err", err)
 		return
 	}
-	s.log.Debug("dashboard: stream client connected", "remote", r.RemoteAddr, "delay", delay)
-	ctx := r.Context()
+	s.pump(c, r.Context().Done(), write, r.RemoteAddr, delay)
+}
+
+// pump writes every frame offered to c until a write fails (it returns
+// that error), gone is closed or c is ended (it returns nil).
+func (s *Stream) pump(c *client, gone <-chan struct{}, write func([]byte) error, remote string, delay time.Duration) error {
+	s.log.Debug("dashboard: stream client connected", "remote", remote, "delay", delay)
 	for {
 		select {
-		case <-ctx.Done():
-			s.log.Debug("dashboard: stream client left", "remote", r.RemoteAddr)
-			return
+		case <-gone:
+			s.log.Debug("dashboard: stream client left", "remote", remote)
+			return nil
+		case <-c.quit:
+			s.log.Debug("dashboard: stream client ended: stream closed or server shutting down", "remote", remote)
+			return nil
 		case <-c.wake:
 		}
 		f := c.next.Swap(nil)
 		if f == nil {
 			continue
 		}
-		if err := s.write(w, rc, f.data); err != nil {
-			s.log.Info("dashboard: stream client dropped", "remote", r.RemoteAddr, "err", err)
-			return
+		if err := write(f.data); err != nil {
+			s.log.Info("dashboard: stream client dropped", "remote", remote, "err", err)
+			return err
 		}
 	}
 }
@@ -264,14 +332,27 @@ func (s *Stream) delay(r *http.Request) (time.Duration, error) {
 }
 
 // join registers c with the hub of delay, starting that hub if it is the
-// first client, unless MaxClients are served already.
-func (s *Stream) join(delay time.Duration, c *client) (*hub, bool) {
+// first client, unless MaxClients are served already, the stream is closed
+// or c's server is shutting down. The first client of a server registers
+// the Shutdown hook that ends that server's clients.
+func (s *Stream) join(delay time.Duration, c *client) (*hub, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.clients >= s.cfg.MaxClients {
-		return nil, false
+	switch {
+	case s.closed:
+		return nil, errors.New("dashboard: stream closed")
+	case c.srv != nil && s.servers[c.srv]:
+		return nil, errors.New("dashboard: server shutting down")
+	case len(s.clients) >= s.cfg.MaxClients:
+		return nil, fmt.Errorf("dashboard: stream connection limit reached (%d)", s.cfg.MaxClients)
 	}
-	s.clients++
+	if srv := c.srv; srv != nil {
+		if _, ok := s.servers[srv]; !ok {
+			s.servers[srv] = false
+			srv.RegisterOnShutdown(func() { s.shutdown(srv) })
+		}
+	}
+	s.clients[c] = struct{}{}
 	h := s.hubs[delay]
 	if h == nil {
 		h = newHub(s, delay)
@@ -279,14 +360,14 @@ func (s *Stream) join(delay time.Duration, c *client) (*hub, bool) {
 		go h.run()
 	}
 	h.add(c)
-	return h, true
+	return h, nil
 }
 
 // leave unregisters c; the last client of a hub stops it and waits for its
-// goroutine to end, so no goroutine outlives the last handler.
+// goroutine to end, so no goroutine outlives the last handler. c's slot is
+// freed once that is done.
 func (s *Stream) leave(h *hub, c *client) {
 	s.mu.Lock()
-	s.clients--
 	last := h.remove(c)
 	if last {
 		delete(s.hubs, h.delay)
@@ -295,5 +376,59 @@ func (s *Stream) leave(h *hub, c *client) {
 	s.mu.Unlock()
 	if last {
 		<-h.done
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.clients, c)
+	if s.closed && len(s.clients) == 0 {
+		close(s.idle)
+	}
+}
+
+// shutdown is the Shutdown hook of srv: it ends srv's clients and refuses
+// new ones from srv.
+func (s *Stream) shutdown(srv *http.Server) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.servers[srv] = true
+	for c := range s.clients {
+		if c.srv == srv {
+			c.end()
+		}
+	}
+}
+
+// Close ends every stream connection, answers later stream requests 503,
+// and waits until every stream handler has returned (and with it every
+// goroutine of the stream) or ctx ends, whichever comes first. It returns
+// nil once nothing is left running, at once if nothing was, even with an
+// ended ctx; otherwise an error wrapping ctx.Err(). Handlers end within
+// about WriteTimeout, except those writing to a ResponseWriter without
+// write deadlines to a client that does not read. Closing twice is safe.
+//
+// http.Server.Close does not end the connections the stream took over
+// (http.Server.Shutdown does, see the package doc): call Close with it.
+func (s *Stream) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		for c := range s.clients {
+			c.end()
+		}
+		if len(s.clients) == 0 {
+			close(s.idle)
+		}
+	}
+	s.mu.Unlock()
+	select {
+	case <-s.idle:
+		return nil
+	default:
+	}
+	select {
+	case <-s.idle:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("dashboard: %d stream clients still ending: %w", s.Clients(), ctx.Err())
 	}
 }

@@ -408,6 +408,7 @@ func TestStreamConfigValidation(t *testing.T) {
 		"MaxInterval":   {MaxInterval: -1},
 		"MaxClients":    {MaxClients: -1},
 		"WriteTimeout":  {WriteTimeout: -time.Second},
+		"WriteBuffer":   {WriteBuffer: -1},
 		"min above max": {MinInterval: time.Second, MaxInterval: 500 * time.Millisecond},
 		"above max":     {Interval: time.Minute, MaxInterval: time.Second},
 	} {
@@ -425,6 +426,7 @@ func TestStreamConfigValidation(t *testing.T) {
 	assert.Equal(t, DefaultMinInterval, cfg.MinInterval)
 	assert.Equal(t, DefaultMaxInterval, cfg.MaxInterval)
 	assert.Equal(t, DefaultWriteTimeout, cfg.WriteTimeout)
+	assert.Equal(t, DefaultWriteBuffer, cfg.WriteBuffer)
 	assert.NotNil(t, cfg.Logger)
 }
 

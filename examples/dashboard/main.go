@@ -6,8 +6,8 @@
 //	go run ./examples/dashboard -duration 2m -addr 127.0.0.1:8080
 //	go run ./examples/dashboard -h               # the flags
 //
-// Ctrl-C (SIGINT) or SIGTERM stops it cleanly: it stops the load, closes
-// the server and its streams, closes the registry and exits 0.
+// Ctrl-C (SIGINT) or SIGTERM stops it cleanly: it stops the load, shuts
+// the server and its streams down, closes the registry and exits 0.
 //
 // The dependencies, one group each:
 //   - users/GetUser: healthy, 5-25 ms.
@@ -125,9 +125,11 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	svc.drive(ctx, &wg, *load)
 	<-ctx.Done()
 
-	// Stream handlers end with their request contexts, which Shutdown does
-	// not cancel: Close ends them.
-	err = srv.Close()
+	// Shutdown ends the dashboard's streams (which would otherwise never
+	// go idle) and waits for the other requests, 5 s at most.
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = srv.Shutdown(sctx)
 	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}

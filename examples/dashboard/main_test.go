@@ -201,3 +201,33 @@ func TestDemoRejectsBadFlags(t *testing.T) {
 		assert.Error(t, err, "%v", args)
 	}
 }
+
+// Stopping the demo ends an open stream too (the stream serves HTTP/1.1 on
+// a connection it takes over, which http.Server.Close would leave open).
+func TestDemoStopEndsOpenStream(t *testing.T) {
+	d := startDemo(t, "-duration", "1m")
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get(d.url + "hystrix.stream?delay=200")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	br := bufio.NewReader(resp.Body)
+	_, err = br.ReadString('\n')
+	require.NoError(t, err)
+
+	d.stop()
+	require.NoError(t, d.wait(t, 15*time.Second))
+	ended := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, br)
+		ended <- err
+	}()
+	select {
+	case err := <-ended:
+		assert.NoError(t, err, "the stream ends cleanly")
+	case <-time.After(10 * time.Second):
+		resp.Body.Close()
+		<-ended
+		t.Fatal("the stream is still open after the demo stopped")
+	}
+}
