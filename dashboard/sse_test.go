@@ -200,7 +200,7 @@ func sampleSnapshot() command.Snapshot {
 	return command.Snapshot{Groups: []command.GroupSnapshot{
 		{
 			Name: "cache", Strategy: command.Semaphore,
-			Bulkhead: isolation.Stats{Strategy: isolation.StrategySemaphore, Capacity: 20, Active: 2, LargestActive: 9, Completed: 500},
+			Bulkhead: isolation.Stats{Capacity: 20, Active: 2, LargestActive: 9, Completed: 500},
 			Timeout:  command.NoTimeout, FallbackLimit: 10,
 			Breaker: closed, Metrics: met,
 			Commands: []command.CommandSnapshot{{
@@ -210,7 +210,7 @@ func sampleSnapshot() command.Snapshot {
 		},
 		{
 			Name: "users", Strategy: command.Thread,
-			Bulkhead: isolation.Stats{Strategy: isolation.StrategyThread, Capacity: 10, QueueCapacity: 5,
+			Bulkhead: isolation.Stats{Capacity: 10, QueueCapacity: 5,
 				Active: 4, Queued: 3, Detached: 2, LargestActive: 10, Completed: 1234, Rejected: 56},
 			Timeout: time.Second, FallbackLimit: 8,
 			Breaker: closed, Metrics: met,

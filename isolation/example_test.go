@@ -31,10 +31,10 @@ func ExamplePool() {
 	}
 	fmt.Println("sum:", sum) // safe to read: Execute returned nil, so the work has returned
 	s := pool.Stats()
-	fmt.Println(s.Strategy, s.Capacity, s.QueueCapacity, s.Completed)
+	fmt.Println(s.Capacity, s.QueueCapacity, s.Completed)
 	// Output:
 	// sum: 55
-	// THREAD 4 8 1
+	// 4 8 1
 }
 
 // A work that ignores its context is detached when the caller gives up (here by cancelling,

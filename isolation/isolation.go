@@ -149,17 +149,9 @@ var (
 	_ Bulkhead = (*Semaphore)(nil)
 )
 
-// Strategy names, as the Hystrix stream spells them.
-const (
-	StrategyThread    = "THREAD"
-	StrategySemaphore = "SEMAPHORE"
-)
-
 // Stats is a point-in-time view of a bulkhead. Each field is read atomically, the set is not:
 // under load the fields may be a few calls apart.
 type Stats struct {
-	// Strategy is StrategyThread for a Pool and StrategySemaphore for a Semaphore.
-	Strategy string
 	// Capacity is the number of calls that may run at once (Pool size, Semaphore max).
 	Capacity int
 	// QueueCapacity is the number of calls that may wait for a worker (0 for a Semaphore).

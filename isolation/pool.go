@@ -400,10 +400,9 @@ func (p *Pool) Resize(size, queue int) error {
 	return nil
 }
 
-// Stats returns the Pool's gauges and counters; Strategy is StrategyThread.
+// Stats returns the Pool's gauges and counters.
 func (p *Pool) Stats() Stats {
 	return Stats{
-		Strategy:      StrategyThread,
 		Capacity:      int(p.size.Load()),
 		QueueCapacity: p.queue.getCapacity(),
 		Active:        int(p.slots.Load() & slotsCount),

@@ -112,7 +112,6 @@ func executeTimeout(t *testing.T, p *Pool, d time.Duration, work func(context.Co
 func TestPoolConfigDefaultsAndValidation(t *testing.T) {
 	p := newTestPool(t, PoolConfig{})
 	s := p.Stats()
-	assert.Equal(t, StrategyThread, s.Strategy)
 	assert.Equal(t, DefaultPoolSize, s.Capacity)
 	assert.Zero(t, s.QueueCapacity)
 

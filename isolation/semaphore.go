@@ -136,11 +136,10 @@ func (s *Semaphore) Resize(max int) error {
 	return nil
 }
 
-// Stats returns the Semaphore's gauges and counters; Strategy is StrategySemaphore, and
-// QueueCapacity, Queued and Detached are always 0.
+// Stats returns the Semaphore's gauges and counters; QueueCapacity, Queued and Detached are
+// always 0.
 func (s *Semaphore) Stats() Stats {
 	return Stats{
-		Strategy:      StrategySemaphore,
 		Capacity:      int(s.max.Load()),
 		Active:        int(s.state.Load() & semCount),
 		LargestActive: int(s.largest.Load()),

@@ -23,7 +23,6 @@ func newTestSemaphore(t *testing.T, max int) *Semaphore {
 func TestNewSemaphoreDefaultsAndValidation(t *testing.T) {
 	s := newTestSemaphore(t, 0)
 	st := s.Stats()
-	assert.Equal(t, StrategySemaphore, st.Strategy)
 	assert.Equal(t, DefaultSemaphoreMax, st.Capacity)
 	assert.Zero(t, st.QueueCapacity)
 
