@@ -143,8 +143,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 //   - ErrClosed after Close.
 //
 // ctx is the context work receives. Read what work produced only after a nil return: after
-// ErrDetached it is still running. ctx must not be nil. A call costs at most one allocation
-// (the job record, recycled through a sync.Pool, so usually none).
+// ErrDetached it is still running. ctx must not be nil.
 func (p *Pool) Execute(ctx context.Context, work func(ctx context.Context)) error {
 	done := ctx.Done()
 	if p.acquire(false) {

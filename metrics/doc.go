@@ -10,10 +10,9 @@
 // Readers sum only the buckets whose interval lies inside the window, so an
 // idle gap longer than the window reads as empty without any rotation.
 //
-// Every method takes the current time as an argument. The caller reads its
-// [Clock] once per call and hands the same instant to every ring it updates:
-// on the virtual machines bulwark targets, a clock read costs more than all
-// the counting put together.
+// Every method takes the current time as an argument: the caller reads its
+// [Clock] once and hands the same instant to every ring it updates (see
+// PERFORMANCE.md for why).
 //
 //	clock := metrics.SystemClock()
 //	r, err := metrics.NewRolling(metrics.Window{Length: 10 * time.Second, Buckets: 10}, metrics.CountsAndLatencies)
@@ -24,13 +23,9 @@
 //	r.Record(now, metrics.SetOf(metrics.Success), metrics.NoLatency, now-start)
 //	fmt.Println(r.Snapshot(clock.Now()).Total.Percentiles)
 //
-// Record counts a whole call (its events as an [EventSet], its run and total
-// latencies) with one bucket lookup, and equal run and total latencies (the
-// common case) with one histogram record; ObserveMax raises the rolling
-// maximum (a peak concurrency, say). A lookup costs a load and a compare while
-// the instant falls in the newest bucket, and a 64-bit division otherwise.
-// Cumulative counts cost nothing per call: a bucket's counts are folded into
-// them when it is reused.
+// Record counts a whole call: its events as an [EventSet], its run and total
+// latencies. ObserveMax raises the rolling maximum (a peak concurrency, say).
+// Cumulative counts since creation are kept beside the window.
 //
 // Package command publishes these windows as go-metrics gauges
 // (command.Registry.Metrics); this package depends on nothing outside the
