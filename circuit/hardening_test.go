@@ -1,17 +1,16 @@
 package circuit
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bulwark-go/bulwark/internal/logtest"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -71,24 +70,10 @@ func TestHungProbeTimesOutHalfOpen(t *testing.T) {
 	})
 }
 
-// syncBuffer is a bytes.Buffer safe for a slog handler.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// records returns the JSON log records written so far.
-func (b *syncBuffer) records(t *testing.T) []map[string]any {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// records returns the JSON log records written into b so far.
+func records(t *testing.T, b *logtest.Buffer) []map[string]any {
 	var out []map[string]any
-	for line := range strings.Lines(b.buf.String()) {
+	for line := range strings.Lines(b.String()) {
 		var rec map[string]any
 		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
 		out = append(out, rec)
@@ -101,7 +86,7 @@ func (b *syncBuffer) records(t *testing.T) []map[string]any {
 // delivered, and the panic reached the caller.
 func TestPanickingOnTransitionStillDeliversAndLogsEveryTransition(t *testing.T) {
 	clock := new(metrics.ManualClock)
-	var logs syncBuffer
+	var logs logtest.Buffer
 	var got []Reason
 	b, err := New(Config{
 		Name: "db", MinRequests: 1, OpenDuration: time.Second, Clock: clock,
@@ -125,7 +110,7 @@ func TestPanickingOnTransitionStillDeliversAndLogsEveryTransition(t *testing.T) 
 
 	var infos []any
 	var errs []map[string]any
-	for _, rec := range logs.records(t) {
+	for _, rec := range records(t, &logs) {
 		switch rec["level"] {
 		case "INFO":
 			infos = append(infos, rec["reason"])

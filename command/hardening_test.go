@@ -1,7 +1,6 @@
 package command
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,34 +17,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/internal/logtest"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // Regression tests for the hardening issue: each names what broke.
 
-// lockedBuffer is a log sink safe for concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // newLoggedGroup creates a group whose registry logs into the returned buffer.
-func newLoggedGroup(t *testing.T, cfg GroupConfig) (*Group, *lockedBuffer) {
+func newLoggedGroup(t *testing.T, cfg GroupConfig) (*Group, *logtest.Buffer) {
 	t.Helper()
-	var buf lockedBuffer
+	var buf logtest.Buffer
 	reg := NewRegistry(RegistryConfig{Clock: new(metrics.ManualClock), Logger: slog.New(slog.NewTextHandler(&buf, nil))})
 	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
 	g, err := reg.NewGroup("deps", cfg)
@@ -171,7 +153,7 @@ func TestPanickingHooksReleaseTheCall(t *testing.T) {
 	for _, strategy := range []Strategy{Thread, Semaphore} {
 		t.Run(strategy.String(), func(t *testing.T) {
 			clock := new(metrics.ManualClock)
-			var buf lockedBuffer
+			var buf logtest.Buffer
 			reg := NewRegistry(RegistryConfig{Clock: clock, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
 			t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
 			g, err := reg.NewGroup("deps", GroupConfig{Strategy: strategy,

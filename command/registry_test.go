@@ -1,7 +1,6 @@
 package command
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"runtime"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/bulwark-go/bulwark/internal/logtest"
 	"github.com/bulwark-go/bulwark/isolation"
 )
 
@@ -122,7 +122,7 @@ func TestGroupOrNew(t *testing.T) {
 // group leaves the other's metrics in place.
 func TestGoMetricsNamesDoNotCollide(t *testing.T) {
 	gm := gometrics.NewRegistry()
-	var logs syncBuffer
+	var logs logtest.Buffer
 	reg := NewRegistry(RegistryConfig{Metrics: gm, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	defer reg.Close(context.Background())
 	ab, err := reg.NewGroup("a.b", GroupConfig{Strategy: Semaphore})
@@ -151,22 +151,4 @@ func TestGoMetricsNamesDoNotCollide(t *testing.T) {
 	assert.NotNil(t, gm.Get("group.a%2Eb.bulkhead.active"))
 
 	assert.Equal(t, "command.100%25.x%2Ey", metricName("command", "100%", "x.y"))
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use, to collect logs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

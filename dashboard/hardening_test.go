@@ -1,14 +1,12 @@
 package dashboard
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/internal/logtest"
 )
 
 // A typed-nil Source (a nil *command.Registry in a Source) is refused at
@@ -53,29 +52,11 @@ func (p *panickySource) Snapshot() command.Snapshot {
 	return p.fakeSource.Snapshot()
 }
 
-// syncBuffer is a log sink safe for the hub and the test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A Source whose Snapshot panics does not crash the process: the hub logs
 // the panic once, sends ping-only frames while it lasts, and serves real
 // frames again once the Source recovers.
 func TestStreamSurvivesPanickingSource(t *testing.T) {
-	var logs syncBuffer
+	var logs logtest.Buffer
 	src := &panickySource{fakeSource: fakeSource{snap: sampleSnapshot()}, n: 3}
 	s, ts := newTestStream(t, src, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	c := openStream(t, newTestClient(), ts.URL+"?delay=100")

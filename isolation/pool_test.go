@@ -1,7 +1,6 @@
 package isolation
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -15,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/bulwark-go/bulwark/internal/logtest"
 )
 
 // newTestPool returns a Pool that is closed (and checked to close cleanly, unless the test
@@ -407,26 +408,8 @@ func isPanic(err error) bool {
 	return errors.As(err, &pe)
 }
 
-// syncBuffer is an io.Writer safe for the logger's concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestPoolLogsPanicOfDetachedWork(t *testing.T) {
-	var logs syncBuffer
+	var logs logtest.Buffer
 	p := newTestPool(t, PoolConfig{Size: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	_, err := executeTimeout(t, p, 10*time.Millisecond, func(context.Context) {
 		time.Sleep(100 * time.Millisecond)
@@ -625,7 +608,7 @@ func TestPoolCloseReportsWhatItCutOff(t *testing.T) {
 }
 
 func TestPoolAntsLogsGoToLogger(t *testing.T) {
-	var logs syncBuffer
+	var logs logtest.Buffer
 	p := newTestPool(t, PoolConfig{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	antsLogger{p}.Printf("worker exits from panic: %v", "x")
 	assert.Contains(t, logs.String(), "isolation: ants: worker exits from panic: x")
