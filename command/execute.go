@@ -78,24 +78,13 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 	var r result
 	var gp, cp circuit.Permit
 	var refuser *circuit.Breaker
-	// stage says how far the call got, for the deferred check below: a
-	// runtime.Goexit in user code on this goroutine (Run in a Semaphore
-	// group, a hook, a fallback) skips the rest of execute, whose books
-	// that check then closes.
-	stage := stageAdmitting
-	defer func() {
-		if stage != stageDone {
-			c.abandon(stage, gp, cp, t0, info)
-		}
-	}()
 	if timeout < 0 && timeout != NoTimeout {
 		r = result{event: metrics.BadRequest, err: fmt.Errorf("%w: WithTimeout(%v): negative (NoTimeout disables the timeout)", ErrInvalidConfig, timeout)}
 	} else if gp, cp, refuser, r.err = c.admit(t0); r.err != nil {
 		r.event = metrics.ShortCircuited
 	} else {
-		stage = stageAdmitted
 		if g.sem != nil {
-			v, r, now = runOnCaller[T](ctx, g, cmd, timeout, t0)
+			v, r, now = runOnCaller[T](ctx, c, cmd, timeout, t0, gp, cp)
 		} else {
 			v, r, now = runInPool[T](ctx, c, cmd, timeout, t0)
 		}
@@ -106,7 +95,6 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 		recordAt(gp, g.breakerAt, now, o, lat)
 		recordAt(cp, g.cmdBreakerAt, now, o, lat)
 	}
-	stage = stageRecorded
 
 	info.Event = r.event
 	info.Events.Add(r.event)
@@ -125,7 +113,6 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 		v = zero
 		e := &Error{Group: g.name, Command: c.name, Event: r.event, Err: r.err, kind: kindOf(ctx, r.event), refuser: refuser}
 		if fallsBack(r.event) {
-			stage = stageFallback
 			v, err = fallback[T](ctx, g, cmd, e, info)
 			now = g.clock.Now()
 		} else {
@@ -142,44 +129,23 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 	}
 	c.metrics.Record(now, info.Events, run, info.Latency)
 	c.hot.inFlight.Add(-1)
-	stage = stageDone
 	return v, err
 }
 
-// How far a call got in execute, for commandState.abandon.
-const (
-	stageAdmitting = iota // counted in flight, asking the breakers
-	stageAdmitted         // admitted by both breakers, outcome not yet recorded
-	stageRecorded         // outcome recorded in the breakers
-	stageFallback         // the fallback runs
-	stageDone             // books closed
-)
-
-// abandon closes the books of a call that left execute early: user code
-// called runtime.Goexit on the caller's goroutine (Run in a Semaphore group,
-// IsBadRequest, Discard, Fallback), or panicked where nothing recovers it.
-// The call counts as a FAILURE if its outcome was not recorded yet, and as
-// a FALLBACK_FAILURE if its fallback was running; the caller gets nothing.
-func (c *commandState) abandon(stage int, gp, cp circuit.Permit, t0 time.Duration, info *Info) {
+// goexit closes the books of a call whose Run called runtime.Goexit on the
+// caller's goroutine (Semaphore): Execute will not return, but the call
+// still counts, as a FAILURE in both breakers and in the metrics, and leaves
+// the command's in-flight count. (In a Thread group the pool reports a
+// Goexit as a panic, and Execute returns a FAILURE as for any panic.)
+func (c *commandState) goexit(gp, cp circuit.Permit, t0 time.Duration) {
 	g := c.group
 	now := g.clock.Now()
-	if stage == stageAdmitted {
-		recordAt(gp, g.breakerAt, now, circuit.Failure, now-t0)
-		recordAt(cp, g.cmdBreakerAt, now, circuit.Failure, now-t0)
-	}
-	if stage <= stageAdmitted {
-		info.Event, info.Events = metrics.Failure, 0
-		info.Events.Add(metrics.Failure)
-	}
-	if stage == stageFallback {
-		info.Events.Add(metrics.FallbackFailure)
-	}
-	info.Events.Add(metrics.ExceptionThrown)
-	info.Latency = now - t0
-	c.metrics.Record(now, info.Events, metrics.NoLatency, info.Latency)
+	recordAt(gp, g.breakerAt, now, circuit.Failure, now-t0)
+	recordAt(cp, g.cmdBreakerAt, now, circuit.Failure, now-t0)
+	c.metrics.Record(now, metrics.SetOf(metrics.Failure, metrics.ExceptionThrown), metrics.NoLatency, now-t0)
 	c.hot.inFlight.Add(-1)
-	g.logger.Error("bulwark: call ended by runtime.Goexit or an unrecovered panic in user code",
-		slog.String("group", g.name), slog.String("command", c.name), slog.String("event", info.Event.String()))
+	g.logger.Error("bulwark: Run called runtime.Goexit; the call counts as a FAILURE",
+		slog.String("group", g.name), slog.String("command", c.name))
 }
 
 // checkCall checks Execute's arguments. A nil ctx or group is a programming
@@ -189,18 +155,23 @@ func (c *commandState) abandon(stage int, gp, cp circuit.Permit, t0 time.Duratio
 // dereference) is refused with an error wrapping ErrInvalidConfig, before
 // anything is counted: it is the caller's bug, not the dependency's failure.
 func checkCall[C any](ctx context.Context, g *Group, cmd *C) error {
+	if k := reflect.TypeFor[C]().Kind(); ctx != nil && g != nil && k != reflect.Pointer && k != reflect.Interface {
+		return nil // the common case, inlined: a command struct passed by value
+	}
+	return checkArgs(ctx, g, any(*cmd), reflect.TypeFor[C]())
+}
+
+// checkArgs is checkCall for a command that might be nil (typ is C).
+func checkArgs(ctx context.Context, g *Group, cmd any, typ reflect.Type) error {
 	if ctx == nil {
 		panic("command: Execute called with a nil context.Context; pass context.Background() or the request's context")
 	}
 	if g == nil {
 		panic("command: Execute called with a nil *Group; create one with Registry.NewGroup")
 	}
-	switch reflect.TypeFor[C]().Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if v := reflect.ValueOf(any(*cmd)); !v.IsValid() || v.Kind() == reflect.Pointer && v.IsNil() {
-			return fmt.Errorf("%w: Execute called with a nil command (%v) in group %q: pass a command value",
-				ErrInvalidConfig, reflect.TypeFor[C](), g.name)
-		}
+	if v := reflect.ValueOf(cmd); !v.IsValid() || v.Kind() == reflect.Pointer && v.IsNil() {
+		return fmt.Errorf("%w: Execute called with a nil command (%v) in group %q: pass a command value",
+			ErrInvalidConfig, typ, g.name)
 	}
 	return nil
 }
@@ -253,31 +224,48 @@ func timed(ctx context.Context, timeout time.Duration) (context.Context, context
 // returned (or the semaphore refused). It takes and releases the permit
 // itself (Semaphore.Enter, Release) rather than through Semaphore.Execute,
 // to spare the call path a closure: an ended context, a full or a closed
-// semaphore get Execute's errors all the same.
-func runOnCaller[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, timeout, t0 time.Duration) (v T, r result, t1 time.Duration) {
+// semaphore get Execute's errors all the same. gp and cp are the breakers'
+// permits, for a Run that calls runtime.Goexit (see commandState.goexit).
+func runOnCaller[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C, timeout, t0 time.Duration, gp, cp circuit.Permit) (v T, r result, t1 time.Duration) {
+	g := c.group
 	runCtx, cancel := timed(ctx, timeout)
 	var runErr error
 	berr := g.sem.Enter(runCtx)
 	if berr == nil {
 		// The permits taken are the calls running now: the group's peak.
 		g.metrics.ObserveMax(t0, int64(g.sem.Stats().Active))
-		v, runErr, berr = runHeld[T](runCtx, g, cmd)
+		v, runErr, berr = runHeld[T](runCtx, c, cmd, t0, gp, cp)
 	}
 	t1 = g.clock.Now()
-	return v, g.settle(runCtx, cancel, berr, runErr, t1-t0), t1
+	if berr == nil && runErr == nil && runCtx.Err() == nil { // the common case, decided inline
+		r = result{event: metrics.Success, run: t1 - t0, ran: true}
+	} else {
+		r = g.outcome(runCtx, berr, runErr, t1-t0)
+	}
+	if cancel != nil {
+		cancel()
+	}
+	return v, r, t1
 }
 
 // runHeld runs cmd holding a permit of the group's semaphore, and releases
 // it when Run returns, panics (perr is then an *isolation.PanicError, as
-// from Semaphore.Execute) or calls runtime.Goexit.
-func runHeld[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C) (v T, runErr, perr error) {
+// from Semaphore.Execute) or calls runtime.Goexit (then the call's books are
+// closed here: see commandState.goexit).
+func runHeld[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C, t0 time.Duration, gp, cp circuit.Permit) (v T, runErr, perr error) {
+	returned := false
 	defer func() {
-		if p := recover(); p != nil {
-			perr = isolation.NewPanicError(p)
+		if !returned {
+			if p := recover(); p != nil {
+				perr = isolation.NewPanicError(p)
+			} else {
+				c.goexit(gp, cp, t0)
+			}
 		}
-		g.sem.Release()
+		c.group.sem.Release()
 	}()
 	v, runErr = (*cmd).Run(ctx)
+	returned = true
 	return v, runErr, nil
 }
 
@@ -382,7 +370,15 @@ func runInPool[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C,
 	if last {
 		p.recycle(c)
 	}
-	return v, g.settle(runCtx, cancel, berr, runErr, run), t1
+	if berr == nil && runErr == nil && runCtx.Err() == nil { // the common case, decided inline
+		r = result{event: metrics.Success, run: run, ran: true}
+	} else {
+		r = g.outcome(runCtx, berr, runErr, run)
+	}
+	if cancel != nil {
+		cancel()
+	}
+	return v, r, t1
 }
 
 // discard hands a value of Run that nobody will receive to the command's

