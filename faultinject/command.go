@@ -11,7 +11,9 @@ import (
 // (Config.LatencyShare), a hang until the context ends (HangShare) and an
 // *Error (ErrorShare); the transport-only shares pass through. An injected
 // hang or error never calls cmd's Run; a delay is followed by it unless the
-// context ended first. T is the command's result type.
+// context ended first. T is the command's result type, inferred from cmd:
+//
+//	profile, err := command.Execute(ctx, profiles, faultinject.Command(getProfile{id}, faults))
 //
 // The command keeps what command.Execute sees of cmd: its name (cmd's Name
 // method if it is a command.Namer, else its type name, as command names

@@ -33,6 +33,7 @@ type Error struct {
 	Err error
 }
 
+// Error says which fault was injected, and its cause.
 func (e *Error) Error() string {
 	if e.Err == nil {
 		return "faultinject: injected " + string(e.Fault)

@@ -24,7 +24,7 @@ func TestValidateNamesTheFieldAndValue(t *testing.T) {
 		{Config{SlowBodyShare: 2}, "SlowBodyShare is 2"},
 		{Config{ErrorShare: 0.6, ResetShare: 0.5}, "HangShare+ErrorShare+ResetShare+EOFShare+ServerErrorShare is 1.1"},
 		{Config{Latency: Fixed(-time.Second)}, "Latency.Min is -1s"},
-		{Config{Latency: Uniform(2 * time.Second, time.Second)}, "Latency.Max is 1s, want >= Latency.Min (2s)"},
+		{Config{Latency: Uniform(2*time.Second, time.Second)}, "Latency.Max is 1s, want >= Latency.Min (2s)"},
 		{Config{Latency: Latency{Mean: time.Second}}, "Latency.Mean is 1s but Latency.Max (its cap) is zero"},
 		{Config{Latency: Latency{Mean: -time.Second, Max: time.Second}}, "Latency.Mean is -1s"},
 		{Config{LatencyShare: 0.5}, "LatencyShare is 0.5 but Latency is zero"},
