@@ -90,8 +90,14 @@ func (w wrapped[T]) Run(ctx context.Context) (T, error) {
 	return w.inner.Run(ctx)
 }
 
-// Fallback calls the inner command's Fallback.
+// Fallback calls the inner command's Fallback. Execute never calls it when
+// the inner command has none; a direct call then declines with
+// command.ErrFallbackMissing.
 func (w wrapped[T]) Fallback(ctx context.Context, err error) (T, error) {
+	if w.fallbacker == nil {
+		var zero T
+		return zero, command.ErrFallbackMissing
+	}
 	return w.fallbacker.Fallback(ctx, err)
 }
 

@@ -95,6 +95,10 @@ func TestCommandKeepsTheInnerFallback(t *testing.T) {
 		assert.ErrorIs(t, err, ErrInjected)
 	}
 	assert.Zero(t, runs.Load(), "an injected error never runs the command")
+
+	// Called directly, the Fallback of a command without one declines.
+	_, err = Command[string](counted{runs}, f).(command.Fallbacker[string]).Fallback(ctx, errors.New("x"))
+	assert.ErrorIs(t, err, command.ErrFallbackMissing)
 }
 
 func TestCommandKeepsTheInnerDiscard(t *testing.T) {
