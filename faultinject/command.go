@@ -1,0 +1,136 @@
+package faultinject
+
+import (
+	"context"
+	"reflect"
+
+	"github.com/bulwark-go/bulwark/command"
+)
+
+// Command returns cmd with faults injected into its Run by f: latency
+// (Config.LatencyShare), a hang until the context ends (HangShare) and an
+// *Error (ErrorShare); the transport-only shares pass through. An injected
+// hang or error never calls cmd's Run; a delay is followed by it unless the
+// context ended first. T is the command's result type, inferred from cmd:
+//
+//	profile, err := command.Execute(ctx, profiles, faultinject.Command(getProfile{id}, faults))
+//
+// The command keeps what command.Execute sees of cmd: its name (cmd's Name
+// method if it is a command.Namer, else its type name, as command names
+// it), its Fallback and its Discard. A cmd without a Fallback, or one that
+// embeds command.NoFallback, stays without one: the call ends
+// FALLBACK_MISSING exactly as for cmd itself. Injected errors are ordinary
+// Run errors for Execute: FAILURE (TIMEOUT for a hang past the deadline),
+// counted by the breakers.
+//
+// With a nil or disabled f the command runs cmd unchanged, paying one
+// atomic load; the name of a command that is not a command.Namer costs an
+// allocation per Execute, as for command.Func.
+func Command[T any](cmd command.Runner[T], f *Faults) command.Runner[T] {
+	w := wrapped[T]{inner: cmd, faults: f}
+	if n, ok := cmd.(command.Namer); ok {
+		w.namer = n
+	} else if cmd != nil {
+		w.name = typeName(reflect.TypeOf(cmd))
+	}
+	if d, ok := cmd.(command.Discarder[T]); ok {
+		w.discarder = d
+	}
+	fb, ok := cmd.(command.Fallbacker[T])
+	if !ok || embedsNoFallback(reflect.TypeOf(cmd)) {
+		return wrappedNoFallback[T]{wrapped: w}
+	}
+	w.fallbacker = fb
+	return w
+}
+
+// wrapped is a command with faults injected into its Run.
+type wrapped[T any] struct {
+	inner      command.Runner[T]
+	faults     *Faults
+	namer      command.Namer // inner, if it names itself
+	name       string        // inner's type name otherwise
+	fallbacker command.Fallbacker[T]
+	discarder  command.Discarder[T]
+}
+
+// wrappedNoFallback is a wrapped command whose inner command has no
+// fallback: command.Execute never calls its Fallback.
+type wrappedNoFallback[T any] struct {
+	wrapped[T]
+	command.NoFallback
+}
+
+// Name returns the inner command's name.
+func (w wrapped[T]) Name() string {
+	if w.namer != nil {
+		return w.namer.Name()
+	}
+	return w.name
+}
+
+// Run injects the faults drawn for this call, then runs the inner command
+// unless a fault ended the call.
+func (w wrapped[T]) Run(ctx context.Context) (T, error) {
+	d, ok := w.faults.decide()
+	if !ok {
+		return w.inner.Run(ctx)
+	}
+	var zero T
+	if err := sleep(ctx, d.latency); err != nil {
+		return zero, err
+	}
+	switch d.outcome {
+	case hang:
+		<-ctx.Done()
+		return zero, ctx.Err()
+	case fail:
+		return zero, d.injectedError()
+	}
+	return w.inner.Run(ctx)
+}
+
+// Fallback calls the inner command's Fallback. Execute never calls it when
+// the inner command has none; a direct call then declines with
+// command.ErrFallbackMissing.
+func (w wrapped[T]) Fallback(ctx context.Context, err error) (T, error) {
+	if w.fallbacker == nil {
+		var zero T
+		return zero, command.ErrFallbackMissing
+	}
+	return w.fallbacker.Fallback(ctx, err)
+}
+
+// Discard hands v to the inner command's Discard, if it has one.
+func (w wrapped[T]) Discard(v T) {
+	if w.discarder != nil {
+		w.discarder.Discard(v)
+	}
+}
+
+// typeName is command's rule for the name of a command that is not a
+// Namer: its type name without package or pointer. It repeats command's
+// unexported typeName; TestCommandKeepsTheInnerName checks that the two
+// agree.
+func typeName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer && t.Name() == "" {
+		t = t.Elem()
+	}
+	if n := t.Name(); n != "" {
+		return n
+	}
+	return t.String()
+}
+
+// embedsNoFallback reports whether t (or what it points to) embeds
+// command.NoFallback, which makes command.Execute ignore its Fallback.
+func embedsNoFallback(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return false
+	}
+	sf, ok := t.FieldByName("NoFallback")
+	return ok && sf.Anonymous && sf.Type == reflect.TypeFor[command.NoFallback]()
+}
