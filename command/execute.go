@@ -407,8 +407,8 @@ func (g *Group) recoverHook(hook string) {
 // group's fallback limit, and notes the fallback event in info.
 func fallback[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, e *Error, info *Info) (T, error) {
 	var zero T
-	fb, ok := any(*cmd).(Fallbacker[T])
-	if _, never := any(*cmd).(noFallbacker); never || !ok {
+	fb, ok := FallbackOf[T](any(*cmd))
+	if !ok {
 		info.Events.Add(metrics.FallbackMissing)
 		e.FallbackErr = ErrFallbackMissing
 		return zero, e

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -39,4 +40,36 @@ func TestFunc(t *testing.T) {
 		names = append(names, c.Name)
 	}
 	assert.Equal(t, []string{"get", "put"}, names, "one command per name")
+}
+
+type namedCmd struct{}
+
+func (namedCmd) Run(context.Context) (int, error) { return 0, nil }
+func (namedCmd) Name() string                     { return "custom" }
+
+type silentCmd struct{ NoFallback }
+
+func (silentCmd) Run(context.Context) (int, error)             { return 0, nil }
+func (silentCmd) Fallback(context.Context, error) (int, error) { return 1, nil }
+
+func TestNameOfAndFallbackOfAgreeWithExecute(t *testing.T) {
+	assert.Equal(t, "custom", NameOf(namedCmd{}))
+	assert.Equal(t, "ptrCmd", NameOf(&ptrCmd{}), "type name without pointer")
+	assert.Equal(t, "", NameOf(nil))
+
+	_, ok := FallbackOf[int](silentCmd{})
+	assert.False(t, ok, "NoFallback hides a Fallback method")
+	_, ok = FallbackOf[int](ptrFallback{})
+	assert.False(t, ok, "a pointer-receiver Fallback is not one for a value")
+	fb, ok := FallbackOf[int](&ptrFallback{})
+	require.True(t, ok)
+	v, err := fb.Fallback(context.Background(), nil)
+	assert.Equal(t, 1, v)
+	assert.NoError(t, err)
+
+	g, _ := newTestGroup(t, GroupConfig{Strategy: Semaphore})
+	_, info, _ := ExecuteInfo(context.Background(), g, silentCmd{})
+	assert.Equal(t, metrics.Success, info.Event)
+	_, info, _ = ExecuteInfo(context.Background(), g, namedCmd{})
+	assert.Equal(t, "custom", info.Command)
 }

@@ -2,7 +2,6 @@ package faultinject
 
 import (
 	"context"
-	"reflect"
 
 	"github.com/bulwark-go/bulwark/command"
 )
@@ -30,14 +29,14 @@ func Command[T any](cmd command.Runner[T], f *Faults) command.Runner[T] {
 	w := wrapped[T]{inner: cmd, faults: f}
 	if n, ok := cmd.(command.Namer); ok {
 		w.namer = n
-	} else if cmd != nil {
-		w.name = typeName(reflect.TypeOf(cmd))
+	} else {
+		w.name = command.NameOf(cmd)
 	}
 	if d, ok := cmd.(command.Discarder[T]); ok {
 		w.discarder = d
 	}
-	fb, ok := cmd.(command.Fallbacker[T])
-	if !ok || embedsNoFallback(reflect.TypeOf(cmd)) {
+	fb, ok := command.FallbackOf[T](cmd)
+	if !ok {
 		return wrappedNoFallback[T]{wrapped: w}
 	}
 	w.fallbacker = fb
@@ -106,31 +105,4 @@ func (w wrapped[T]) Discard(v T) {
 	if w.discarder != nil {
 		w.discarder.Discard(v)
 	}
-}
-
-// typeName is command's rule for the name of a command that is not a
-// Namer: its type name without package or pointer. It repeats command's
-// unexported typeName; TestCommandKeepsTheInnerName checks that the two
-// agree.
-func typeName(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer && t.Name() == "" {
-		t = t.Elem()
-	}
-	if n := t.Name(); n != "" {
-		return n
-	}
-	return t.String()
-}
-
-// embedsNoFallback reports whether t (or what it points to) embeds
-// command.NoFallback, which makes command.Execute ignore its Fallback.
-func embedsNoFallback(t reflect.Type) bool {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct {
-		return false
-	}
-	sf, ok := t.FieldByName("NoFallback")
-	return ok && sf.Anonymous && sf.Type == reflect.TypeFor[command.NoFallback]()
 }
