@@ -310,15 +310,23 @@ func TestTransportShortCircuitError(t *testing.T) {
 	assert.ErrorIs(t, err, circuit.ErrOpen)
 }
 
-func TestTransportRejectedDegraded(t *testing.T) {
-	entered, release := make(chan struct{}), make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// holdServer answers at once, except a request to /hold, which it holds
+// until release is closed; entered is closed when that request arrives. It
+// is closed with the test.
+func holdServer(t *testing.T) (srv *httptest.Server, entered, release chan struct{}) {
+	entered, release = make(chan struct{}), make(chan struct{})
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hold" {
 			close(entered)
 			<-release
 		}
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return srv, entered, release
+}
+
+func TestTransportRejectedDegraded(t *testing.T) {
+	srv, entered, release := holdServer(t)
 	tr, tracker, _ := newTestTransport(t, Config{Degrade: true,
 		Group: command.GroupConfig{Strategy: command.Semaphore, MaxConcurrent: 1, Timeout: command.NoTimeout}}, nil)
 	tracker.base.MaxConnsPerHost = 0 // two requests at once
@@ -546,14 +554,7 @@ func TestTransportWithHTTPClient(t *testing.T) {
 // TestTransportQueueTimeoutDegraded: a request that timed out in the
 // group's queue never left: with Degrade it gets the degraded 503.
 func TestTransportQueueTimeoutDegraded(t *testing.T) {
-	entered, release := make(chan struct{}), make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/hold" {
-			close(entered)
-			<-release
-		}
-	}))
-	defer srv.Close()
+	srv, entered, release := holdServer(t)
 	tr, tracker, reg := newTestTransport(t, Config{Degrade: true,
 		CommandName: func(r *http.Request) string { return r.URL.Path },
 		Group: command.GroupConfig{MaxConcurrent: 1, QueueSize: 1, Timeout: 50 * time.Millisecond,
