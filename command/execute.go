@@ -24,10 +24,9 @@ import (
 // THREAD_POOL_REJECTED or SEMAPHORE_REJECTED; Run runs on a pool worker
 // (Thread) or on the caller's goroutine (Semaphore) with the timeout in its
 // ctx; the outcome (SUCCESS, FAILURE, TIMEOUT, QUEUE_TIMEOUT, BAD_REQUEST or
-// CANCELLED) is
-// recorded in the command's metrics and in both breakers; on FAILURE,
-// TIMEOUT, a rejection or a short-circuit the command's Fallback, if any,
-// runs under the group's fallback limit.
+// CANCELLED) is recorded in the command's metrics and in both breakers; on
+// FAILURE, TIMEOUT, QUEUE_TIMEOUT, a rejection or a short-circuit the
+// command's Fallback, if any, runs under the group's fallback limit.
 //
 // The error is an *Error, except for a BAD_REQUEST, whose error is returned
 // exactly as Run returned it (with Run's value). Use ExecuteInfo to learn
@@ -156,7 +155,7 @@ func (c *commandState) goexit(gp, cp circuit.Permit, t0 time.Duration) {
 // anything is counted: it is the caller's bug, not the dependency's failure.
 func checkCall[C any](ctx context.Context, g *Group, cmd *C) error {
 	if k := reflect.TypeFor[C]().Kind(); ctx != nil && g != nil && k != reflect.Pointer && k != reflect.Interface {
-		return nil // the common case, inlined: a command struct passed by value
+		return nil // the common case: a command struct passed by value
 	}
 	return checkArgs(ctx, g, any(*cmd), reflect.TypeFor[C]())
 }
