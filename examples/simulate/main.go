@@ -66,7 +66,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	scenario := fs.String("scenario", scenarioOutage, "`NAME` of the scenario: outage or chain")
-	asJSON := fs.Bool("json", false, "print one JSON object (outage: the run selected by -breaker; chain: both runs)")
 	duration := fs.Duration("duration", 0, "length of the simulated run (default 10s for outage, 60s for chain)")
 	fs.DurationVar(&p.Window, "window", p.Window, "breaker window length")
 	fs.IntVar(&p.Buckets, "buckets", p.Buckets, "breaker window buckets")
@@ -76,12 +75,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&p.Probes, "probes", p.Probes, "half-open probes in flight at once")
 	fs.IntVar(&p.ProbeSuccesses, "probe-successes", p.ProbeSuccesses, "consecutive probe successes that close the breaker")
 
+	asJSON := fs.Bool("json", false, "outage: print one JSON object, for the run selected by -breaker")
 	outage := fs.String("outage", "2s-6s", "outage: `START-END` of the outage, during which every forwarded call fails")
 	fs.Float64Var(&p.QPS, "qps", p.QPS, "outage: requests per second, evenly spaced")
 	fs.DurationVar(&p.LatencyOK, "latency-ok", p.LatencyOK, "outage: latency of a successful call")
 	fs.DurationVar(&p.LatencyFail, "latency-fail", p.LatencyFail, "outage: latency of a failed call (during the outage)")
 	fs.BoolVar(&p.Breaker, "breaker", p.Breaker, "outage: with -json, report the run with the breaker (false: without)")
-	only(scenarioOutage, "outage", "qps", "latency-ok", "latency-fail", "breaker")
+	only(scenarioOutage, "json", "outage", "qps", "latency-ok", "latency-fail", "breaker")
 
 	fault := fs.String("fault", "20s-40s", "chain: `START-END` of the fault of the last service, in whole seconds")
 	svgFile := fs.String("svg", "", "chain: also write a chart of throughput and breaker state to `FILE`")
@@ -136,7 +136,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *scenario == scenarioChain {
 		c.BreakerParams = p.BreakerParams
 		if c.FaultStart, c.FaultEnd, err = parseSpan("-fault", *fault); err == nil {
-			err = runChain(c, *asJSON, *svgFile, stdout)
+			err = runChain(c, *svgFile, stdout)
 		}
 	} else if p.OutageStart, p.OutageEnd, err = parseSpan("-outage", *outage); err == nil {
 		err = runOutage(p, *asJSON, stdout)
@@ -169,9 +169,9 @@ func runOutage(p Params, asJSON bool, stdout io.Writer) error {
 	return json.NewEncoder(stdout).Encode(rw)
 }
 
-// runChain simulates the chain scenario and prints the table, or both runs
-// as JSON; with svgFile set, it also writes the chart there.
-func runChain(p ChainParams, asJSON bool, svgFile string, stdout io.Writer) error {
+// runChain simulates the chain scenario and prints the table; with svgFile
+// set, it also writes the chart there.
+func runChain(p ChainParams, svgFile string, stdout io.Writer) error {
 	res, err := SimulateChain(p)
 	if err != nil {
 		return err
@@ -180,9 +180,6 @@ func runChain(p ChainParams, asJSON bool, svgFile string, stdout io.Writer) erro
 		if err := writeChartFile(svgFile, p, res); err != nil {
 			return err
 		}
-	}
-	if asJSON {
-		return json.NewEncoder(stdout).Encode(res)
 	}
 	return printChainTable(stdout, p, res)
 }
