@@ -175,6 +175,9 @@ func (p ChainParams) validate() error {
 	case p.ClientTimeout <= 0:
 		return bad("-client-timeout %v must be positive", p.ClientTimeout)
 	}
+	if err := p.config("", nil, nil).Validate(); err != nil {
+		return bad("%w", err)
+	}
 	return nil
 }
 
