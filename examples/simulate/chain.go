@@ -279,9 +279,11 @@ type chainSim struct {
 	svcs     []service
 	rng      *rand.Rand
 	run      ChainRun
-	inFault  func(time.Duration) bool
 	entering int // requests entering the first service during the fault
 }
+
+// inFault reports whether t is within the fault.
+func (s *chainSim) inFault(t time.Duration) bool { return t >= s.p.FaultStart && t < s.p.FaultEnd }
 
 func simulateChain(p ChainParams) (ChainRun, error) {
 	clock := new(metrics.ManualClock)
@@ -294,7 +296,6 @@ func simulateChain(p ChainParams) (ChainRun, error) {
 			Breakers: p.Breakers, Hops: make([]Hop, p.Services),
 			OK: make([]int, slots), Degraded: make([]int, slots), Failed: make([]int, slots),
 		},
-		inFault: func(t time.Duration) bool { return t >= p.FaultStart && t < p.FaultEnd },
 	}
 	for i := range s.svcs {
 		sv := &s.svcs[i]
