@@ -1,13 +1,26 @@
-// Command simulate replays a downstream outage on a virtual clock, with and
-// without a bulwark circuit breaker, and prints what the callers saw: how many
-// calls were forwarded or failed fast, how many reached the failing
-// dependency, the latency percentiles, and every breaker transition with its
-// virtual time. It is deterministic and never sleeps.
+// Command simulate replays failures on a virtual clock, with and without
+// bulwark circuit breakers, and prints what the callers saw. It is
+// deterministic and never sleeps. Two scenarios:
 //
-//	go run ./examples/simulate                 # the table
+// -scenario outage (the default) replays a downstream outage in front of one
+// breaker: how many calls were forwarded or failed fast, how many reached
+// the failing dependency, the latency percentiles, and every breaker
+// transition with its virtual time.
+//
+// -scenario chain replays a chain of services (A calls B calls C), each with
+// a bounded worker pool, whose last service turns partly faulty (a share of
+// errors, a share of slow answers): the first service's ok answers per
+// second before, during and after the fault, each hop's amplification and
+// peak occupancy, and the time to recover; -svg FILE also draws a chart of
+// the throughput and the breakers' state over time. See ChainParams for the
+// model.
+//
+//	go run ./examples/simulate                 # the outage table
 //	go run ./examples/simulate -json           # one JSON object, run with the breaker
 //	go run ./examples/simulate -json -breaker=false
 //	go run ./examples/simulate -outage 1s-3s -open 500ms -probes 2
+//	go run ./examples/simulate -scenario chain -svg docs/chain.svg
+//	go run ./examples/simulate -scenario chain -errors 0.1 -slow 0.5 -slowlatency 2s -seed 7
 package main
 
 import (
@@ -29,20 +42,31 @@ import (
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
+// The scenarios.
+const (
+	scenarioOutage = "outage"
+	scenarioChain  = "chain"
+)
+
 // run is the command: it parses args, simulates and prints. It returns the
 // exit status: 0, 1 on a failed write, 2 on bad flags.
 func run(args []string, stdout, stderr io.Writer) int {
-	p := DefaultParams()
+	p, c := DefaultParams(), DefaultChainParams()
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: simulate [flags]\n\nReplays a downstream outage on a virtual clock, with and without a circuit breaker.")
+		fmt.Fprintln(stderr, "usage: simulate [flags]\n\nReplays failures on a virtual clock, with and without circuit breakers.")
 		fs.PrintDefaults()
 	}
-	outage := fs.String("outage", "2s-6s", "`START-END` of the outage, during which every forwarded call fails")
-	asJSON := fs.Bool("json", false, "print one JSON object for the run selected by -breaker")
-	fs.Float64Var(&p.QPS, "qps", p.QPS, "requests per second, evenly spaced")
-	fs.DurationVar(&p.Duration, "duration", p.Duration, "length of the simulated run")
+	// owner maps each scenario-specific flag to its scenario.
+	owner := map[string]string{}
+	only := func(scenario string, names ...string) {
+		for _, n := range names {
+			owner[n] = scenario
+		}
+	}
+	scenario := fs.String("scenario", scenarioOutage, "`NAME` of the scenario: outage or chain")
+	duration := fs.Duration("duration", 0, "length of the simulated run (default 10s for outage, 60s for chain)")
 	fs.DurationVar(&p.Window, "window", p.Window, "breaker window length")
 	fs.IntVar(&p.Buckets, "buckets", p.Buckets, "breaker window buckets")
 	fs.IntVar(&p.MinRequests, "min-requests", p.MinRequests, "calls in the window before the breaker may trip")
@@ -50,54 +74,118 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&p.Open, "open", p.Open, "how long the breaker stays open before probing")
 	fs.IntVar(&p.Probes, "probes", p.Probes, "half-open probes in flight at once")
 	fs.IntVar(&p.ProbeSuccesses, "probe-successes", p.ProbeSuccesses, "consecutive probe successes that close the breaker")
-	fs.DurationVar(&p.LatencyOK, "latency-ok", p.LatencyOK, "latency of a successful call")
-	fs.DurationVar(&p.LatencyFail, "latency-fail", p.LatencyFail, "latency of a failed call (during the outage)")
-	fs.BoolVar(&p.Breaker, "breaker", p.Breaker, "with -json: report the run with the breaker (false: without)")
+
+	asJSON := fs.Bool("json", false, "outage: print one JSON object, for the run selected by -breaker")
+	outage := fs.String("outage", "2s-6s", "outage: `START-END` of the outage, during which every forwarded call fails")
+	fs.Float64Var(&p.QPS, "qps", p.QPS, "outage: requests per second, evenly spaced")
+	fs.DurationVar(&p.LatencyOK, "latency-ok", p.LatencyOK, "outage: latency of a successful call")
+	fs.DurationVar(&p.LatencyFail, "latency-fail", p.LatencyFail, "outage: latency of a failed call (during the outage)")
+	fs.BoolVar(&p.Breaker, "breaker", p.Breaker, "outage: with -json, report the run with the breaker (false: without)")
+	only(scenarioOutage, "json", "outage", "qps", "latency-ok", "latency-fail", "breaker")
+
+	fault := fs.String("fault", "20s-40s", "chain: `START-END` of the fault of the last service, in whole seconds")
+	svgFile := fs.String("svg", "", "chain: also write a chart of throughput and breaker state to `FILE`")
+	fs.IntVar(&c.Services, "services", c.Services, "chain: services in the chain")
+	fs.Float64Var(&c.Rate, "rate", c.Rate, "chain: requests per second entering the first service, evenly spaced")
+	fs.IntVar(&c.Workers, "workers", c.Workers, "chain: workers per service")
+	fs.DurationVar(&c.Work, "work", c.Work, "chain: a worker's own work before it calls the next service")
+	fs.DurationVar(&c.Latency, "latency", c.Latency, "chain: the last service's answer time when healthy")
+	fs.Float64Var(&c.Errors, "errors", c.Errors, "chain: share of error answers of the last service during the fault")
+	fs.Float64Var(&c.Slow, "slow", c.Slow, "chain: share of slow answers of the last service during the fault")
+	fs.DurationVar(&c.SlowLatency, "slowlatency", c.SlowLatency, "chain: answer time of a slow answer")
+	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "chain: a service's timeout on its call to the next")
+	fs.DurationVar(&c.ClientTimeout, "client-timeout", c.ClientTimeout, "chain: the client's timeout on the first service")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "chain: seed of the fault draws")
+	only(scenarioChain, "fault", "svg", "services", "rate", "workers", "work", "latency", "errors", "slow",
+		"slowlatency", "timeout", "client-timeout", "seed")
+
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "simulate:", err)
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		return 1
+	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "simulate: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return fail(fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0)))
+	}
+	if *scenario != scenarioOutage && *scenario != scenarioChain {
+		return fail(fmt.Errorf("%w: -scenario %q must be outage or chain", errUsage, *scenario))
+	}
+	var misplaced error
+	durationSet := false
+	fs.Visit(func(f *flag.Flag) {
+		if o := owner[f.Name]; o != "" && o != *scenario && misplaced == nil {
+			misplaced = fmt.Errorf("%w: -%s applies to -scenario %s only", errUsage, f.Name, o)
+		}
+		durationSet = durationSet || f.Name == "duration"
+	})
+	if misplaced != nil {
+		return fail(misplaced)
+	}
+	if durationSet {
+		p.Duration, c.Duration = *duration, *duration
 	}
 	var err error
-	if p.OutageStart, p.OutageEnd, err = parseOutage(*outage); err != nil {
-		fmt.Fprintln(stderr, "simulate:", err)
-		return 2
+	if *scenario == scenarioChain {
+		c.BreakerParams = p.BreakerParams
+		if c.FaultStart, c.FaultEnd, err = parseSpan("-fault", *fault); err == nil {
+			err = runChain(c, *svgFile, stdout)
+		}
+	} else if p.OutageStart, p.OutageEnd, err = parseSpan("-outage", *outage); err == nil {
+		err = runOutage(p, *asJSON, stdout)
 	}
+	if err != nil {
+		return fail(err)
+	}
+	return 0
+}
 
+// runOutage simulates the outage scenario with and without the breaker and
+// prints the table, or one run as JSON.
+func runOutage(p Params, asJSON bool, stdout io.Writer) error {
 	with, without := p, p
 	with.Breaker, without.Breaker = true, false
 	rw, err := Simulate(with)
-	if err == nil {
-		var rwo Result
-		rwo, err = Simulate(without)
-		if err == nil {
-			if *asJSON {
-				sel := rw
-				if !p.Breaker {
-					sel = rwo
-				}
-				err = json.NewEncoder(stdout).Encode(sel)
-			} else {
-				err = printTable(stdout, p, rw, rwo)
-			}
-			if err != nil {
-				fmt.Fprintln(stderr, "simulate:", err)
-				return 1
-			}
-			return 0
-		}
+	if err != nil {
+		return err
 	}
-	fmt.Fprintln(stderr, "simulate:", err)
-	return 2
+	rwo, err := Simulate(without)
+	if err != nil {
+		return err
+	}
+	if !asJSON {
+		return printTable(stdout, p, rw, rwo)
+	}
+	if !p.Breaker {
+		rw = rwo
+	}
+	return json.NewEncoder(stdout).Encode(rw)
 }
 
-// parseOutage parses "START-END", such as "2s-6s".
-func parseOutage(s string) (start, end time.Duration, err error) {
+// runChain simulates the chain scenario and prints the table; with svgFile
+// set, it also writes the chart there.
+func runChain(p ChainParams, svgFile string, stdout io.Writer) error {
+	res, err := SimulateChain(p)
+	if err != nil {
+		return err
+	}
+	if svgFile != "" {
+		if err := writeChartFile(svgFile, p, res); err != nil {
+			return err
+		}
+	}
+	return printChainTable(stdout, p, res)
+}
+
+// parseSpan parses the value of flag name, "START-END", such as "2s-6s".
+func parseSpan(name, s string) (start, end time.Duration, err error) {
 	a, b, ok := strings.Cut(s, "-")
 	if ok {
 		start, err = time.ParseDuration(a)
@@ -106,7 +194,7 @@ func parseOutage(s string) (start, end time.Duration, err error) {
 		}
 	}
 	if !ok || err != nil {
-		return 0, 0, fmt.Errorf("%w: -outage %q must be START-END, such as 2s-6s", errUsage, s)
+		return 0, 0, fmt.Errorf("%w: %s %q must be START-END, such as 2s-6s", errUsage, name, s)
 	}
 	return start, end, nil
 }
@@ -142,23 +230,53 @@ type Params struct {
 	QPS                    float64       // requests per second, evenly spaced
 	Duration               time.Duration // length of the run
 	OutageStart, OutageEnd time.Duration // the downstream fails every call in [start, end)
-	Window                 time.Duration // breaker window length
-	Buckets                int           // breaker window buckets
-	MinRequests            int
-	FailureRatio           float64
-	Open                   time.Duration // breaker open duration
-	Probes                 int           // half-open probes in flight
-	ProbeSuccesses         int           // probe successes to close
+	BreakerParams
 	LatencyOK, LatencyFail time.Duration // what a forwarded call costs the caller
 	Breaker                bool          // false: every call goes to the downstream
+}
+
+// BreakerParams configures the breakers of both scenarios.
+type BreakerParams struct {
+	Window         time.Duration // breaker window length
+	Buckets        int           // breaker window buckets
+	MinRequests    int
+	FailureRatio   float64
+	Open           time.Duration // breaker open duration
+	Probes         int           // half-open probes in flight
+	ProbeSuccesses int           // probe successes to close
+}
+
+// DefaultBreakerParams returns the defaults of the breaker flags.
+func DefaultBreakerParams() BreakerParams {
+	return BreakerParams{
+		Window: time.Second, Buckets: 10, MinRequests: 20, FailureRatio: 0.5, Open: time.Second,
+		Probes: 1, ProbeSuccesses: 3,
+	}
+}
+
+// config returns the circuit.Config of a breaker named name on clock that
+// reports its transitions to onTransition; it logs nothing.
+func (bp BreakerParams) config(name string, clock metrics.Clock, onTransition func(circuit.Transition)) circuit.Config {
+	return circuit.Config{
+		Name:              name,
+		Window:            metrics.Window{Length: bp.Window, Buckets: bp.Buckets},
+		MinRequests:       bp.MinRequests,
+		FailureRatio:      bp.FailureRatio,
+		OpenDuration:      bp.Open,
+		HalfOpenProbes:    bp.Probes,
+		HalfOpenSuccesses: bp.ProbeSuccesses,
+		Clock:             clock,
+		Logger:            slog.New(slog.DiscardHandler),
+		OnTransition:      onTransition,
+	}
 }
 
 // DefaultParams returns the defaults of the command's flags.
 func DefaultParams() Params {
 	return Params{
 		QPS: 200, Duration: 10 * time.Second, OutageStart: 2 * time.Second, OutageEnd: 6 * time.Second,
-		Window: time.Second, Buckets: 10, MinRequests: 20, FailureRatio: 0.5, Open: time.Second,
-		Probes: 1, ProbeSuccesses: 3, LatencyOK: 8 * time.Millisecond, LatencyFail: 300 * time.Millisecond,
+		BreakerParams: DefaultBreakerParams(),
+		LatencyOK:     8 * time.Millisecond, LatencyFail: 300 * time.Millisecond,
 		Breaker: true,
 	}
 }
@@ -175,6 +293,11 @@ type Transition struct {
 	From   string  `json:"from"`
 	To     string  `json:"to"`
 	Reason string  `json:"reason"`
+}
+
+// transitionOf returns t as the command prints it.
+func transitionOf(t circuit.Transition) Transition {
+	return Transition{AtMS: ms(t.At), From: t.From.String(), To: t.To.String(), Reason: string(t.Reason)}
 }
 
 // Result is what one run measured. The JSON keys are part of the command's
@@ -204,22 +327,9 @@ func Simulate(p Params) (Result, error) {
 	var b *circuit.Breaker
 	if p.Breaker {
 		var err error
-		b, err = circuit.New(circuit.Config{
-			Name:              "downstream",
-			Window:            metrics.Window{Length: p.Window, Buckets: p.Buckets},
-			MinRequests:       p.MinRequests,
-			FailureRatio:      p.FailureRatio,
-			OpenDuration:      p.Open,
-			HalfOpenProbes:    p.Probes,
-			HalfOpenSuccesses: p.ProbeSuccesses,
-			Clock:             clock,
-			Logger:            slog.New(slog.DiscardHandler),
-			OnTransition: func(t circuit.Transition) {
-				res.Transitions = append(res.Transitions, Transition{
-					AtMS: ms(t.At), From: t.From.String(), To: t.To.String(), Reason: string(t.Reason),
-				})
-			},
-		})
+		b, err = circuit.New(p.config("downstream", clock, func(t circuit.Transition) {
+			res.Transitions = append(res.Transitions, transitionOf(t))
+		}))
 		if err != nil {
 			return Result{}, fmt.Errorf("%w: %w", errUsage, err)
 		}
