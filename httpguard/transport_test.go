@@ -311,36 +311,47 @@ func TestTransportShortCircuitError(t *testing.T) {
 }
 
 // holdServer answers at once, except a request to /hold, which it holds
-// until release is closed; entered is closed when that request arrives. It
-// is closed with the test.
-func holdServer(t *testing.T) (srv *httptest.Server, entered, release chan struct{}) {
-	entered, release = make(chan struct{}), make(chan struct{})
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/hold" {
-			close(entered)
-			<-release
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv, entered, release
+// until the test lets it go (see whileHeld). It is closed with the test.
+type holdServer struct {
+	*httptest.Server
+	entered, release chan struct{}
 }
 
-func TestTransportRejectedDegraded(t *testing.T) {
-	srv, entered, release := holdServer(t)
-	tr, tracker, _ := newTestTransport(t, Config{Degrade: true,
-		Group: command.GroupConfig{Strategy: command.Semaphore, MaxConcurrent: 1, Timeout: command.NoTimeout}}, nil)
-	tracker.base.MaxConnsPerHost = 0 // two requests at once
+func newHoldServer(t *testing.T) *holdServer {
+	h := &holdServer{entered: make(chan struct{}), release: make(chan struct{})}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			close(h.entered)
+			<-h.release
+		}
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+// whileHeld sends a request to /hold through tr and, once the server holds
+// it, a GET of path; then it lets the held request finish and returns the
+// answer to path.
+func (h *holdServer) whileHeld(t *testing.T, tr http.RoundTripper, path string) (*http.Response, error) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		resp, err := get(t, tr, srv.URL+"/hold")
+		resp, err := get(t, tr, h.URL+"/hold")
 		if assert.NoError(t, err) {
 			resp.Body.Close()
 		}
 	})
-	<-entered
-	resp, err := get(t, tr, srv.URL)
-	close(release)
+	<-h.entered
+	resp, err := get(t, tr, h.URL+path)
+	close(h.release)
 	wg.Wait()
+	return resp, err
+}
+
+func TestTransportRejectedDegraded(t *testing.T) {
+	tr, tracker, _ := newTestTransport(t, Config{Degrade: true,
+		Group: command.GroupConfig{Strategy: command.Semaphore, MaxConcurrent: 1, Timeout: command.NoTimeout}}, nil)
+	tracker.base.MaxConnsPerHost = 0 // two requests at once
+	resp, err := newHoldServer(t).whileHeld(t, tr, "/")
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Equal(t, "semaphore_rejected", resp.Header.Get("X-Degraded"))
@@ -554,27 +565,17 @@ func TestTransportWithHTTPClient(t *testing.T) {
 // TestTransportQueueTimeoutDegraded: a request that timed out in the
 // group's queue never left: with Degrade it gets the degraded 503.
 func TestTransportQueueTimeoutDegraded(t *testing.T) {
-	srv, entered, release := holdServer(t)
 	tr, tracker, reg := newTestTransport(t, Config{Degrade: true,
 		CommandName: func(r *http.Request) string { return r.URL.Path },
 		Group: command.GroupConfig{MaxConcurrent: 1, QueueSize: 1, Timeout: 50 * time.Millisecond,
 			Commands: map[string]command.CommandConfig{"/hold": {Timeout: command.NoTimeout}}}}, nil)
 	tracker.base.MaxConnsPerHost = 0 // two requests at once
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		resp, err := get(t, tr, srv.URL+"/hold")
-		if assert.NoError(t, err) {
-			resp.Body.Close()
-		}
-	})
-	<-entered
-	resp, err := get(t, tr, srv.URL+"/queued")
-	close(release)
-	wg.Wait()
+	srv := newHoldServer(t)
+	resp, err := srv.whileHeld(t, tr, "/queued")
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Equal(t, "queue_timeout", resp.Header.Get("X-Degraded"))
 	require.NoError(t, resp.Body.Close())
-	assert.Equal(t, int64(1), counts(t, groupOf(t, reg, srv), "/queued")[metrics.QueueTimeout])
+	assert.Equal(t, int64(1), counts(t, groupOf(t, reg, srv.Server), "/queued")[metrics.QueueTimeout])
 	tracker.requireClosedOnce(t)
 }
