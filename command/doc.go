@@ -90,13 +90,15 @@
 // command's Discard method (Discarder), if any, so that its resources (a
 // response body) can be freed.
 //
-// Whatever user code does, an admitted call releases everything it took and
-// records exactly one outcome: a panic in Run or Fallback is a FAILURE or
-// FALLBACK_FAILURE; a panic in IsBadRequest (which then judges "not a bad
-// request"), Discard or a breaker's OnTransition is logged and goes no
-// further; a runtime.Goexit in Run on the caller's goroutine (Semaphore)
-// ends that goroutine, as Goexit must, but the call is first recorded as a
-// FAILURE. A nil context or *Group panics with a message saying what to
+// Whatever Run does, and whatever a hook panics with, an admitted call
+// releases everything it took and records exactly one outcome: a panic in
+// Run or Fallback is a FAILURE or FALLBACK_FAILURE; a panic in IsBadRequest
+// (which then judges "not a bad request"), Discard or a breaker's
+// OnTransition is logged and goes no further; a runtime.Goexit in Run ends
+// Run's goroutine, as Goexit must, but the call is first recorded as a
+// FAILURE (in a Thread group the pool reports it as a panic). A Goexit in a
+// hook or a Fallback on the caller's goroutine is not covered: it ends
+// Execute without recording the call. A nil context or *Group panics with a message saying what to
 // pass; a nil command is refused with an error wrapping ErrInvalidConfig.
 //
 // Errors: a call that produced no value returns an *Error. errors.Is matches
