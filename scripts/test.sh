@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Runs every check bulwark has, on a fresh machine too. It installs Chromium when it is missing
-# (for the browser tests), checks gofmt, then in each module (the library, browsertest/, bench/)
-# runs go mod tidy -diff, go vet, staticcheck and go test -race -count=1, and smoke-runs the
-# benchmark programs once (bench/quick.sh).
+# Runs every check bulwark has, on a fresh machine too. It installs what the tests run for real
+# when it is missing (Debian packages: chromium for the browser tests, redis-server, prometheus),
+# starts a private redis-server on a free loopback port for the tests (BULWARK_REDIS_ADDR; stopped
+# at the end), checks gofmt, then in each module (every directory with a go.mod: the library,
+# browsertest/, bench/ and the integration modules) runs go mod tidy -diff, go vet, staticcheck
+# and go test -race -count=1, and smoke-runs the benchmark programs once (bench/quick.sh).
 #
 # Each stage prints one line with its duration; a stage that fails also prints its whole output,
 # and the stages after it still run. The last line is "summary: N passed, M failed" (stages);
@@ -11,7 +13,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 logs=$(mktemp -d "${TMPDIR:-/tmp}/bulwark-test.XXXXXX")
-trap 'rm -rf "$logs"' EXIT
+redis_pid=""
+trap '[ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null; rm -rf "$logs"' EXIT
 passed=0
 failed=0
 began=$EPOCHREALTIME
@@ -54,11 +57,30 @@ indir() {
 	(cd "$dir" && "$@")
 }
 
-install_chromium() {
+# install_packages PACKAGE...: installs Debian packages with apt-get.
+install_packages() {
 	local sudo=sudo
 	if [ "$(id -u)" = 0 ]; then sudo=""; fi
 	$sudo apt-get update -qq &&
-		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium
+		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@"
+}
+
+# start_redis starts redis-server on a free loopback port, without persistence, exports its
+# address as BULWARK_REDIS_ADDR and waits until it answers.
+start_redis() {
+	local port
+	for port in $(shuf -i 20000-60000 -n 50); do
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+	done
+	redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no >"$logs/redis.log" 2>&1 &
+	redis_pid=$!
+	export BULWARK_REDIS_ADDR="127.0.0.1:$port"
+	for _ in $(seq 100); do
+		if [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ]; then return 0; fi
+		sleep 0.1
+	done
+	cat "$logs/redis.log"
+	return 1
 }
 
 check_gofmt() {
@@ -72,14 +94,20 @@ check_gofmt() {
 }
 
 echo "bulwark checks: $(go env GOVERSION), $(nproc) CPUs; a stage's output is shown only if it fails"
-if ! command -v chromium >/dev/null 2>&1; then
-	stage "install chromium (apt-get)" install_chromium
+missing=()
+for tool in chromium:chromium redis-server:redis-server redis-cli:redis-tools prometheus:prometheus promtool:prometheus; do
+	if ! command -v "${tool%%:*}" >/dev/null 2>&1; then missing+=("${tool#*:}"); fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	readarray -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+	stage "install ${missing[*]} (apt-get)" install_packages "${missing[@]}"
 fi
+stage "start redis-server on loopback" start_redis
 stage "gofmt -l" check_gofmt
 
 # staticcheck (pinned) catches what vet does not, dead code (U1000) above all.
 staticcheck="go run honnef.co/go/tools/cmd/staticcheck@v0.8.2"
-for mod in . browsertest bench; do
+for mod in $(git ls-files --cached --others --exclude-standard go.mod '*/go.mod' | xargs -n1 dirname | sort); do
 	name=$mod
 	if [ "$mod" = . ]; then name=library; fi
 	stage "$name: go mod tidy -diff" indir "$mod" go mod tidy -diff
