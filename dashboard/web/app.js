@@ -227,6 +227,18 @@
     while (c.hist.length && c.hist[0].t < now - HISTORY_MS) c.hist.shift();
   }
 
+  // onHistory puts the server's history of a command before the points the
+  // page has seen itself, so the sparkline is full on open and on reload.
+  function onHistory(ev) {
+    const c = commandRecord(String(ev.group), String(ev.name));
+    const first = c.hist.length ? c.hist[0].t : Infinity;
+    const older = [];
+    for (const p of ev.points || []) {
+      if (Array.isArray(p) && p[0] < first) older.push({ t: Number(p[0]), rate: Number(p[1]) || 0, errs: Number(p[2]) || 0 });
+    }
+    c.hist = older.concat(c.hist);
+  }
+
   function onBulwarkCommand(ev) {
     const c = commandRecord(String(ev.group), String(ev.name));
     c.n = ev;
@@ -568,6 +580,9 @@
         break;
       case 'BulwarkCommand':
         onBulwarkCommand(ev);
+        break;
+      case 'BulwarkHistory':
+        onHistory(ev);
         break;
       case 'HystrixThreadPool': {
         const p = poolRecord(String(ev.name));
