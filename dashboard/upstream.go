@@ -106,14 +106,35 @@ func (u *upstream) read(ctx context.Context) (got bool, err error) {
 	u.connected = true
 	u.mu.Unlock()
 
+	// Events are committed a frame at a time (at its ping, or when a key
+	// comes again without one), so the totals never mix half of a frame
+	// with half of the one before.
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), u.a.cfg.MaxEventBytes)
+	pending := make(map[string]event)
 	full := false // MaxEvents reached (logged once per connection)
+	commit := func() {
+		if len(pending) == 0 {
+			return
+		}
+		got = true
+		if !u.store(pending) && !full {
+			full = true
+			u.a.log.Warn("dashboard: aggregate instance has too many keys; ignoring new ones",
+				"url", u.url, "maxEvents", u.a.cfg.MaxEvents)
+		}
+		clear(pending)
+	}
 	for sc.Scan() {
 		silent.Reset(u.a.cfg.StaleAfter)
-		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data:"))
+		line := sc.Bytes()
+		if bytes.HasPrefix(line, []byte("ping:")) {
+			commit()
+			continue
+		}
+		data, ok := bytes.CutPrefix(line, []byte("data:"))
 		if !ok {
-			continue // ping, blank line, comment or other field
+			continue // blank line, comment or another field
 		}
 		var ev event
 		if json.Unmarshal(data, &ev) != nil {
@@ -123,12 +144,10 @@ func (u *upstream) read(ctx context.Context) (got bool, err error) {
 		if key == "" {
 			continue
 		}
-		got = true
-		if !u.store(key, ev) && !full {
-			full = true
-			u.a.log.Warn("dashboard: aggregate instance has too many keys; ignoring new ones",
-				"url", u.url, "maxEvents", u.a.cfg.MaxEvents)
+		if _, again := pending[key]; again || len(pending) >= u.a.cfg.MaxEvents {
+			commit()
 		}
+		pending[key] = ev
 	}
 	if err := sc.Err(); err != nil {
 		return got, err
@@ -139,17 +158,21 @@ func (u *upstream) read(ctx context.Context) (got bool, err error) {
 	return got, errors.New("dashboard: instance stream ended")
 }
 
-// store keeps ev as the newest event of key, unless key is new and the
-// instance has MaxEvents keys already (it returns false then).
-func (u *upstream) store(key string, ev event) bool {
+// store keeps the events of one frame as the newest of their keys, except
+// new keys past MaxEvents (it returns false if it left any out).
+func (u *upstream) store(frame map[string]event) bool {
 	now := time.Now()
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if _, ok := u.events[key]; !ok && len(u.events) >= u.a.cfg.MaxEvents {
-		return false
+	all := true
+	for key, ev := range frame {
+		if _, ok := u.events[key]; !ok && len(u.events) >= u.a.cfg.MaxEvents {
+			all = false
+			continue
+		}
+		u.events[key] = stored{ev: ev, at: now}
 	}
-	u.events[key] = stored{ev: ev, at: now}
-	return true
+	return all
 }
 
 // drop forgets the instance's events: it is not connected.
