@@ -90,8 +90,10 @@ func TestBrowserAggregatedPage(t *testing.T) {
 var fleetLine = regexp.MustCompile(`bulwark fleet view: (http://\S+/) `)
 
 // TestFleetScreenshot makes docs/aggregate.png: it runs examples/fleetview
-// (three instances and their merged page) for 40 s by default (the first
-// instance's inventory breaker is then open, payments fail on all three),
+// (three instances and their merged page) for 40 s by default (payments
+// fail on all three and the third one's breaker is open, so the merged
+// tile shows Open; inventory has just recovered from its outage on the
+// first instance and shows its last trip),
 // then photographs the page in headless Chromium. It runs only when asked,
 // from the repository root:
 //

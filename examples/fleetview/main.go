@@ -15,7 +15,8 @@
 // others stay closed: the merged tile shows it open (the worst state wins)
 // with the traffic of all hosts.
 //
-// docs/aggregate.png is this program after 40 s, made from the repository
+// docs/aggregate.png is this program after 40 s (Charge open, CheckStock
+// just recovered), made from the repository
 // root by
 //
 //	BULWARK_FLEET_SCREENSHOT=docs/aggregate.png go -C browsertest test -run TestFleetScreenshot -timeout 5m .
