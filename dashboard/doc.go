@@ -152,4 +152,23 @@
 // [data-command="GetUser"] .state. The page reconnects by itself and shows
 // a "reconnecting" badge while the stream is down. It offers no control
 // action: nothing on it can change a breaker.
+//
+// # History
+//
+// A stream remembers each command's request and error rates, one point per
+// Config.HistoryStep (1 s) over Config.History (2 min), and sends a new
+// client one BulwarkHistory event per command before its first frame
+// ({"type":"BulwarkHistory","name":..,"group":..,"stepMs":1000,"points":
+// [[epoch ms, requests/s, errors/s], ...]}, oldest first), so the page's
+// sparklines are full on open and survive a reload. Points are recorded
+// from the frames the stream builds; Stream.KeepHistory records them while
+// nobody watches.
+//
+// # Fleets
+//
+// NewAggregate merges the streams of many instances into one, as Turbine
+// does for Hystrix, and serves it with the page: see Aggregate for the merge
+// rules. The page divides an aggregated event's per-host keys (window,
+// latencies, error %) by its reportingHosts, as the Hystrix Dashboard does,
+// and shows the number of hosts on each tile.
 package dashboard
