@@ -90,6 +90,10 @@ type Info struct {
 	// the hand-off to the worker and back; in a group with a queue it starts
 	// when a worker starts Run, leaving queue time out.
 	Latency, RunLatency time.Duration
+	// Probe is true when the call was a half-open probe of the group's
+	// breaker or the command's (see IsProbe); Events then holds PROBE, and
+	// PROBE_SUCCESS or PROBE_FAILURE as the breakers judged it.
+	Probe bool
 }
 
 // EventSet is a set of events, one bit per metrics.Event (Has, Len,

@@ -111,6 +111,21 @@ type GroupConfig struct {
 	// Logger receives the group's log records (panics in Run or Fallback).
 	// Default: the registry's logger.
 	Logger *slog.Logger
+	// ProbeClassifier, if set, judges the half-open probes of the group's
+	// and its commands' breakers separately from normal calls: it is
+	// called with Run's error for a probe that ended as FAILURE, and its
+	// answer (circuit.Success, Failure, Timeout or Ignored) is what the
+	// probing breaker records. A TIMEOUT always fails a probe and a
+	// SUCCESS always passes; the caller's answer, the metrics' primary
+	// outcome and the breaker that did not probe are unchanged. It serves
+	// a team's rule from an incident review: during half-open, any answer
+	// from the dependency (even a 500) proves it reachable, and only a
+	// timeout or a connection failure fails a probe, so that one unlucky
+	// 500 does not keep a reachable dependency shut off for another open
+	// duration (httpguard.ProbeReachable implements the rule for HTTP). A
+	// panic in it, or an unknown outcome, leaves the probe a failure and
+	// is logged. Default: none, a probe is judged as any call.
+	ProbeClassifier func(err error) circuit.Outcome
 }
 
 // CommandConfig holds the settings of one command name in a group.
@@ -118,6 +133,9 @@ type CommandConfig struct {
 	// Timeout overrides the group's timeout for this command. Default: the
 	// group's; NoTimeout disables it.
 	Timeout time.Duration
+	// ProbeClassifier overrides the group's ProbeClassifier for this
+	// command's calls. Default: the group's.
+	ProbeClassifier func(err error) circuit.Outcome
 }
 
 // WithDefaults returns c with every zero field replaced by its default: the
@@ -265,9 +283,11 @@ type commandState struct {
 	group   *Group
 	timeout time.Duration
 	breaker *circuit.Breaker
-	metrics *metrics.Rolling
-	calls   sync.Pool // free *poolCall[T, C] (Thread strategy), of the latest use's types
-	hot     commandCounters
+	// probeClassifier judges failed probes; nil: as any call.
+	probeClassifier func(err error) circuit.Outcome
+	metrics         *metrics.Rolling
+	calls           sync.Pool // free *poolCall[T, C] (Thread strategy), of the latest use's types
+	hot             commandCounters
 }
 
 // commandCounters are the counters every call of a command writes, on cache
@@ -475,9 +495,12 @@ func (g *Group) addCommand(name string) *commandState {
 // configs were validated by NewGroup, so creation cannot fail; a go-metrics
 // name clash only costs the export and is logged.
 func (g *Group) newCommand(name string) *commandState {
-	c := &commandState{name: name, group: g, timeout: g.cfg.Timeout}
+	c := &commandState{name: name, group: g, timeout: g.cfg.Timeout, probeClassifier: g.cfg.ProbeClassifier}
 	if cc, ok := g.cfg.Commands[name]; ok && cc.Timeout != 0 {
 		c.timeout = cc.Timeout
+	}
+	if cc, ok := g.cfg.Commands[name]; ok && cc.ProbeClassifier != nil {
+		c.probeClassifier = cc.ProbeClassifier
 	}
 	bc := g.cmdCfg
 	bc.Name = g.name + "/" + name
