@@ -283,11 +283,12 @@ type commandState struct {
 	group   *Group
 	timeout time.Duration
 	breaker *circuit.Breaker
+	metrics *metrics.Rolling
+	calls   sync.Pool // free *poolCall[T, C] (Thread strategy), of the latest use's types
+	hot     commandCounters
+
 	// probeClassifier judges failed probes; nil: as any call.
 	probeClassifier func(err error) circuit.Outcome
-	metrics         *metrics.Rolling
-	calls           sync.Pool // free *poolCall[T, C] (Thread strategy), of the latest use's types
-	hot             commandCounters
 }
 
 // commandCounters are the counters every call of a command writes, on cache
