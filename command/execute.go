@@ -118,6 +118,7 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 		}
 		var zero T
 		v = zero
+		c.recordError(now, r.event, r.err)
 		e := &Error{Group: g.name, Command: c.name, Event: r.event, Err: r.err, kind: kindOf(ctx, r.event), refuser: refuser}
 		if fallsBack(r.event) {
 			v, err = fallback[T](ctx, g, cmd, e, info)

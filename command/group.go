@@ -126,6 +126,10 @@ type GroupConfig struct {
 	// panic in it, or an unknown outcome, leaves the probe a failure and
 	// is logged. Default: none, a probe is judged as any call.
 	ProbeClassifier func(err error) circuit.Outcome
+	// Alerts turns on alerts by how long a breaker has been open (tiers,
+	// default P3 at 1 minute, P2 at 10, P1 at 30) and a degraded-rate
+	// alarm per command; see AlertConfig. Default: off.
+	Alerts AlertConfig
 }
 
 // CommandConfig holds the settings of one command name in a group.
@@ -158,6 +162,7 @@ func (c GroupConfig) WithDefaults() GroupConfig {
 	if c.SlowCallDuration == 0 {
 		c.SlowCallDuration = c.CommandBreaker.SlowCallDuration
 	}
+	c.Alerts = c.Alerts.withDefaults()
 	return c
 }
 
@@ -196,6 +201,9 @@ func (c GroupConfig) Validate() error {
 	}
 	if err := c.CommandBreaker.Validate(); err != nil {
 		return fmt.Errorf("%w: CommandBreaker: %w", ErrInvalidConfig, err)
+	}
+	if err := e.Alerts.validate(); err != nil {
+		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Commands)) {
 		switch t := c.Commands[name].Timeout; {
@@ -236,6 +244,8 @@ type Group struct {
 	closed   atomic.Bool                  // set (under mu) by Close, before the bulkhead closes
 
 	hot groupCounters
+
+	alerts *alerter // nil: alerts off
 }
 
 // groupCounters are the counters every call of a group writes. They sit on
@@ -289,6 +299,7 @@ type commandState struct {
 
 	// probeClassifier judges failed probes; nil: as any call.
 	probeClassifier func(err error) circuit.Outcome
+	errors          *errorRing // last errors, for alerts; nil: alerts off
 }
 
 // commandCounters are the counters every call of a command writes, on cache
@@ -335,6 +346,9 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 		return nil, err
 	}
 	g.commands.Store(&commandTable{})
+	if cfg.Alerts.OnAlert != nil {
+		g.alerts = newAlerter(cfg.Alerts)
+	}
 	return g, nil
 }
 
@@ -503,6 +517,9 @@ func (g *Group) newCommand(name string) *commandState {
 	if cc, ok := g.cfg.Commands[name]; ok && cc.ProbeClassifier != nil {
 		c.probeClassifier = cc.ProbeClassifier
 	}
+	if a := g.alerts; a != nil {
+		c.errors = newErrorRing(a.cfg.ErrorSamples, a.cfg.ErrorSampleLen)
+	}
 	bc := g.cmdCfg
 	bc.Name = g.name + "/" + name
 	var err error
@@ -536,6 +553,7 @@ func (g *Group) Close(ctx context.Context) error {
 	g.mu.Unlock()
 
 	g.reg.remove(g, cmds)
+	g.stopAlerts()
 	return g.closeBulkhead(ctx)
 }
 
@@ -563,6 +581,9 @@ func (g *Group) Snapshot() GroupSnapshot {
 		FallbackLimit: g.cfg.FallbackLimit,
 		Breaker:       g.breaker.Snapshot(),
 		Metrics:       g.metrics.Snapshot(now),
+	}
+	if g.alerts != nil {
+		s.AlertTier = g.alerts.tierOf(g.breaker)
 	}
 	if g.pool != nil {
 		s.Bulkhead = g.pool.Stats()
@@ -611,6 +632,9 @@ func (c *commandState) snapshot(now time.Duration) CommandSnapshot {
 	}
 	if calls := primaryCount(s.Metrics.Counts); calls > 0 {
 		s.DegradedRate = float64(s.Metrics.Counts[metrics.FallbackSuccess]) / float64(calls)
+	}
+	if a := c.group.alerts; a != nil {
+		s.AlertTier, s.DegradedAlarm = a.tierOf(c.breaker), a.degradedAlarm(c)
 	}
 	return s
 }
