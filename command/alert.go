@@ -49,11 +49,15 @@ func DefaultAlertTiers() []AlertTier {
 //
 // Evaluation: the group's one goroutine calls Group.CheckAlerts every
 // Interval (no goroutine per breaker; it stops with the group's Close). A
-// tier fires within about Interval of being reached.
+// tier fires within about Interval of being reached. A breaker in
+// observe-only mode alerts as in normal mode (it shows what would have been
+// refused); one forced open by SetMode is an operator's decision, not an
+// outage: it fires no tier and ends the outage in progress.
 type AlertConfig struct {
 	// OnAlert receives every alert, in order, never concurrently with
 	// itself, after it is logged. It may read the group (Snapshot) but must
-	// not call CheckAlerts. A panic in it is recovered and logged. nil:
+	// not call CheckAlerts; the group's Close waits for a delivery in
+	// progress. A panic in it is recovered and logged. nil:
 	// alerts off. To only log alerts, pass a function that does nothing.
 	OnAlert func(Alert)
 	// Tiers are the escalation steps, in increasing After, with distinct

@@ -287,3 +287,25 @@ func TestAlertConfigValidation(t *testing.T) {
 	require.Equal(t, DefaultAlertTiers(), cfg.Tiers)
 	require.Equal(t, DefaultDegradedRate, cfg.DegradedRate)
 }
+
+// TestAlertIgnoresForcedOpen: forcing a breaker open is an operator's
+// decision: no tier fires, and an outage in progress is resolved.
+func TestAlertIgnoresForcedOpen(t *testing.T) {
+	g, clock, log := alertGroup(t, AlertConfig{})
+	g.Breaker().SetMode(circuit.ForcedOpen)
+	clock.Advance(2 * time.Minute)
+	g.CheckAlerts()
+	require.Empty(t, log.take())
+
+	g.Breaker().SetMode(circuit.Normal)
+	_, _ = Execute(context.Background(), g, op[int]{name: "dep", run: fail[int](errRefused)})
+	clock.Advance(time.Minute)
+	g.CheckAlerts()
+	require.Len(t, log.take(), 1)
+	b, _ := g.CommandBreaker("dep")
+	b.SetMode(circuit.ForcedOpen)
+	g.CheckAlerts()
+	got := log.take()
+	require.Len(t, got, 1)
+	require.Equal(t, AlertResolved, got[0].Kind)
+}
