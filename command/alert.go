@@ -335,14 +335,26 @@ func (g *Group) CheckAlerts() {
 	}
 	a.evalMu.Lock()
 	defer a.evalMu.Unlock()
+	// Read the breakers and windows before taking a.mu: a breaker's
+	// Snapshot may report a transition, and its OnTransition may read the
+	// group's Snapshot, which takes a.mu.
 	now := g.clock.Now()
 	t := g.commands.Load()
-	a.mu.Lock()
-	out := a.checkBreaker(nil, g.name, "", g.breaker, a.errors)
-	for _, name := range slices.Sorted(maps.Keys(t.byName)) {
+	names := slices.Sorted(maps.Keys(t.byName))
+	views := make([]alertView, 0, 1+len(names))
+	views = append(views, alertView{b: g.breaker, s: g.breaker.Snapshot(), ring: a.errors})
+	for _, name := range names {
 		c := t.byName[name]
-		out = a.checkBreaker(out, g.name, name, c.breaker, c.errors)
-		out = a.checkDegraded(out, now, c)
+		views = append(views, alertView{c: c, b: c.breaker, s: c.breaker.Snapshot(), ring: c.errors,
+			counts: c.metrics.Counts(now)})
+	}
+	a.mu.Lock()
+	var out []Alert
+	for i := range views {
+		out = a.checkBreaker(out, g.name, &views[i])
+		if views[i].c != nil {
+			out = a.checkDegraded(out, &views[i])
+		}
 	}
 	a.mu.Unlock()
 	for _, al := range out {
@@ -350,10 +362,24 @@ func (g *Group) CheckAlerts() {
 	}
 }
 
-// checkBreaker appends the alerts of breaker b (of command cmd, "" for the
-// group's) to out. a.mu is held.
-func (a *alerter) checkBreaker(out []Alert, group, cmd string, b *circuit.Breaker, ring *errorRing) []Alert {
-	s := b.Snapshot()
+// alertView is what one evaluation read of a breaker and, for a command
+// (c set), its window.
+type alertView struct {
+	c      *commandState // nil for the group's breaker
+	b      *circuit.Breaker
+	s      circuit.Snapshot
+	ring   *errorRing
+	counts metrics.Counts
+}
+
+// checkBreaker appends the alerts of breaker v.b, as read in v, to out.
+// a.mu is held.
+func (a *alerter) checkBreaker(out []Alert, group string, v *alertView) []Alert {
+	cmd := ""
+	if v.c != nil {
+		cmd = v.c.name
+	}
+	s, b := v.s, v.b
 	o := a.open[b]
 	if s.State == circuit.Closed || s.Mode == circuit.ForcedOpen {
 		if o != nil {
@@ -380,7 +406,7 @@ func (a *alerter) checkBreaker(out []Alert, group, cmd string, b *circuit.Breake
 		o = nil
 	}
 	if o == nil {
-		seen.errors = ring.samples()
+		seen.errors = v.ring.samples()
 		o = &seen
 		a.open[b] = o
 	}
@@ -418,14 +444,14 @@ func (a *alerter) resolved(out []Alert, group, cmd string, s circuit.Snapshot, o
 		OpenFor: end - o.since, State: s.State, Reason: o.reason, Health: o.health, Errors: o.errors})
 }
 
-// checkDegraded appends c's degraded alarm, if it is raised or cleared now.
-// a.mu is held.
-func (a *alerter) checkDegraded(out []Alert, now time.Duration, c *commandState) []Alert {
-	counts := c.metrics.Counts(now)
-	calls := primaryCount(counts)
+// checkDegraded appends the degraded alarm of the command v.c, if it is
+// raised or cleared now. a.mu is held.
+func (a *alerter) checkDegraded(out []Alert, v *alertView) []Alert {
+	c := v.c
+	calls := primaryCount(v.counts)
 	var rate float64
 	if calls > 0 {
-		rate = float64(counts[metrics.FallbackSuccess]) / float64(calls)
+		rate = float64(v.counts[metrics.FallbackSuccess]) / float64(calls)
 	}
 	raised := a.slow[c]
 	kind := AlertDegraded
@@ -438,7 +464,7 @@ func (a *alerter) checkDegraded(out []Alert, now time.Duration, c *commandState)
 	default:
 		return out
 	}
-	return append(out, Alert{Kind: kind, Group: c.group.name, Command: c.name, State: c.breaker.State(),
+	return append(out, Alert{Kind: kind, Group: c.group.name, Command: c.name, State: v.s.State,
 		Calls: calls, DegradedRate: rate, Errors: c.errors.samples()})
 }
 

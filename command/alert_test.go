@@ -309,3 +309,33 @@ func TestAlertIgnoresForcedOpen(t *testing.T) {
 	require.Len(t, got, 1)
 	require.Equal(t, AlertResolved, got[0].Kind)
 }
+
+// TestCheckAlertsWithOnTransitionReadingSnapshot: a transition that
+// CheckAlerts' reading of a breaker makes (open → half-open) is reported to
+// an OnTransition that reads the group's Snapshot; that must not deadlock.
+func TestCheckAlertsWithOnTransitionReadingSnapshot(t *testing.T) {
+	var g *Group
+	var seen sync.WaitGroup
+	seen.Add(2) // closed → open, open → half-open
+	g, clock := newTestGroup(t, GroupConfig{
+		Strategy: Semaphore,
+		CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: time.Minute, OnTransition: func(circuit.Transition) {
+			_ = g.Snapshot()
+			seen.Done()
+		}},
+		Alerts: AlertConfig{OnAlert: func(Alert) {}, Interval: time.Hour},
+	})
+	_, _ = Execute(context.Background(), g, op[int]{name: "dep", run: fail[int](errRefused)})
+	clock.Advance(time.Minute)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.CheckAlerts()
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("CheckAlerts deadlocked with an OnTransition that reads Snapshot")
+	}
+	seen.Wait()
+}
