@@ -76,8 +76,8 @@ type Info struct {
 	// Cancelled or QueueTimeout.
 	Event metrics.Event
 	// Events holds every event the call emitted: the primary outcome, Slow,
-	// one fallback event if a fallback was considered, and ExceptionThrown
-	// if the caller got an error.
+	// one fallback event if a fallback was considered, ExceptionThrown if
+	// the caller got an error, and the probe events of a probe (see Probe).
 	Events EventSet
 	// Degraded is true when the value returned is a fallback's, never
 	// otherwise; Event then says why the primary path failed.
