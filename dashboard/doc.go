@@ -30,7 +30,8 @@
 //     group: bulwark's own data (breaker state and mode, time in state, last
 //     transitions with their reasons and wall times, half-open progress,
 //     backed-off open duration, retry-after, ramp-up share, slow ratio,
-//     degraded rate, detached executions, in-flight calls). Hystrix tools
+//     degraded rate, detached executions, in-flight calls, half-open probes
+//     counted, alert tier and degraded alarm). Hystrix tools
 //     ignore event types they do not know;
 //   - then "ping: " and a blank line, a field EventSource ignores, which makes
 //     a dead connection show.

@@ -326,6 +326,9 @@
     t.timeout = el('span', 'timeout');
     t.hosts = el('span', 'hosts');
     foot.append(t.degraded, t.slow, t.inflight, t.detached, t.timeout, t.hosts);
+    t.probes = el('span', 'probes');
+    t.alert = el('span', 'alert warn');
+    foot.append(t.probes, t.alert);
 
     t.root.append(head, main, counters, lat, foot);
     return t;
@@ -399,6 +402,15 @@
       setText(t.detached, n.detached > 0 ? 'detached ' + fmtInt(n.detached) : '');
       t.degraded.classList.toggle('warn', n.degradedRate > 0);
       t.slow.classList.toggle('warn', n.slowRatio > 0);
+      setText(t.probes, n.rollingCountProbe > 0
+        ? 'probes ' + fmtInt(n.rollingCountProbe) + ' (' + fmtInt(n.rollingCountProbeSuccess) + ' ok, ' +
+          fmtInt(n.rollingCountProbeFailure) + ' failed)'
+        : '');
+      const alerts = [];
+      if (n.alertTier) alerts.push('alert ' + n.alertTier);
+      if (n.degradedAlarm) alerts.push('degraded alarm');
+      setText(t.alert, alerts.join(' · '));
+      setAttr(t.alert, 'data-tier', n.alertTier || '');
     } else if (h) {
       setText(t.inflight, 'in flight ' + fmtInt(h.currentConcurrentExecutionCount));
     }
