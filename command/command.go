@@ -90,6 +90,11 @@ type Info struct {
 	// the hand-off to the worker and back; in a group with a queue it starts
 	// when a worker starts Run, leaving queue time out.
 	Latency, RunLatency time.Duration
+	// Deferred is true when the fallback did not serve a value but durably
+	// deferred the call's work (a write enqueued for replay after the
+	// dependency recovers) by returning an error matching ErrDeferred:
+	// the work is accepted, not yet done. Degraded is then true too.
+	Deferred bool
 }
 
 // EventSet is a set of events, one bit per metrics.Event (Has, Len,
