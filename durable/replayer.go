@@ -287,7 +287,7 @@ type ReplayStats struct {
 	// Group names the replayer's group.
 	Group string
 	// Stats is the queue's, as of the replayer's last round (at most Poll
-	// old while it runs).
+	// old while it runs; zero before its first round).
 	Stats
 	// OldestAge is how long the oldest pending entry has waited, now.
 	OldestAge time.Duration

@@ -311,4 +311,3 @@ func (s *Store) Close() error {
 	s.closed = true
 	return s.db.Close()
 }
-
