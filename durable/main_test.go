@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/durable/queuetest"
 	"github.com/bulwark-go/bulwark/internal/logtest"
 )
 
@@ -17,8 +18,11 @@ import (
 // the tests, checking that none leaves a goroutine behind. IgnoreCurrent
 // skips the goroutines ants' package init starts for its default pool.
 func TestMain(m *testing.M) {
-	if mode := os.Getenv(childEnv); mode != "" {
-		os.Exit(runChild(mode))
+	if os.Getenv(fillEnv) != "" {
+		os.Exit(runFill())
+	}
+	if code, ok := queuetest.Child(openFromEnv); ok {
+		os.Exit(code)
 	}
 	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
 }
