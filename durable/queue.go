@@ -56,8 +56,10 @@ type Entry struct {
 	LastError string `json:"last_error,omitempty"`
 }
 
-// validate checks what a caller must set.
-func (e Entry) validate() error {
+// Validate checks what a caller must set: a non-empty Key of at most
+// MaxKeyLen bytes. The error wraps ErrInvalidEntry. Every Queue's Enqueue
+// calls it.
+func (e Entry) Validate() error {
 	switch {
 	case e.Key == "":
 		return fmt.Errorf("%w: empty idempotency key", ErrInvalidEntry)

@@ -119,7 +119,7 @@ func putEntry(b *bolt.Bucket, k []byte, e Entry) error {
 
 // Enqueue implements Queue.
 func (s *Store) Enqueue(ctx context.Context, e Entry) (string, error) {
-	if err := e.validate(); err != nil {
+	if err := e.Validate(); err != nil {
 		return "", err
 	}
 	var id string

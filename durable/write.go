@@ -93,5 +93,5 @@ func (w Write) check() error {
 	case w.Queue == nil:
 		return fmt.Errorf("%w: Write.Queue is nil", ErrInvalidEntry)
 	}
-	return Entry{Key: w.Key}.validate()
+	return Entry{Key: w.Key}.Validate()
 }
