@@ -152,5 +152,8 @@ func (h *hub) frameData() (data []byte, err error) {
 			err = fmt.Errorf("dashboard: stream frame panicked: %v\n%s", v, debug.Stack())
 		}
 	}()
-	return h.enc.encode(h.s.src.Snapshot(), h.size)
+	if data, err = h.enc.encode(h.s.src.Snapshot(), h.size); err != nil || h.s.cfg.Extra == nil {
+		return data, err
+	}
+	return appendExtra(data, h.s.cfg.Extra())
 }

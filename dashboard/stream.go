@@ -81,6 +81,12 @@ type Config struct {
 	WriteBuffer int
 	// Logger receives connection and error records; nil means slog.Default().
 	Logger *slog.Logger
+	// Extra, if set, is called once per frame and each value it returns is
+	// sent as one more event, JSON-encoded, after bulwark's own: the way
+	// an extension adds its native events, such as the write queue's
+	// BulwarkQueue (durable.Replayer.StreamEvent). It runs on the stream's
+	// goroutine: it must be quick, returning values already computed.
+	Extra func() []any
 }
 
 // WithDefaults returns c with every zero field replaced by its default: the

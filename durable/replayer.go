@@ -321,3 +321,25 @@ type replayCall struct {
 func (c replayCall) Run(ctx context.Context) (struct{}, error) {
 	return struct{}{}, c.apply(ctx, c.e)
 }
+
+// QueueEvent is the replayer's event on the dashboard stream (type
+// BulwarkQueue); the dashboard page shows one tile per group.
+type QueueEvent struct {
+	Type         string `json:"type"` // "BulwarkQueue"
+	Name         string `json:"name"` // the group
+	Backlog      int    `json:"backlog"`
+	OldestAgeMs  int64  `json:"oldestAgeMs"`
+	Replayed     int64  `json:"replayed"`
+	DeadLettered int64  `json:"deadLettered"`
+	DeadLetters  int    `json:"deadLetters"`
+}
+
+// StreamEvent returns the replayer's stats as a dashboard event, for
+// dashboard.Config.Extra:
+//
+//	dashboard.Config{Extra: func() []any { return []any{rp.StreamEvent()} }}
+func (r *Replayer) StreamEvent() QueueEvent {
+	s := r.Stats()
+	return QueueEvent{Type: "BulwarkQueue", Name: s.Group, Backlog: s.Depth, OldestAgeMs: s.OldestAge.Milliseconds(),
+		Replayed: s.Replayed, DeadLettered: s.DeadLettered, DeadLetters: s.DeadLetters}
+}

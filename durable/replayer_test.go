@@ -63,8 +63,13 @@ func enqueueN(t *testing.T, q durable.Queue, n int) {
 	}
 }
 
+// newReplayer returns a replayer of cfg, logging to its group's log by
+// default.
 func newReplayer(t *testing.T, cfg durable.ReplayerConfig) *durable.Replayer {
 	t.Helper()
+	if cfg.Logger == nil && cfg.Group != nil {
+		cfg.Logger = cfg.Group.Config().Logger
+	}
 	r, err := durable.NewReplayer(cfg)
 	require.NoError(t, err)
 	return r
@@ -146,7 +151,7 @@ func TestReplayerDeadLettersAfterMaxAttempts(t *testing.T) {
 	enqueueN(t, q, 1)
 	var dead []durable.Entry
 	var mu sync.Mutex
-	r := newReplayer(t, durable.ReplayerConfig{Queue: q, Group: g, Apply: rcv.apply, Logger: g.Config().Logger,
+	r := newReplayer(t, durable.ReplayerConfig{Queue: q, Group: g, Apply: rcv.apply,
 		Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond, Poll: time.Millisecond,
 		OnDeadLetter: func(e durable.Entry) { mu.Lock(); dead = append(dead, e); mu.Unlock() }})
 	ctx, cancel := context.WithCancel(context.Background())
