@@ -155,7 +155,8 @@ func (s *Store) Enqueue(ctx context.Context, e Entry) (string, error) {
 }
 
 // Lease implements Queue. It scans the pending entries in order, skipping
-// those not yet due.
+// those not yet due: its cost grows with the entries in backoff ahead of
+// the due ones.
 func (s *Store) Lease(ctx context.Context, now time.Time, max int) ([]Entry, error) {
 	var out []Entry
 	err := s.view(ctx, func(tx *bolt.Tx) error {

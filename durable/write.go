@@ -30,6 +30,11 @@ type Receipt struct {
 // never told accepted for a write that was not stored. A Replayer applies
 // deferred writes later.
 //
+// The enqueue runs as the group's fallback, under its FallbackLimit
+// (default 10 at once): past it a write is refused (FALLBACK_REJECTION,
+// not accepted). Each enqueue waits for an fsync or a Redis round trip,
+// so a group that may defer many writes at once needs a higher limit.
+//
 //	r, info, err := command.ExecuteInfo(ctx, orders, durable.Write{
 //		Command: "createOrder", Key: requestID, Payload: body, Apply: createOrder, Queue: q})
 //	switch {
