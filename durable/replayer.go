@@ -158,8 +158,9 @@ func (r *Replayer) Run(ctx context.Context) error {
 	}
 }
 
-// Drain replays until no entry is due (or ctx ends); it returns how many
-// entries it replayed. For tests and for a one-shot drain at start-up.
+// Drain replays until no entry is due, the group's breaker is open or
+// refuses a replay, or ctx ends; it returns how many entries it applied.
+// For tests and for a one-shot drain at start-up.
 func (r *Replayer) Drain(ctx context.Context) (int, error) {
 	before := r.replayed.Load()
 	for ctx.Err() == nil {

@@ -264,7 +264,9 @@ func Crash(t *testing.T, open func() (durable.Queue, error)) {
 		}
 		kills++
 	}
-	require.True(t, startChild(t, "replay", childURL+"="+srv.URL).wait(), "the last replay child failed")
+	last := startChild(t, "replay", childURL+"="+srv.URL)
+	require.False(t, last.killAfter(45*time.Second), "the last replay child did not drain the queue within 45 s")
+	require.True(t, last.wait(), "the last replay child failed")
 
 	q, err := open()
 	require.NoError(t, err)
