@@ -94,6 +94,11 @@ type Info struct {
 	// breaker or the command's (see IsProbe); Events then holds PROBE, and
 	// PROBE_SUCCESS or PROBE_FAILURE as the breakers judged it.
 	Probe bool
+	// Deferred is true when the fallback did not serve a value but durably
+	// deferred the call's work (a write enqueued for replay after the
+	// dependency recovers) by returning an error matching ErrDeferred:
+	// the work is accepted, not yet done. Degraded is then true too.
+	Deferred bool
 }
 
 // EventSet is a set of events, one bit per metrics.Event (Has, Len,

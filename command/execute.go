@@ -425,9 +425,9 @@ func fallback[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, e *Erro
 	var ferr error
 	serr := g.fallback.Execute(ctx, func(ctx context.Context) { v, ferr = fb.Fallback(ctx, e) })
 	switch {
-	case serr == nil && ferr == nil:
+	case serr == nil && (ferr == nil || errors.Is(ferr, ErrDeferred)):
 		info.Events.Add(metrics.FallbackSuccess)
-		info.Degraded = true
+		info.Degraded, info.Deferred = true, ferr != nil
 		return v, nil
 	case errors.Is(serr, isolation.ErrRejected):
 		info.Events.Add(metrics.FallbackRejection)

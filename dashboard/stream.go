@@ -94,6 +94,12 @@ type Config struct {
 	// DefaultHistory (2 min) and DefaultHistoryStep (1 s); HistoryStep may
 	// not exceed History.
 	History, HistoryStep time.Duration
+	// Extra, if set, is called once per frame and each value it returns is
+	// sent as one more event, JSON-encoded, after bulwark's own: the way
+	// an extension adds its native events, such as the write queue's
+	// BulwarkQueue (durable.Replayer.StreamEvent). It runs on the stream's
+	// goroutine: it must be quick, returning values already computed.
+	Extra func() []any
 }
 
 // WithDefaults returns c with every zero field replaced by its default: the
@@ -190,7 +196,11 @@ func NewStream(src Source, cfg Config) (*Stream, error) {
 		return nil, err
 	}
 	return newStream(cfg, func(e *encoder, sizeHint int) ([]byte, error) {
-		return e.encode(src.Snapshot(), sizeHint)
+		data, err := e.encode(src.Snapshot(), sizeHint)
+		if err != nil || cfg.Extra == nil {
+			return data, err
+		}
+		return appendExtra(data, cfg.Extra())
 	})
 }
 

@@ -13,6 +13,7 @@
 
   const commands = new Map(); // group + "\u0000" + name -> command record
   const pools = new Map(); // group name -> pool record
+  const queues = new Map(); // group name -> write queue record (BulwarkQueue)
   const ui = {
     sort: 'error',
     filter: '',
@@ -590,6 +591,49 @@
     const nPool = ps.filter(poolShown).length;
     setText(document.getElementById('pool-count'), ps.length ? nPool + ' of ' + ps.length : '');
     document.getElementById('pool-empty').hidden = ps.length > 0;
+
+    const qs = Array.from(queues.values()).sort((a, b) => a.name.localeCompare(b.name));
+    for (const q of qs) renderQueue(q, now);
+    place(document.getElementById('queues'), qs, (q) => matches(f, q.name));
+    document.getElementById('queue-panel').hidden = qs.length === 0;
+  }
+
+  // ---- write queues (BulwarkQueue events of the durable module) ----------
+
+  const QUEUE_FIELDS = [
+    ['backlog', 'Backlog'],
+    ['oldestAgeMs', 'Oldest'],
+    ['replayed', 'Replayed'],
+    ['deadLettered', 'Dead-lettered'],
+    ['deadLetters', 'Dead letters'],
+  ];
+
+  function renderQueue(q, now) {
+    if (!q.tile) {
+      const t = { f: {} };
+      t.root = el('article', 'tile queue');
+      t.root.setAttribute('data-queue', q.name);
+      const title = el('div', 'title');
+      const name = el('span', 'name', q.name);
+      name.title = q.name;
+      title.append(name);
+      const grid = el('div', 'fields');
+      for (const [k, label] of QUEUE_FIELDS) {
+        const cell = el('div', 'field ' + k);
+        cell.setAttribute('data-k', k);
+        t.f[k] = el('span', 'v', '0');
+        cell.append(t.f[k], el('span', 'k', label));
+        grid.append(cell);
+      }
+      t.root.append(title, grid);
+      q.tile = t;
+    }
+    const t = q.tile;
+    const ev = q.ev;
+    for (const [k] of QUEUE_FIELDS) {
+      setText(t.f[k], k === 'oldestAgeMs' ? fmtDur(Number(ev[k]) || 0) : fmtInt(Number(ev[k]) || 0));
+    }
+    t.root.classList.toggle('stale', now - q.seen > STALE_MS);
   }
 
   // ---- the stream -------------------------------------------------------
@@ -610,6 +654,14 @@
         const p = poolRecord(String(ev.name));
         p.h = ev;
         p.seen = now;
+        break;
+      }
+      case 'BulwarkQueue': {
+        const name = String(ev.name);
+        const q = queues.get(name) || { name, tile: null };
+        q.ev = ev;
+        q.seen = now;
+        queues.set(name, q);
         break;
       }
       case 'BulwarkGroup': {
