@@ -104,8 +104,10 @@ func TestProbeClassifierClosesOnAnAnswer(t *testing.T) {
 // the classifier would pass every error.
 func TestProbeClassifierNeverExcusesATimeout(t *testing.T) {
 	g, clock := newTestGroup(t, GroupConfig{
-		Strategy:        Semaphore,
-		Timeout:         time.Millisecond,
+		Strategy: Semaphore,
+		// Long enough that the call that trips the breaker never meets it
+		// before Run starts (QUEUE_TIMEOUT, not counted) on a loaded machine.
+		Timeout:         250 * time.Millisecond,
 		CommandBreaker:  circuit.Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1},
 		ProbeClassifier: func(error) circuit.Outcome { return circuit.Success },
 	})
