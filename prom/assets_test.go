@@ -30,6 +30,12 @@ func TestAlertRules(t *testing.T) {
 	promtool(t, "test", "rules", "alerts_test.yml")
 }
 
+// TestDemoPrometheusConfig: the demo's prometheus.yml, which loads
+// alerts.yml, is a valid config.
+func TestDemoPrometheusConfig(t *testing.T) {
+	promtool(t, "check", "config", "examples/dashboard/prometheus.yml")
+}
+
 var metricName = regexp.MustCompile(`bulwark_[a-z_]+`)
 
 // exported returns the names of the metric families the collector exports
