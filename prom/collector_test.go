@@ -21,14 +21,13 @@ import (
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
-// call is a test command: Run returns err after sleeping on the manual
-// clock for took; a non-nil fallback serves fb.
+// call is a test command without a fallback: Run advances the manual
+// clock by took and returns err.
 type call struct {
 	name  string
 	err   error
 	took  time.Duration
 	clock *metrics.ManualClock
-	fb    bool
 }
 
 func (c call) Name() string { return c.name }
@@ -38,6 +37,7 @@ func (c call) Run(context.Context) (int, error) {
 	return 1, c.err
 }
 
+// callFB is a call whose fallback serves 0.
 type callFB struct{ call }
 
 func (c callFB) Fallback(context.Context, error) (int, error) { return 0, nil }
