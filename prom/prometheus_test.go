@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -220,11 +221,21 @@ func TestRealPrometheusScrapesTheCollector(t *testing.T) {
 	require.NoError(t, err)
 	pr := prometheus.NewRegistry()
 	require.NoError(t, pr.Register(c))
-	srv := httptest.NewServer(promhttp.HandlerFor(pr, promhttp.HandlerOpts{}))
+	// A scrape and a phase of calls exclude each other, so that every
+	// scrape sees a phase whole.
+	var phase sync.RWMutex
+	metricsHandler := promhttp.HandlerFor(pr, promhttp.HandlerOpts{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		phase.RLock()
+		defer phase.RUnlock()
+		metricsHandler.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
 
 	ctx := context.Background()
 	calls := func(g *command.Group, name string, n int, err error) {
+		phase.Lock()
+		defer phase.Unlock()
 		for range n {
 			_, _ = command.Execute(ctx, g, testCmd{name: name, err: err})
 		}
