@@ -254,7 +254,8 @@ func TestRealPrometheusScrapesTheCollector(t *testing.T) {
 
 	// The rate over the two scrapes around phase 2 is its 60 calls over
 	// the time between them: irate at the first sample holding 100 uses
-	// exactly that sample and the one before it.
+	// exactly that sample and the one before it (the timestamps, seconds
+	// as float64 in the API, carry a relative error of about 1e-7).
 	res, err := p.query(getCalls+"[5m]", 0)
 	require.NoError(t, err)
 	require.Len(t, res, 1)
@@ -275,7 +276,7 @@ func TestRealPrometheusScrapesTheCollector(t *testing.T) {
 	require.NotZero(t, t100, "a scrape saw 100 calls")
 	rate, err := p.scalar("irate("+getCalls+"[5m])", t100)
 	require.NoError(t, err)
-	assert.InDelta(t, 60/(t100-t40), rate, 1e-6, "60 calls between the scrapes at %v and %v", t40, t100)
+	assert.InEpsilon(t, 60/(t100-t40), rate, 1e-4, "60 calls between the scrapes at %v and %v", t40, t100)
 
 	for q, want := range map[string]float64{
 		`bulwark_command_events_total{group="users",command="get",event="success"}`:          100,
@@ -296,4 +297,24 @@ func TestRealPrometheusScrapesTheCollector(t *testing.T) {
 	open, err := p.scalar(`bulwark_command_circuit_state_seconds{group="pay",command="charge"}`, 0)
 	require.NoError(t, err)
 	assert.Positive(t, open, "time in the open state")
+
+	// Every query of the Grafana dashboard runs on this data (label
+	// matching is checked only here, not by promtool), and its breaker
+	// state timeline reads pay/charge as open (2).
+	sawState := false
+	for _, q := range dashboardQueries(t) {
+		res, err := p.query(q.expr, 0)
+		if !assert.NoError(t, err, "panel %q", q.panel) || q.panel != "Breaker state" {
+			continue
+		}
+		for _, r := range res {
+			if r.Metric["command"] == "charge" {
+				sawState = true
+				v, err := pointValue(r.Value)
+				require.NoError(t, err)
+				assert.Equal(t, 2.0, v, "the dashboard's breaker state of pay/charge")
+			}
+		}
+	}
+	assert.True(t, sawState, "the dashboard's breaker state panel shows pay/charge")
 }
