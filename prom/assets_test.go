@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -45,8 +46,13 @@ func exported(t *testing.T) map[string]bool {
 	c, err := New(service(t))
 	require.NoError(t, err)
 	names := map[string]bool{}
-	for name := range scrape(t, c) {
+	for name, f := range scrape(t, c) {
 		names[name] = true
+		if f.GetType() == dto.MetricType_HISTOGRAM {
+			for _, series := range []string{"_bucket", "_count", "_sum"} {
+				names[name+series] = true
+			}
+		}
 	}
 	return names
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -19,10 +20,14 @@ var ErrNilSource = errors.New("prom: nil source")
 type Source interface {
 	// Snapshot describes every group and command now.
 	Snapshot() command.Snapshot
+	// CumulativeLatencies returns every command's latency distributions
+	// since it was created.
+	CumulativeLatencies() []command.CommandLatency
 }
 
 // Collector is a prometheus.Collector over a Source: each scrape takes one
-// snapshot and turns it into the metrics listed in the package doc. It is
+// snapshot (and the cumulative latencies) and turns it into the metrics
+// listed in the package doc. It is
 // safe for concurrent use (concurrent scrapes take a snapshot each).
 type Collector struct {
 	src Source
@@ -50,6 +55,7 @@ var (
 	inFlightDesc   = desc("command_in_flight", "Calls of the command executing now.", cmdLabels...)
 	detachedDesc   = desc("command_detached", "Calls of the command that timed out while their Run still runs in the pool.", cmdLabels...)
 	degradedDesc   = desc("command_degraded_ratio", "Share of the rolling window's calls answered with a fallback value.", cmdLabels...)
+	histogramDesc  = desc("command_latency_seconds", "Latency of the command's calls since it was created (phase run: Run alone; total: what the caller waited).", "group", "command", "phase")
 	latencyDesc    = desc("command_latency_window_seconds", "Latency quantile over the command's rolling window (not cumulative; do not aggregate across instances).", "group", "command", "phase", "quantile")
 	latencyAvgDesc = desc("command_latency_window_mean_seconds", "Mean latency over the command's rolling window.", "group", "command", "phase")
 	cmdStateDesc   = desc("command_circuit_state", "1 for the state the command's breaker is in, 0 for the others.", "group", "command", "state")
@@ -65,11 +71,20 @@ var (
 	completedDesc  = desc("bulkhead_completed_total", "Work that returned from the bulkhead (or permits released).", "group")
 
 	allDescs = []*prometheus.Desc{
-		eventsDesc, callsDesc, inFlightDesc, detachedDesc, degradedDesc, latencyDesc, latencyAvgDesc,
+		eventsDesc, callsDesc, inFlightDesc, detachedDesc, degradedDesc, histogramDesc, latencyDesc, latencyAvgDesc,
 		cmdStateDesc, cmdSinceDesc, grpStateDesc, grpSinceDesc,
 		activeDesc, queuedDesc, capacityDesc, queueCapDesc, bhDetachedDesc, rejectedDesc, completedDesc,
 	}
 )
+
+// buckets are the upper bounds of the latency histogram's buckets, from
+// 1 ms to 10 s (client_golang's DefBuckets with 1 ms and 2.5 ms added for
+// fast dependencies); latencies above fall in +Inf.
+var buckets = []time.Duration{
+	time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond, 10 * time.Millisecond,
+	25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond,
+	500 * time.Millisecond, time.Second, 2500 * time.Millisecond, 5 * time.Second, 10 * time.Second,
+}
 
 // states are the breaker states, each exported as a state label value.
 var states = [...]circuit.State{circuit.Closed, circuit.Open, circuit.HalfOpen}
@@ -97,6 +112,28 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			collectCommand(ch, cmd)
 		}
 	}
+	for _, l := range c.src.CumulativeLatencies() {
+		collectHistogram(ch, l.Run, l.Group, l.Command, "run")
+		collectHistogram(ch, l.Total, l.Group, l.Command, "total")
+	}
+}
+
+// collectHistogram sends d as a histogram with the given labels (group,
+// command, phase); nothing for a nil d (a ring without latency).
+func collectHistogram(ch chan<- prometheus.Metric, d *metrics.Distribution, labels ...string) {
+	if d == nil {
+		return
+	}
+	counts, err := d.CountsAtOrBelow(buckets)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(histogramDesc, err)
+		return
+	}
+	bs := make(map[float64]uint64, len(buckets))
+	for i, b := range buckets {
+		bs[b.Seconds()] = uint64(counts[i])
+	}
+	ch <- prometheus.MustNewConstHistogram(histogramDesc, uint64(d.Count()), d.Sum().Seconds(), bs, labels...)
 }
 
 func collectGroup(ch chan<- prometheus.Metric, g command.GroupSnapshot) {

@@ -162,6 +162,30 @@ func TestCollectorExportsWhatTheServiceDid(t *testing.T) {
 	assert.Equal(t, 2.0, value(t, fams, "bulwark_bulkhead_completed_total", "group", "pay"))
 	assert.Equal(t, 0.0, value(t, fams, "bulwark_bulkhead_rejected_total", "group", "pay"))
 
+	// The histogram: the 4 calls of 20 ms (Run and caller alike), in the
+	// buckets from 25 ms up.
+	var h *dto.Histogram
+	for _, m := range fams["bulwark_command_latency_seconds"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["command"] == "get" && labels["phase"] == "total" {
+			h = m.GetHistogram()
+		}
+	}
+	require.NotNil(t, h, "histogram of users/get, phase total")
+	assert.Equal(t, uint64(4), h.GetSampleCount())
+	assert.InDelta(t, 0.080, h.GetSampleSum(), 1e-9)
+	for _, b := range h.GetBucket() {
+		want := uint64(0)
+		if b.GetUpperBound() >= 0.025 {
+			want = 4
+		}
+		assert.Equal(t, want, b.GetCumulativeCount(), "bucket le=%v", b.GetUpperBound())
+	}
+	assert.Len(t, h.GetBucket(), len(buckets)+1, "and +Inf")
+
 	// Every call took 20 ms of Run: the window's quantiles, within the
 	// histogram's bin width (1/32).
 	assert.InDelta(t, 0.020, value(t, fams, "bulwark_command_latency_window_seconds", append(get, "phase", "run", "quantile", "0.5")...), 0.020/32)
@@ -216,6 +240,9 @@ func TestCollectorCountersNeverDecrease(t *testing.T) {
 	assert.Equal(t, 0.0, value(t, fams, "bulwark_command_degraded_ratio", get...), "empty window")
 	_, ok := fams["bulwark_command_latency_window_seconds"]
 	assert.False(t, ok, "no latency series for an empty window")
+	for _, m := range fams["bulwark_command_latency_seconds"].GetMetric() {
+		assert.Equal(t, uint64(3), m.GetHistogram().GetSampleCount(), "the histogram keeps what left the window")
+	}
 }
 
 func TestNewRejectsNilSource(t *testing.T) {

@@ -20,6 +20,7 @@
 //	bulwark_command_in_flight{group,command}            gauge: calls executing now
 //	bulwark_command_detached{group,command}             gauge: timed-out calls whose Run still runs
 //	bulwark_command_degraded_ratio{group,command}       gauge: share of the window's calls served by a fallback
+//	bulwark_command_latency_seconds{group,command,phase}                  histogram, see Latency below
 //	bulwark_command_latency_window_seconds{group,command,phase,quantile}  gauge, see Latency below
 //	bulwark_command_latency_window_mean_seconds{group,command,phase}      gauge
 //	bulwark_command_circuit_state{group,command,state}  gauge: 1 for the breaker's state, 0 for the others
@@ -48,16 +49,25 @@
 //
 // # Latency
 //
-// bulwark keeps latencies in a histogram per bucket of each command's
-// rolling window (10 s by default), not since the start, so it has no
-// cumulative histogram to export: a Prometheus histogram or summary, whose
-// _count and _sum must be counters, cannot be derived from it honestly.
-// The latency is therefore exported as gauges: the quantiles bulwark
-// computes over the command's current window (phase "run": Run alone;
-// phase "total": what the caller waited, queue and fallback included), at
-// quantile 0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.995 and 1, and the
-// window's mean. Each is "over the last window" at the time of the scrape,
-// accurate to the histogram's 1.6%; a window without calls exports no
-// latency series. Quantiles cannot be averaged or summed across instances:
-// in a fleet, look at max by (group, command) or at each instance.
+// phase "run" is Run alone; phase "total" is what the caller waited,
+// queue and fallback included. Two views:
+//
+// bulwark_command_latency_seconds is a cumulative histogram since the
+// command was created (metrics.Rolling.CumulativeLatency), with buckets at
+// 1, 2.5, 5, 10, 25, 50, 100, 250 and 500 ms, 1, 2.5, 5 and 10 s. bulwark
+// keeps latencies in log-linear bins at most 1/32 of their lower bound
+// wide, so a latency within 1.6% of a bucket bound may be counted on the
+// wrong side of it; the count and the sum are exact. It sums across
+// instances, so it is the one for fleet-wide quantiles:
+//
+//	histogram_quantile(0.99, sum by (group, command, le) (rate(bulwark_command_latency_seconds_bucket{phase="total"}[5m])))
+//
+// bulwark_command_latency_window_seconds holds the quantiles bulwark
+// itself computes over the command's rolling window (10 s by default) at
+// the time of the scrape, at quantile 0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99,
+// 0.995 and 1, accurate to 1.6%, with the window's mean in
+// bulwark_command_latency_window_mean_seconds: the figures bulwark's own
+// dashboard shows. They are gauges, not a summary, because they cover the
+// window only; a window without calls exports none, and they cannot be
+// averaged or summed across instances (use max by (group, command)).
 package prom

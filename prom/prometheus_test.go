@@ -288,6 +288,8 @@ func TestRealPrometheusScrapesTheCollector(t *testing.T) {
 		`bulwark_group_circuit_state{group="pay",state="closed"}`:                            1,
 		`bulwark_bulkhead_capacity{group="users"}`:                                           10,
 		`up{job="bulwark"}`: 1,
+		`bulwark_command_latency_seconds_count{group="users",command="get",phase="total"}`:          100,
+		`bulwark_command_latency_seconds_bucket{group="users",command="get",phase="run",le="+Inf"}`: 100,
 	} {
 		v, err := p.scalar(q, 0)
 		if assert.NoError(t, err, q) {
