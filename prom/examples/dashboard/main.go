@@ -3,7 +3,7 @@
 // serving its metrics for Prometheus at /metrics next to bulwark's live
 // dashboard at / and the hystrix.stream.
 //
-//	go -C prom run ./examples/dashboard                 # until Ctrl-C, on 127.0.0.1:7980
+//	go -C prom run ./examples/dashboard                 # until Ctrl-C, on 127.0.0.1:7981
 //	go -C prom run ./examples/dashboard -addr 127.0.0.1:8080 -duration 5m
 //
 // prometheus.yml beside this file scrapes it every 5 s and loads the
@@ -72,7 +72,7 @@ const metricsPath = "/metrics"
 func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	fs := flag.NewFlagSet("dashboard", flag.ContinueOnError)
 	fs.SetOutput(out)
-	addr := fs.String("addr", "127.0.0.1:7980", "address to serve the dashboard and /metrics on")
+	addr := fs.String("addr", "127.0.0.1:7981", "address to serve the dashboard and /metrics on")
 	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return nil
