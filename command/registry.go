@@ -190,6 +190,16 @@ func (r *Registry) remove(g *Group, cmds *commandTable) {
 // counters and histograms without stopping the executors; it is meant to be
 // called on a schedule (the stream does every 500 ms).
 func (r *Registry) Snapshot() Snapshot {
+	groups := r.sortedGroups()
+	s := Snapshot{Time: time.Now(), Groups: make([]GroupSnapshot, len(groups))}
+	for i, g := range groups {
+		s.Groups[i] = g.Snapshot()
+	}
+	return s
+}
+
+// sortedGroups returns the registry's groups sorted by name.
+func (r *Registry) sortedGroups() []*Group {
 	r.ready()
 	r.mu.RLock()
 	groups := make([]*Group, 0, len(r.groups))
@@ -198,11 +208,7 @@ func (r *Registry) Snapshot() Snapshot {
 	}
 	r.mu.RUnlock()
 	slices.SortFunc(groups, func(a, b *Group) int { return cmp.Compare(a.name, b.name) })
-	s := Snapshot{Time: time.Now(), Groups: make([]GroupSnapshot, len(groups))}
-	for i, g := range groups {
-		s.Groups[i] = g.Snapshot()
-	}
-	return s
+	return groups
 }
 
 // Close closes the registry for good: from then on NewGroup and GroupOrNew

@@ -25,7 +25,10 @@
 //
 // Record counts a whole call: its events as an [EventSet], its run and total
 // latencies. ObserveMax raises the rolling maximum (a peak concurrency, say).
-// Cumulative counts since creation are kept beside the window.
+// Cumulative counts since creation are kept beside the window, and so are
+// the latencies (CumulativeLatency, a [Distribution] per phase): a rotation
+// moves what leaves the window into them, for exporters of cumulative
+// histograms such as the prom module.
 //
 // Package command publishes these windows as go-metrics gauges
 // (command.Registry.Metrics); this package depends on nothing outside the

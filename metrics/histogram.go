@@ -93,13 +93,6 @@ func (h *Histogram) record(v int64) {
 	}
 }
 
-func (h *Histogram) reset() {
-	for i := range h.bins {
-		h.bins[i].Store(0)
-	}
-	h.sum.Store(0)
-}
-
 // histAccumulator merges histograms for one percentile computation.
 type histAccumulator struct {
 	bins [numBins]int64
@@ -118,6 +111,12 @@ func (a *histAccumulator) add(h *Histogram) {
 			a.bins[i] += int64(min(c, binMax))
 		}
 	}
+	a.addSum(sum)
+}
+
+// addSum adds sum (negative: saturated) to a's sum, saturating it when the
+// total passes the largest Duration.
+func (a *histAccumulator) addSum(sum int64) {
 	if a.sum < 0 || sum < 0 || a.sum > math.MaxInt64-sum {
 		a.sum = sumSaturated
 	} else {
@@ -160,6 +159,12 @@ func (a *histAccumulator) mean(n int64) time.Duration {
 	if a.sum >= 0 {
 		return time.Duration(a.sum / n)
 	}
+	return time.Duration(a.estimatedSum() / float64(n))
+}
+
+// estimatedSum returns the sum of the observations with each at its bin's
+// middle.
+func (a *histAccumulator) estimatedSum() float64 {
 	var total float64
 	for i, c := range a.bins {
 		if c != 0 {
@@ -167,7 +172,7 @@ func (a *histAccumulator) mean(n int64) time.Duration {
 			total += float64(c) * (float64(lo) + float64(width)/2)
 		}
 	}
-	return time.Duration(total / float64(n))
+	return total
 }
 
 // Snapshot summarises what the histogram holds now.

@@ -60,16 +60,6 @@ func create(p *atomic.Pointer[Histogram]) *Histogram {
 	return p.Load()
 }
 
-func (l *latencies) reset() {
-	l.same.reset()
-	if h := l.run.Load(); h != nil {
-		h.reset()
-	}
-	if h := l.total.Load(); h != nil {
-		h.reset()
-	}
-}
-
 // addTo merges the bucket's run and total latencies into run and total.
 func (l *latencies) addTo(run, total *histAccumulator) {
 	run.add(&l.same)
@@ -129,6 +119,11 @@ type Rolling struct {
 	// too late for any bucket go straight into folded.
 	folded [NumEvents]atomic.Int64
 	mu     sync.Mutex // serialises bucket rotation, Reset and Cumulative
+
+	// foldedLat holds the latencies rotation and Reset moved out of the
+	// buckets, as folded does the counts (see CumulativeLatency); nil on a
+	// ring without latency. Guarded by mu.
+	foldedLat *latencyTotals
 }
 
 // Contents says what a ring records.
@@ -154,6 +149,9 @@ func NewRolling(w Window, c Contents) (*Rolling, error) {
 	}
 	width := int64(w.BucketWidth())
 	r := &Rolling{window: w, width: width, maxEp: curMaxStart / width, buckets: make([]bucket, w.Buckets)}
+	if c == CountsAndLatencies {
+		r.foldedLat = new(latencyTotals)
+	}
 	for i := range r.buckets {
 		r.buckets[i].epoch.Store(emptyEpoch)
 		if c == CountsAndLatencies {
@@ -213,8 +211,8 @@ func (r *Rolling) rotate(slot, ep int64) *bucket {
 	return b
 }
 
-// empty moves b's counts into the cumulative ones and clears the rest of it.
-// r.mu must be held.
+// empty moves b's counts and latencies into the cumulative ones and clears
+// the rest of it. r.mu must be held.
 func (r *Rolling) empty(b *bucket) {
 	for e := range b.counts {
 		if n := b.counts[e].Swap(0); n != 0 {
@@ -223,7 +221,7 @@ func (r *Rolling) empty(b *bucket) {
 	}
 	b.max.Store(0)
 	if b.lat != nil {
-		b.lat.reset()
+		b.lat.moveTo(r.foldedLat)
 	}
 }
 

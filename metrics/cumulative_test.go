@@ -1,0 +1,103 @@
+package metrics
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCumulativeLatencyKeepsWhatLeftTheWindow: latencies that rotation or
+// Reset moved out of the window are still in the cumulative distribution,
+// run and total apart.
+func TestCumulativeLatencyKeepsWhatLeftTheWindow(t *testing.T) {
+	r := newRing(t, true)
+	ok := SetOf(Success)
+	for range 3 {
+		r.Record(0, ok, 10*time.Millisecond, 10*time.Millisecond)
+	}
+	r.Record(500*time.Millisecond, ok, 20*time.Millisecond, 50*time.Millisecond)
+	r.Record(5*time.Second, ok, 100*time.Millisecond, 100*time.Millisecond) // the others leave the window
+	assert.Equal(t, int64(1), r.Snapshot(5*time.Second).Run.Count)
+
+	run, total := r.CumulativeLatency()
+	assert.Equal(t, int64(5), run.Count())
+	assert.Equal(t, 150*time.Millisecond, run.Sum())
+	assert.Equal(t, int64(5), total.Count())
+	assert.Equal(t, 180*time.Millisecond, total.Sum())
+
+	r.Reset()
+	r.Record(6*time.Second, ok, time.Millisecond, NoLatency)
+	run, total = r.CumulativeLatency()
+	assert.Equal(t, int64(6), run.Count(), "Reset keeps them")
+	assert.Equal(t, 151*time.Millisecond, run.Sum())
+	assert.Equal(t, int64(5), total.Count(), "no total latency recorded")
+
+	run, total = newRing(t, false).CumulativeLatency()
+	assert.Nil(t, run, "a ring without latency")
+	assert.Nil(t, total)
+}
+
+func TestDistributionCountsAtOrBelow(t *testing.T) {
+	r := newRing(t, true)
+	for i, d := range []time.Duration{900 * time.Microsecond, 4 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond, 3 * time.Second} {
+		r.Record(time.Duration(i)*time.Second, SetOf(Success), d, d)
+	}
+	run, _ := r.CumulativeLatency()
+	got, err := run.CountsAtOrBelow([]time.Duration{time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 50 * time.Millisecond, time.Second})
+	require.NoError(t, err)
+	assert.Equal(t, []int64{1, 2, 2, 4, 4}, got)
+
+	// Below 32 ns every nanosecond has its bin: exact at the bound.
+	r = newRing(t, true)
+	r.Record(0, SetOf(Success), 7, 7)
+	run, _ = r.CumulativeLatency()
+	got, err = run.CountsAtOrBelow([]time.Duration{6, 7})
+	require.NoError(t, err)
+	assert.Equal(t, []int64{0, 1}, got)
+
+	for _, bad := range [][]time.Duration{{2, 1}, {1, 1}} {
+		_, err = run.CountsAtOrBelow(bad)
+		assert.ErrorIs(t, err, ErrBounds, "%v", bad)
+	}
+}
+
+// TestCumulativeLatencyExactUnderRotation: writers racing rotations and
+// Resets lose no latency and the cumulative count never goes down.
+func TestCumulativeLatencyExactUnderRotation(t *testing.T) {
+	r := newRing(t, true)
+	var clock ManualClock
+	const writers, per = 4, 5_000
+	var left atomic.Int64
+	left.Store(writers)
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			defer left.Add(-1)
+			for i := range per {
+				d := time.Duration(i%7+1) * time.Millisecond
+				r.Record(clock.Now(), SetOf(Success), d, d+time.Millisecond)
+			}
+		})
+	}
+	wg.Go(func() {
+		var last int64
+		for i := 0; left.Load() > 0; i++ {
+			clock.Advance(3 * time.Millisecond)
+			if i%50 == 0 {
+				r.Reset()
+			}
+			run, _ := r.CumulativeLatency()
+			assert.GreaterOrEqual(t, run.Count(), last, "cumulative count went down")
+			last = run.Count()
+		}
+	})
+	wg.Wait()
+	run, total := r.CumulativeLatency()
+	assert.EqualValues(t, writers*per, run.Count())
+	assert.EqualValues(t, writers*per, total.Count())
+	assert.Equal(t, total.Sum()-run.Sum(), writers*per*time.Millisecond)
+}

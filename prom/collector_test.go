@@ -1,0 +1,251 @@
+package prom
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// call is a test command without a fallback: Run advances the manual
+// clock by took and returns err.
+type call struct {
+	name  string
+	err   error
+	took  time.Duration
+	clock *metrics.ManualClock
+}
+
+func (c call) Name() string { return c.name }
+
+func (c call) Run(context.Context) (int, error) {
+	c.clock.Advance(c.took)
+	return 1, c.err
+}
+
+// callFB is a call whose fallback serves 0.
+type callFB struct{ call }
+
+func (c callFB) Fallback(context.Context, error) (int, error) { return 0, nil }
+
+// service builds a registry on a manual clock with two groups:
+//   - users (semaphore): get: 3 successes of 20 ms, 1 failure served by
+//     its fallback;
+//   - pay (pool of 2): charge: 2 failures that open its breaker, then 1
+//     short-circuited call; then 3 s pass.
+func service(t *testing.T) *command.Registry {
+	t.Helper()
+	clock := new(metrics.ManualClock)
+	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+	users, err := reg.NewGroup("users", command.GroupConfig{Strategy: command.Semaphore, Timeout: command.NoTimeout})
+	require.NoError(t, err)
+	pay, err := reg.NewGroup("pay", command.GroupConfig{MaxConcurrent: 2, Timeout: command.NoTimeout,
+		CommandBreaker: circuit.Config{MinRequests: 2, FailureRatio: 0.5}})
+	require.NoError(t, err)
+	ctx := context.Background()
+	for range 3 {
+		_, err := command.Execute(ctx, users, call{name: "get", took: 20 * time.Millisecond, clock: clock})
+		require.NoError(t, err)
+	}
+	_, err = command.Execute(ctx, users, callFB{call{name: "get", err: errors.New("down"), took: 20 * time.Millisecond, clock: clock}})
+	require.NoError(t, err, "served by the fallback")
+	for range 2 {
+		_, err := command.Execute(ctx, pay, call{name: "charge", err: errors.New("declined"), clock: clock})
+		require.Error(t, err)
+	}
+	_, err = command.Execute(ctx, pay, call{name: "charge", clock: clock})
+	require.ErrorIs(t, err, command.ErrShortCircuited)
+	clock.Advance(3 * time.Second)
+	return reg
+}
+
+// scrape registers c in a pedantic registry (which checks every metric
+// against Describe), gathers, writes the text exposition and parses it
+// back with the official parser.
+func scrape(t *testing.T, c prometheus.Collector) map[string]*dto.MetricFamily {
+	t.Helper()
+	pr := prometheus.NewPedanticRegistry()
+	require.NoError(t, pr.Register(c))
+	fams, err := pr.Gather()
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	for _, f := range fams {
+		_, err := expfmt.MetricFamilyToText(&buf, f)
+		require.NoError(t, err)
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	parsed, err := parser.TextToMetricFamilies(&buf)
+	require.NoError(t, err, "the exposition parses")
+	return parsed
+}
+
+// value returns the value of the series of family name with exactly the
+// given labels (name, value pairs), failing if there is none.
+func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	t.Helper()
+	f, ok := fams[name]
+	require.True(t, ok, "family %s", name)
+	want := map[string]string{}
+	for i := 0; i < len(labels); i += 2 {
+		want[labels[i]] = labels[i+1]
+	}
+next:
+	for _, m := range f.GetMetric() {
+		if len(m.GetLabel()) != len(want) {
+			continue
+		}
+		for _, l := range m.GetLabel() {
+			if want[l.GetName()] != l.GetValue() {
+				continue next
+			}
+		}
+		switch f.GetType() {
+		case dto.MetricType_COUNTER:
+			return m.GetCounter().GetValue()
+		case dto.MetricType_GAUGE:
+			return m.GetGauge().GetValue()
+		}
+		t.Fatalf("family %s has type %v", name, f.GetType())
+	}
+	t.Fatalf("no series %s%v", name, labels)
+	return 0
+}
+
+func TestCollectorExportsWhatTheServiceDid(t *testing.T) {
+	c, err := New(service(t))
+	require.NoError(t, err)
+	fams := scrape(t, c)
+
+	get := []string{"group", "users", "command", "get"}
+	ev := func(cmd []string, event string) float64 {
+		return value(t, fams, "bulwark_command_events_total", append(cmd, "event", event)...)
+	}
+	assert.Equal(t, 4.0, value(t, fams, "bulwark_command_calls_total", get...))
+	assert.Equal(t, 3.0, ev(get, "success"))
+	assert.Equal(t, 1.0, ev(get, "failure"))
+	assert.Equal(t, 1.0, ev(get, "fallback_success"))
+	assert.Equal(t, 0.0, ev(get, "exception_thrown"))
+	assert.Equal(t, 0.25, value(t, fams, "bulwark_command_degraded_ratio", get...))
+	assert.Equal(t, dto.MetricType_COUNTER, fams["bulwark_command_events_total"].GetType())
+
+	charge := []string{"group", "pay", "command", "charge"}
+	assert.Equal(t, 3.0, value(t, fams, "bulwark_command_calls_total", charge...))
+	assert.Equal(t, 2.0, ev(charge, "failure"))
+	assert.Equal(t, 1.0, ev(charge, "short_circuited"))
+	assert.Equal(t, 3.0, ev(charge, "exception_thrown"))
+	assert.Equal(t, 3.0, ev(charge, "fallback_missing"))
+	assert.Equal(t, 1.0, value(t, fams, "bulwark_command_circuit_state", append(charge, "state", "open")...))
+	assert.Equal(t, 0.0, value(t, fams, "bulwark_command_circuit_state", append(charge, "state", "closed")...))
+	assert.Equal(t, 0.0, value(t, fams, "bulwark_command_circuit_state", append(charge, "state", "half-open")...))
+	assert.Equal(t, 3.0, value(t, fams, "bulwark_command_circuit_state_seconds", charge...), "opened 3 s ago on the manual clock")
+	assert.Equal(t, 1.0, value(t, fams, "bulwark_command_circuit_state", append(get, "state", "closed")...))
+	assert.Equal(t, 1.0, value(t, fams, "bulwark_group_circuit_state", "group", "pay", "state", "closed"))
+
+	assert.Equal(t, 2.0, value(t, fams, "bulwark_bulkhead_capacity", "group", "pay"))
+	assert.Equal(t, 0.0, value(t, fams, "bulwark_bulkhead_queue_capacity", "group", "users"))
+	assert.Equal(t, 0.0, value(t, fams, "bulwark_bulkhead_active", "group", "pay"))
+	assert.Equal(t, 2.0, value(t, fams, "bulwark_bulkhead_completed_total", "group", "pay"))
+	assert.Equal(t, 0.0, value(t, fams, "bulwark_bulkhead_rejected_total", "group", "pay"))
+
+	// The histogram: the 4 calls of 20 ms (Run and caller alike), in the
+	// buckets from 25 ms up.
+	var h *dto.Histogram
+	for _, m := range fams["bulwark_command_latency_seconds"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["command"] == "get" && labels["phase"] == "total" {
+			h = m.GetHistogram()
+		}
+	}
+	require.NotNil(t, h, "histogram of users/get, phase total")
+	assert.Equal(t, uint64(4), h.GetSampleCount())
+	assert.InDelta(t, 0.080, h.GetSampleSum(), 1e-9)
+	for _, b := range h.GetBucket() {
+		want := uint64(0)
+		if b.GetUpperBound() >= 0.025 {
+			want = 4
+		}
+		assert.Equal(t, want, b.GetCumulativeCount(), "bucket le=%v", b.GetUpperBound())
+	}
+	assert.Len(t, h.GetBucket(), len(buckets)+1, "and +Inf")
+
+	// Every call took 20 ms of Run: the window's quantiles, within the
+	// histogram's bin width (1/32).
+	assert.InDelta(t, 0.020, value(t, fams, "bulwark_command_latency_window_seconds", append(get, "phase", "run", "quantile", "0.5")...), 0.020/32)
+	assert.InDelta(t, 0.020, value(t, fams, "bulwark_command_latency_window_seconds", append(get, "phase", "total", "quantile", "0.995")...), 0.020/32)
+	assert.InDelta(t, 0.020, value(t, fams, "bulwark_command_latency_window_mean_seconds", append(get, "phase", "run")...), 0.020/32)
+}
+
+// TestCollectorExportsEveryEventKind: the events counter is generic over
+// metrics.Event, so an event kind added to bulwark is exported at once.
+func TestCollectorExportsEveryEventKind(t *testing.T) {
+	c, err := New(service(t))
+	require.NoError(t, err)
+	fams := scrape(t, c)
+	var got []string
+	for _, m := range fams["bulwark_command_events_total"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["command"] == "get" {
+			got = append(got, labels["event"])
+		}
+	}
+	assert.Len(t, got, int(metrics.NumEvents))
+	assert.Contains(t, got, "queue_timeout")
+	assert.Contains(t, got, "slow")
+}
+
+// TestCollectorCountersNeverDecrease: the counters come from the
+// cumulative counts, so they keep growing when the calls leave the rolling
+// window, while the window's gauges follow the window.
+func TestCollectorCountersNeverDecrease(t *testing.T) {
+	clock := new(metrics.ManualClock)
+	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+	g, err := reg.NewGroup("users", command.GroupConfig{Strategy: command.Semaphore, Timeout: command.NoTimeout})
+	require.NoError(t, err)
+	c, err := New(reg)
+	require.NoError(t, err)
+	get := []string{"group", "users", "command", "get"}
+	for i := range 3 {
+		_, err := command.Execute(context.Background(), g, callFB{call{name: "get", err: errors.New("down"), clock: clock}})
+		require.NoError(t, err)
+		fams := scrape(t, c)
+		assert.Equal(t, float64(i+1), value(t, fams, "bulwark_command_calls_total", get...))
+		assert.Equal(t, float64(i+1), value(t, fams, "bulwark_command_events_total", append(get, "event", "fallback_success")...))
+		assert.Equal(t, 1.0, value(t, fams, "bulwark_command_degraded_ratio", get...), "one call in the window, degraded")
+		clock.Advance(time.Minute) // the call leaves the 10 s window
+	}
+	fams := scrape(t, c)
+	assert.Equal(t, 3.0, value(t, fams, "bulwark_command_calls_total", get...))
+	assert.Equal(t, 0.0, value(t, fams, "bulwark_command_degraded_ratio", get...), "empty window")
+	_, ok := fams["bulwark_command_latency_window_seconds"]
+	assert.False(t, ok, "no latency series for an empty window")
+	for _, m := range fams["bulwark_command_latency_seconds"].GetMetric() {
+		assert.Equal(t, uint64(3), m.GetHistogram().GetSampleCount(), "the histogram keeps what left the window")
+	}
+}
+
+func TestNewRejectsNilSource(t *testing.T) {
+	_, err := New(nil)
+	require.ErrorIs(t, err, ErrNilSource)
+}

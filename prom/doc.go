@@ -1,0 +1,73 @@
+// Package prom exports a bulwark command.Registry to Prometheus: New returns
+// a prometheus.Collector that reads the registry's snapshot at scrape time,
+// so nothing is added to the call path. It lives in its own module so that
+// applications that do not use Prometheus never pull in client_golang.
+//
+//	c, err := prom.New(reg) // reg is the *command.Registry
+//	if err != nil { ... }
+//	pr := prometheus.NewRegistry()
+//	pr.MustRegister(c)
+//	mux.Handle("/metrics", promhttp.HandlerFor(pr, promhttp.HandlerOpts{}))
+//
+// # Metrics
+//
+// Labels: group and command (names the application chose: keep them few),
+// event (one of bulwark's outcome names, lower case, such as
+// "short_circuited") and state ("closed", "open", "half-open").
+//
+//	bulwark_command_events_total{group,command,event}   counter: every event kind bulwark counts
+//	bulwark_command_calls_total{group,command}          counter: calls (one primary outcome each)
+//	bulwark_command_in_flight{group,command}            gauge: calls executing now
+//	bulwark_command_detached{group,command}             gauge: timed-out calls whose Run still runs
+//	bulwark_command_degraded_ratio{group,command}       gauge: share of the window's calls served by a fallback
+//	bulwark_command_latency_seconds{group,command,phase}                  histogram, see Latency below
+//	bulwark_command_latency_window_seconds{group,command,phase,quantile}  gauge, see Latency below
+//	bulwark_command_latency_window_mean_seconds{group,command,phase}      gauge
+//	bulwark_command_circuit_state{group,command,state}  gauge: 1 for the breaker's state, 0 for the others
+//	bulwark_command_circuit_state_seconds{group,command} gauge: time in the current state
+//	bulwark_group_circuit_state{group,state}            gauge: the group-level breaker, as above
+//	bulwark_group_circuit_state_seconds{group}          gauge
+//	bulwark_bulkhead_active{group}                      gauge: slots or permits taken
+//	bulwark_bulkhead_queued{group}                      gauge: calls waiting for a worker
+//	bulwark_bulkhead_capacity{group}                    gauge: pool size or semaphore limit
+//	bulwark_bulkhead_queue_capacity{group}              gauge: queue size (0 for a semaphore)
+//	bulwark_bulkhead_detached{group}                    gauge: work running whose caller left
+//	bulwark_bulkhead_rejected_total{group}              counter: calls refused because it was full
+//	bulwark_bulkhead_completed_total{group}             counter: work that returned
+//
+// The events counter has one series per event kind of package metrics
+// (metrics.NumEvents of them), found by iterating over the kinds: an event
+// kind added to bulwark appears here without a change to this package. The
+// counters are bulwark's cumulative counts (metrics.Snapshot.Cumulative),
+// which never decrease while the group lives; a group closed and created
+// again starts from zero, which Prometheus's rate() reads as a counter
+// reset. The degraded ratio over any range, fleet-wide, is better computed
+// from the counters:
+//
+//	sum by (group, command) (rate(bulwark_command_events_total{event="fallback_success"}[5m]))
+//	  / sum by (group, command) (rate(bulwark_command_calls_total[5m]))
+//
+// # Latency
+//
+// phase "run" is Run alone; phase "total" is what the caller waited,
+// queue and fallback included. Two views:
+//
+// bulwark_command_latency_seconds is a cumulative histogram since the
+// command was created (metrics.Rolling.CumulativeLatency), with buckets at
+// 1, 2.5, 5, 10, 25, 50, 100, 250 and 500 ms, 1, 2.5, 5 and 10 s. bulwark
+// keeps latencies in log-linear bins at most 1/32 of their lower bound
+// wide, so a latency within 1.6% of a bucket bound may be counted on the
+// wrong side of it; the count and the sum are exact. It sums across
+// instances, so it is the one for fleet-wide quantiles:
+//
+//	histogram_quantile(0.99, sum by (group, command, le) (rate(bulwark_command_latency_seconds_bucket{phase="total"}[5m])))
+//
+// bulwark_command_latency_window_seconds holds the quantiles bulwark
+// itself computes over the command's rolling window (10 s by default) at
+// the time of the scrape, at quantile 0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99,
+// 0.995 and 1, accurate to 1.6%, with the window's mean in
+// bulwark_command_latency_window_mean_seconds: the figures bulwark's own
+// dashboard shows. They are gauges, not a summary, because they cover the
+// window only; a window without calls exports none, and they cannot be
+// averaged or summed across instances (use max by (group, command)).
+package prom

@@ -1,0 +1,58 @@
+package prom_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/prom"
+)
+
+type getUser struct{}
+
+func (getUser) Run(context.Context) (string, error) { return "ada", nil }
+
+// Export a registry's groups and commands to Prometheus. A server would
+// serve pr with promhttp.HandlerFor(pr, promhttp.HandlerOpts{}) at
+// /metrics; here one family is printed.
+func ExampleNew() {
+	reg := command.NewRegistry(command.RegistryConfig{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer reg.Close(context.Background())
+	users, err := reg.NewGroup("users", command.GroupConfig{Strategy: command.Semaphore})
+	if err != nil {
+		panic(err)
+	}
+	for range 3 {
+		_, _ = command.Execute(context.Background(), users, getUser{})
+	}
+
+	c, err := prom.New(reg)
+	if err != nil {
+		panic(err)
+	}
+	pr := prometheus.NewRegistry()
+	pr.MustRegister(c)
+
+	fams, err := pr.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range fams {
+		if strings.HasSuffix(f.GetName(), "calls_total") {
+			_, _ = expfmt.MetricFamilyToText(os.Stdout, f)
+		}
+	}
+	fmt.Println("families:", len(fams))
+	// Output:
+	// # HELP bulwark_command_calls_total Calls since the command was created: each has exactly one primary outcome.
+	// # TYPE bulwark_command_calls_total counter
+	// bulwark_command_calls_total{command="getUser",group="users"} 3
+	// families: 19
+}
