@@ -132,6 +132,9 @@ func (b *Breaker) healthLoop() {
 	for {
 		select {
 		case <-h.ctx.Done():
+			b.mu.Lock()
+			h.running = false
+			b.mu.Unlock()
 			return
 		case <-timer.C:
 		}
@@ -223,7 +226,9 @@ func (b *Breaker) runCheck(ctx context.Context) (err error) {
 // return, and schedules no more. The breaker keeps deciding admission; it
 // just waits out the open duration again, and CheckHealth returns
 // ErrHealthCheckSkipped. Close is idempotent and a no-op without
-// HealthCheck. A group closes its breakers in Group.Close.
+// HealthCheck. It waits for the check goroutine, so it must not be called
+// from HealthCheck or OnTransition. A group closes its breakers in
+// Group.Close.
 func (b *Breaker) Close() {
 	h := &b.health
 	if h.cancel == nil {
