@@ -218,6 +218,8 @@ type Group struct {
 	closed   atomic.Bool                  // set (under mu) by Close, before the bulkhead closes
 
 	hot groupCounters
+
+	warmEnd atomic.Int64 // group clock: end of the last WarmUp; new commands inherit the rest
 }
 
 // groupCounters are the counters every call of a group writes. They sit on
@@ -485,6 +487,7 @@ func (g *Group) newCommand(name string) *commandState {
 	if c.breaker, err = circuit.New(bc); err != nil {
 		panic(fmt.Sprintf("command: breaker of validated config refused: %v", err))
 	}
+	g.inheritWarmUp(c.breaker)
 	if c.metrics, err = metrics.NewRolling(g.cfg.Window, metrics.CountsAndLatencies); err != nil {
 		panic(fmt.Sprintf("command: window of validated config refused: %v", err))
 	}
@@ -497,7 +500,8 @@ func (g *Group) newCommand(name string) *commandState {
 	return c
 }
 
-// Close stops the group: it closes the bulkhead (waiting, until ctx ends,
+// Close stops the group: it stops its breakers' health checks
+// (circuit.Breaker.Close), closes the bulkhead (waiting, until ctx ends,
 // for calls in progress), removes the group from its registry and its
 // metrics from the go-metrics registry. Calls made after Close are rejected
 // with an error matching ErrRejected and isolation.ErrClosed.
@@ -512,6 +516,7 @@ func (g *Group) Close(ctx context.Context) error {
 	g.mu.Unlock()
 
 	g.reg.remove(g, cmds)
+	g.closeBreakers(cmds)
 	return g.closeBulkhead(ctx)
 }
 
