@@ -102,7 +102,7 @@ func TestCheckHealthSkips(t *testing.T) {
 	r.run("f =open")
 	r.b.Close()
 	require.ErrorIs(t, r.b.CheckHealth(ctx), ErrHealthCheckSkipped, "closed for good")
-	r.b.Close() // idempotent
+	r.b.Close()          // idempotent
 	r.run("=open +2m s") // the breaker still works
 }
 
