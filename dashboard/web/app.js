@@ -188,8 +188,15 @@
     ['100', 'max'],
   ];
 
+  // hostsOf is how many instances an event sums (an aggregated stream's
+  // reportingHosts). The window, error %, and latencies of such an event
+  // are per-host values times it, as Turbine sends them.
+  function hostsOf(ev) {
+    return Number(ev.reportingHosts) || 1;
+  }
+
   function windowSeconds(ev) {
-    const ms = Number(ev.propertyValue_metricsRollingStatisticalWindowInMilliseconds) || 10000;
+    const ms = Number(ev.propertyValue_metricsRollingStatisticalWindowInMilliseconds) / hostsOf(ev) || 10000;
     return ms / 1000;
   }
 
@@ -231,12 +238,24 @@
     const c = commandRecord(String(ev.group), String(ev.name));
     c.h = ev;
     c.seen = now;
-    const hosts = Number(ev.reportingHosts) || 1;
+    const hosts = hostsOf(ev);
     const secs = windowSeconds(ev);
     c.rate = volume(ev) / secs;
     c.err = Number(ev.errorPercentage) / hosts || 0;
     c.hist.push({ t: now, rate: c.rate, errs: errorsOf(ev) / secs });
     while (c.hist.length && c.hist[0].t < now - HISTORY_MS) c.hist.shift();
+  }
+
+  // onHistory puts the server's history of a command before the points the
+  // page has seen itself, so the sparkline is full on open and on reload.
+  function onHistory(ev) {
+    const c = commandRecord(String(ev.group), String(ev.name));
+    const first = c.hist.length ? c.hist[0].t : Infinity;
+    const older = [];
+    for (const p of ev.points || []) {
+      if (Array.isArray(p) && p[0] < first) older.push({ t: Number(p[0]), rate: Number(p[1]) || 0, errs: Number(p[2]) || 0 });
+    }
+    c.hist = older.concat(c.hist);
   }
 
   function onBulwarkCommand(ev) {
@@ -318,7 +337,11 @@
     t.inflight = el('span', 'inflight');
     t.detached = el('span', 'detached warn');
     t.timeout = el('span', 'timeout');
-    foot.append(t.degraded, t.slow, t.inflight, t.detached, t.timeout);
+    t.hosts = el('span', 'hosts');
+    foot.append(t.degraded, t.slow, t.inflight, t.detached, t.timeout, t.hosts);
+    t.probes = el('span', 'probes');
+    t.alert = el('span', 'alert warn');
+    foot.append(t.probes, t.alert);
 
     t.root.append(head, main, counters, lat, foot);
     return t;
@@ -377,8 +400,10 @@
 
     if (h) {
       for (const [k, , get] of COUNTERS) setText(t.counters[k], fmtInt(get(h, n)));
-      for (const [k] of PERCENTILES) setText(t.lat[k], fmtMs((h.latencyExecute || {})[k]));
-      setText(t.mean, fmtMs(h.latencyExecute_mean));
+      const hosts = hostsOf(h);
+      for (const [k] of PERCENTILES) setText(t.lat[k], fmtMs(Math.floor(((h.latencyExecute || {})[k] || 0) / hosts)));
+      setText(t.mean, fmtMs(Math.floor((h.latencyExecute_mean || 0) / hosts)));
+      setText(t.hosts, hosts > 1 ? fmtInt(hosts) + ' hosts' : '');
       setText(t.timeout, 'timeout ' + fmtMs(h.propertyValue_executionTimeoutInMilliseconds));
       t.counters.fallback.parentNode.title =
         'fallback failures ' + fmtInt(h.rollingCountFallbackFailure) +
@@ -392,6 +417,15 @@
       setText(t.detached, n.detached > 0 ? 'detached ' + fmtInt(n.detached) : '');
       t.degraded.classList.toggle('warn', n.degradedRate > 0);
       t.slow.classList.toggle('warn', n.slowRatio > 0);
+      setText(t.probes, n.rollingCountProbe > 0
+        ? 'probes ' + fmtInt(n.rollingCountProbe) + ' (' + fmtInt(n.rollingCountProbeSuccess) + ' ok, ' +
+          fmtInt(n.rollingCountProbeFailure) + ' failed)'
+        : '');
+      const alerts = [];
+      if (n.alertTier) alerts.push('alert ' + n.alertTier);
+      if (n.degradedAlarm) alerts.push('degraded alarm');
+      setText(t.alert, alerts.join(' · '));
+      setAttr(t.alert, 'data-tier', n.alertTier || '');
     } else if (h) {
       setText(t.inflight, 'in flight ' + fmtInt(h.currentConcurrentExecutionCount));
     }
@@ -585,6 +619,9 @@
         break;
       case 'BulwarkCommand':
         onBulwarkCommand(ev);
+        break;
+      case 'BulwarkHistory':
+        onHistory(ev);
         break;
       case 'HystrixThreadPool': {
         const p = poolRecord(String(ev.name));
