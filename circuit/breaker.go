@@ -46,7 +46,6 @@ type Breaker struct {
 	cfg     Config // effective
 	clock   metrics.Clock
 	window  *metrics.Rolling
-	warmEnd time.Duration // outcomes before this are not counted
 	slowOn  bool
 	backoff float64 // open-duration multiplier, at least 1
 
@@ -57,6 +56,10 @@ type Breaker struct {
 	history   []Transition  // last historySize transitions
 	pending   []Transition  // made but not yet reported
 	emitting  bool          // a goroutine is reporting pending transitions
+
+	warmEnd  atomic.Int64 // outcomes recorded before this instant are not counted (WarmUp)
+	failures int          // consecutive probe failures in the current half-open state, under mu
+	health   healthChecker
 }
 
 // New returns a breaker for cfg, or an error wrapping ErrInvalidConfig that
@@ -76,12 +79,13 @@ func New(cfg Config) (*Breaker, error) {
 		cfg:     eff,
 		clock:   eff.Clock,
 		window:  window,
-		warmEnd: satAdd(now, eff.WarmUp),
 		slowOn:  eff.SlowCallDuration > 0,
 		backoff: max(eff.BackoffMultiplier, 1),
 		since:   now,
 		openFor: eff.OpenDuration,
 	}
+	b.warmEnd.Store(int64(satAdd(now, eff.WarmUp)))
+	b.health.init(eff)
 	state := Closed
 	if eff.Mode == ForcedOpen {
 		state = Open
@@ -245,15 +249,17 @@ func (b *Breaker) rampAdmit(w word, now time.Duration) bool {
 }
 
 // rampShare returns the share of calls admitted at now, and whether the ramp
-// is over.
+// is over: RampUp has elapsed or the schedule has reached 1. It may call
+// Config.RampFunc, so it must not be called with b.mu held.
 func (b *Breaker) rampShare(now time.Duration) (float64, bool) {
 	elapsed := now - time.Duration(b.rampStart.Load())
 	if elapsed >= b.cfg.RampUp {
 		return 1, true
 	}
-	elapsed = max(elapsed, 0)
-	floor := b.cfg.RampUpFloor
-	return floor + (1-floor)*float64(elapsed)/float64(b.cfg.RampUp), false
+	if share := b.scheduledShare(max(elapsed, 0)); share < 1 {
+		return share, false
+	}
+	return 1, true
 }
 
 // acquireProbe takes a probe slot of half-open generation gen at instant now.
@@ -331,7 +337,7 @@ func (p Permit) record(now time.Duration, clocked bool, o Outcome, latency time.
 		if !clocked {
 			now = b.clock.Now()
 		}
-		if now < b.warmEnd {
+		if int64(now) < b.warmEnd.Load() {
 			return
 		}
 		slow := b.add(now, o, latency)
@@ -403,20 +409,23 @@ func (b *Breaker) evaluate(now time.Duration, gen uint32) {
 // recordProbe gives back the slot of a probe of half-open generation gen and
 // applies its result (Success, Failure or Timeout), at instant now. A result
 // that comes after the probe deadline first times the state out, so it is
-// stale. A success that does not close the breaker is progress: the probes
-// still out get a new HalfOpenMaxWait from now.
+// stale. A result that neither closes nor reopens the breaker (a success
+// short of HalfOpenSuccesses, a failure short of HalfOpenFailures) is
+// progress: the probes still out get a new HalfOpenMaxWait from now.
 func (b *Breaker) recordProbe(now time.Duration, gen uint32, o Outcome, latency time.Duration) {
 	b.mu.Lock()
 	if word(b.word.Load()).gen() == gen {
 		b.advanceLocked(now)
 	}
-	if b.releaseProbeLocked(gen) && now >= b.warmEnd {
+	if b.releaseProbeLocked(gen) && int64(now) >= b.warmEnd.Load() {
 		w := word(b.word.Load())
-		if slow := b.add(now, o, latency); o != Success || slow {
+		slow := b.add(now, o, latency)
+		switch failed := o != Success || slow; {
+		case failed && b.probeFailedLocked():
 			b.transitionLocked(now, Open, w.mode(), ReasonProbeFailed)
-		} else if b.successes++; b.successes >= b.cfg.HalfOpenSuccesses {
+		case !failed && b.probeSucceededLocked():
 			b.transitionLocked(now, Closed, w.mode(), ReasonProbesSucceeded)
-		} else if b.probes.Load()&math.MaxUint32 > 0 {
+		case b.probes.Load()&math.MaxUint32 > 0:
 			b.halfOpenUntil.Store(int64(satAdd(now, b.cfg.HalfOpenMaxWait)))
 		}
 	}
@@ -507,6 +516,18 @@ type Snapshot struct {
 	FailureRatio     float64
 	SlowCallDuration time.Duration // 0: slow-call detection off
 	SlowCallRatio    float64
+
+	// ProbeFailures is the count of consecutive failed probes in the
+	// current half-open state (0 outside it); HalfOpenFailures of them
+	// reopen the breaker.
+	ProbeFailures int
+	// WarmingUp says that outcomes are not counted now (Config.WarmUp after
+	// creation, or a WarmUp call); WarmUpLeft is how long that lasts.
+	WarmingUp  bool
+	WarmUpLeft time.Duration
+	// HealthCheck tells the health check's state; the zero value when
+	// Config.HealthCheck is nil.
+	HealthCheck HealthCheckStatus
 }
 
 // Snapshot returns the breaker's current state, progress, health and recent
@@ -545,9 +566,17 @@ func (b *Breaker) Snapshot() Snapshot {
 			s.Probes = int(p & math.MaxUint32)
 		}
 		s.ProbeSuccesses = b.successes
-	case w.ramp():
-		s.RampShare, _ = b.rampShare(now)
+	}
+	s.ProbeFailures = b.failures
+	if w.state() != HalfOpen {
+		s.ProbeFailures = 0
 	}
 	b.unlockAndEmit()
+	if w.ramp() && !w.mode().forced() {
+		s.RampShare, _ = b.rampShare(now) // may call RampFunc: not under b.mu
+	}
+	s.WarmUpLeft = max(time.Duration(b.warmEnd.Load())-now, 0)
+	s.WarmingUp = s.WarmUpLeft > 0
+	s.HealthCheck = b.healthStatus()
 	return s
 }

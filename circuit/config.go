@@ -1,6 +1,7 @@
 package circuit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +28,15 @@ const (
 	// DefaultHalfOpenWaitFactor is HalfOpenMaxWait / OpenDuration when
 	// HalfOpenMaxWait is zero.
 	DefaultHalfOpenWaitFactor = 2
+	DefaultHalfOpenFailures   = 1
+	// DefaultRampDoublingFloor is the share a RampDoubling ramp starts at
+	// when RampUpFloor is zero, and DefaultRampDoublingInterval how often
+	// it doubles: 1 % doubling every 3 s reaches 100 % after 21 s.
+	DefaultRampDoublingFloor    = 0.01
+	DefaultRampDoublingInterval = 3 * time.Second
+	// DefaultHealthCheckTimeout bounds a health check under
+	// HealthCheckManual when HealthCheckTimeout is zero.
+	DefaultHealthCheckTimeout = time.Second
 )
 
 // maxProbes bounds HalfOpenProbes: the in-flight probe count shares an
@@ -98,11 +108,13 @@ type Config struct {
 	HalfOpenMaxWait time.Duration
 
 	// RampUp turns ramp-up on: after closing, the share of calls admitted
-	// rises linearly from RampUpFloor to 1 over this duration. Zero: off.
+	// rises from RampUpFloor to 1 over this duration, linearly unless
+	// RampSchedule or RampFunc says otherwise. Zero: off.
 	RampUp time.Duration
 
 	// RampUpFloor is the share admitted when a ramp-up starts. In (0, 1];
-	// default 0.1 when RampUp is set; must be zero otherwise.
+	// default 0.1 when RampUp is set (0.01 with RampDoubling); must be zero
+	// otherwise, and with RampFunc.
 	RampUpFloor float64
 
 	// WarmUp turns warm-up on: outcomes recorded before the breaker is that
@@ -131,6 +143,62 @@ type Config struct {
 	// Logger receives one Info record per transition, and one Error record
 	// per panic in OnTransition. Default slog.Default().
 	Logger *slog.Logger
+
+	// HalfOpenFailures is how many consecutive failed probes (failure,
+	// timeout, or slow with slow-call detection on) reopen the breaker; a
+	// successful probe in between starts the count again (and a failed
+	// probe starts the count of successes again). Default 1: any failed
+	// probe reopens it. Prevents the flapping seen when one probe fails at
+	// the exact moment of recovery and sends the breaker back to open for
+	// a whole open duration (a team uses 2).
+	HalfOpenFailures int
+
+	// RampSchedule selects how the admitted share rises during ramp-up
+	// (RampUp must be set): RampLinear (default) or RampDoubling. With
+	// RampFunc set it must be RampLinear (the zero value).
+	RampSchedule RampSchedule
+
+	// RampDoublingInterval is how often the share doubles under
+	// RampDoubling. Default 3 s with RampDoubling; must be zero otherwise.
+	RampDoublingInterval time.Duration
+
+	// RampFunc, if set, is the ramp-up schedule: the share of calls
+	// admitted elapsed after closing, in (0, 1]. RampUp must be set and
+	// still ends the ramp; the ramp also ends once RampFunc returns 1, and
+	// RampUpFloor must be zero. It is called on calls during the ramp (and
+	// by Snapshot), concurrently, never with the breaker's lock held, so
+	// it may call the breaker's methods; it should be a cheap, pure
+	// function of elapsed. Validate calls it once with 0. A panic in it,
+	// or a share outside (0, 1] (NaN included), ends the ramp (every call
+	// admitted, as without ramp-up: a bug in a schedule must not become
+	// an outage) and is logged at Error level.
+	RampFunc func(elapsed time.Duration) float64
+
+	// HealthCheck, if set, is called while the breaker is open (never
+	// concurrently with itself, with a HealthCheckTimeout context): when
+	// it returns nil the breaker turns half-open at once (reason
+	// health_check) instead of waiting out the open duration, so a healed
+	// dependency is found within about HealthCheckInterval and no user
+	// request is spent probing a dead one. It must honour its context: the
+	// next check waits for it to return. A panic in it is a failed check,
+	// logged at Error level. Call Close to stop the checker.
+	HealthCheck func(ctx context.Context) error
+
+	// HealthCheckInterval is how often HealthCheck runs while the breaker
+	// is open: first HealthCheckInterval after it opens, then
+	// HealthCheckInterval after each failed check returns. It is real
+	// time (a timer on one goroutine that exists only while the breaker
+	// is open and a check is scheduled), whatever the Clock.
+	// HealthCheckManual schedules nothing: CheckHealth runs a check when
+	// called (on a virtual clock, or from an operator's hook). Required
+	// when HealthCheck is set; must be zero otherwise.
+	HealthCheckInterval time.Duration
+
+	// HealthCheckTimeout bounds one health check (its context's
+	// deadline). Default: HealthCheckInterval, or
+	// DefaultHealthCheckTimeout with HealthCheckManual. Must be zero
+	// without HealthCheck.
+	HealthCheckTimeout time.Duration
 }
 
 // WithDefaults returns c with every zero field that has a default replaced by
@@ -162,9 +230,11 @@ func (c Config) WithDefaults() Config {
 	if c.HalfOpenMaxWait == 0 {
 		c.HalfOpenMaxWait = satMul(c.OpenDuration, DefaultHalfOpenWaitFactor)
 	}
-	if c.RampUp > 0 && c.RampUpFloor == 0 {
-		c.RampUpFloor = DefaultRampUpFloor
+	if c.HalfOpenFailures == 0 {
+		c.HalfOpenFailures = DefaultHalfOpenFailures
 	}
+	c = c.rampDefaults()
+	c = c.healthCheckDefaults()
 	if c.Clock == nil {
 		c.Clock = metrics.SystemClock()
 	}
@@ -215,7 +285,7 @@ func (c Config) Validate() error {
 		return bad("HalfOpenMaxWait %v must not be negative", c.HalfOpenMaxWait)
 	case e.RampUp < 0:
 		return bad("RampUp %v must not be negative", c.RampUp)
-	case e.RampUp > 0 && !inUnit(e.RampUpFloor):
+	case e.RampUp > 0 && e.RampFunc == nil && !inUnit(e.RampUpFloor):
 		return bad("RampUpFloor %v must be in (0, 1]", c.RampUpFloor)
 	case e.RampUp == 0 && e.RampUpFloor != 0:
 		return bad("RampUpFloor %v is set but RampUp is 0 (ramp-up off)", c.RampUpFloor)
@@ -223,8 +293,13 @@ func (c Config) Validate() error {
 		return bad("WarmUp %v must not be negative", c.WarmUp)
 	case e.Mode > ObserveOnly:
 		return bad("Mode %d is not a known mode", c.Mode)
+	case e.HalfOpenFailures < 0:
+		return bad("HalfOpenFailures %d must not be negative", c.HalfOpenFailures)
 	}
-	return nil
+	if err := c.validateRamp(e); err != nil {
+		return err
+	}
+	return c.validateHealthCheck(e)
 }
 
 // inUnit reports whether r lies in (0, 1]; false for NaN.

@@ -28,6 +28,10 @@ func TestWithDefaults(t *testing.T) {
 	assert.Zero(t, e.RampUp)
 	assert.Zero(t, e.RampUpFloor, "no floor without ramp-up")
 	assert.Zero(t, e.WarmUp)
+	assert.Equal(t, 1, e.HalfOpenFailures, "any failed probe reopens")
+	assert.Equal(t, RampLinear, e.RampSchedule)
+	assert.Zero(t, e.RampDoublingInterval)
+	assert.Zero(t, e.HealthCheckTimeout)
 	assert.Equal(t, Normal, e.Mode)
 	assert.NotNil(t, e.Clock)
 	assert.Same(t, slog.Default(), e.Logger)
@@ -50,7 +54,7 @@ func TestWithDefaults(t *testing.T) {
 		FailureRatio: 0.3, SlowCallDuration: time.Second, SlowCallRatio: 0.9, OpenDuration: 3 * time.Second,
 		BackoffMultiplier: 1.5, MaxOpenDuration: time.Minute, HalfOpenProbes: 4, HalfOpenSuccesses: 5,
 		HalfOpenMaxWait: time.Hour, RampUp: time.Second, RampUpFloor: 0.5, WarmUp: time.Second, Mode: ObserveOnly,
-		Clock: new(metrics.ManualClock), Logger: slog.New(slog.DiscardHandler), OnTransition: func(Transition) {},
+		HalfOpenFailures: 2, Clock: new(metrics.ManualClock), Logger: slog.New(slog.DiscardHandler), OnTransition: func(Transition) {},
 	}
 	d := c.WithDefaults()
 	d.OnTransition, c.OnTransition = nil, nil // funcs do not compare

@@ -52,13 +52,27 @@
 // resets the open duration, clears the window (old failures must not reopen it
 // at once) and, with RampUp set, starts a ramp-up.
 //
-// Ramp-up: after closing, the share of calls admitted rises linearly from
-// RampUpFloor to 1 over RampUp; the others are refused with ErrRampUp. The
-// shedding is deterministic: the k-th call of the ramp is admitted iff
-// floor((k+1)·s) > floor(k·s) for the current share s.
+// Ramp-up: after closing, the share of calls admitted rises from
+// RampUpFloor to 1 over RampUp (linearly; RampDoubling doubles it every
+// RampDoublingInterval; RampFunc gives any schedule); the others are
+// refused with ErrRampUp. The shedding is deterministic: the k-th call of
+// the ramp is admitted iff floor((k+1)·s) > floor(k·s) for the current
+// share s.
 //
-// Warm-up: outcomes recorded within WarmUp of the breaker's creation are not
-// counted, so cold caches cannot trip it.
+// Warm-up: outcomes recorded within WarmUp of the breaker's creation, or
+// of the last WarmUp call (a deploy hook's), are not counted, so cold
+// caches cannot trip it.
+//
+// # Operating policies
+//
+// Each is off by default (Hystrix's behaviour) and names the incident it
+// prevents in its Config field's documentation: HalfOpenFailures (reopen
+// only after N failed probes in a row), RampSchedule and RampFunc (how
+// traffic comes back after closing), Breaker.WarmUp (a restartable
+// warm-up), and HealthCheck (a check bulwark runs every
+// HealthCheckInterval while the breaker is open, whose success turns it
+// half-open at once, reason health_check). The health check runs on one
+// goroutine that exists only while the breaker is open; Close stops it.
 //
 // # Choices worth knowing
 //

@@ -287,6 +287,8 @@ func (m *refModel) snapshot(now time.Duration) Snapshot {
 	case m.ramping:
 		s.RampShare, _ = m.rampShare(now)
 	}
+	s.WarmUpLeft = max(m.warmEnd-now, 0)
+	s.WarmingUp = s.WarmUpLeft > 0
 	return s
 }
 

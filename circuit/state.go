@@ -66,6 +66,7 @@ const (
 	ReasonProbesSucceeded Reason = "probes_succeeded"  // half-open → closed: enough consecutive probes succeeded
 	ReasonHalfOpenTimeout Reason = "half_open_timeout" // half-open → open: HalfOpenMaxWait passed without closing
 	ReasonForced          Reason = "forced"            // SetMode changed the effective state
+	ReasonHealthCheck     Reason = "health_check"      // open → half-open: Config.HealthCheck passed
 )
 
 // Outcome is what a permitted call did, as reported by Permit.Record.

@@ -79,8 +79,9 @@ func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason R
 			b.openFor = min(satMul(b.openFor, b.backoff), b.cfg.MaxOpenDuration)
 		}
 		b.openUntil.Store(int64(satAdd(now, b.openFor)))
+		b.startHealthCheckLocked(m)
 	case HalfOpen:
-		b.successes = 0
+		b.successes, b.failures = 0, 0
 		b.halfOpenUntil.Store(math.MaxInt64) // no probe out yet
 		b.probes.Store(uint64(gen) << genShift)
 	}

@@ -246,6 +246,8 @@ type Group struct {
 	hot groupCounters
 
 	alerts *alerter // nil: alerts off
+
+	warmEnd atomic.Int64 // group clock: end of the last WarmUp; new commands inherit the rest
 }
 
 // groupCounters are the counters every call of a group writes. They sit on
@@ -526,6 +528,7 @@ func (g *Group) newCommand(name string) *commandState {
 	if c.breaker, err = circuit.New(bc); err != nil {
 		panic(fmt.Sprintf("command: breaker of validated config refused: %v", err))
 	}
+	g.inheritWarmUp(c.breaker)
 	if c.metrics, err = metrics.NewRolling(g.cfg.Window, metrics.CountsAndLatencies); err != nil {
 		panic(fmt.Sprintf("command: window of validated config refused: %v", err))
 	}
@@ -538,7 +541,8 @@ func (g *Group) newCommand(name string) *commandState {
 	return c
 }
 
-// Close stops the group: it closes the bulkhead (waiting, until ctx ends,
+// Close stops the group: it stops its breakers' health checks
+// (circuit.Breaker.Close), closes the bulkhead (waiting, until ctx ends,
 // for calls in progress), removes the group from its registry and its
 // metrics from the go-metrics registry. Calls made after Close are rejected
 // with an error matching ErrRejected and isolation.ErrClosed.
@@ -554,6 +558,7 @@ func (g *Group) Close(ctx context.Context) error {
 
 	g.reg.remove(g, cmds)
 	g.stopAlerts()
+	g.closeBreakers(cmds)
 	return g.closeBulkhead(ctx)
 }
 

@@ -37,6 +37,31 @@ type breaker struct {
 	ErrorRatio     float64      `json:"errorRatio"`     // (FAILURE+TIMEOUT) / HealthRequests
 	SlowRatio      float64      `json:"slowRatio"`      // SLOW / HealthRequests
 	Transitions    []transition `json:"transitions"`    // the last few, oldest first
+	policies
+}
+
+// policies are a breaker's operating policies on the native events
+// (flattened into them).
+type policies struct {
+	WarmingUp        bool   `json:"warmingUp"`        // outcomes not counted now (warm-up)
+	WarmUpLeftMs     int64  `json:"warmUpLeftMs"`     // time left in the warm-up
+	ProbeFailures    int    `json:"probeFailures"`    // half-open: consecutive failed probes
+	HealthCheck      bool   `json:"healthCheck"`      // a health check is configured
+	HealthChecks     int64  `json:"healthChecks"`     // checks run so far
+	HealthCheckFails int64  `json:"healthCheckFails"` // checks failed so far
+	HealthCheckError string `json:"healthCheckError"` // error of the last check; "" if it passed
+}
+
+func (p *policies) fill(s *circuit.Snapshot) {
+	*p = policies{
+		WarmingUp:        s.WarmingUp,
+		WarmUpLeftMs:     ms(s.WarmUpLeft),
+		ProbeFailures:    s.ProbeFailures,
+		HealthCheck:      s.HealthCheck.Enabled,
+		HealthChecks:     s.HealthCheck.Checks,
+		HealthCheckFails: s.HealthCheck.Failures,
+		HealthCheckError: s.HealthCheck.LastErr,
+	}
 }
 
 // fill sets b from s, placing transitions in wall time: the snapshot was
@@ -77,6 +102,7 @@ func (b *breaker) fill(now int64, s *circuit.Snapshot) {
 		SlowRatio:      ratio(s.Health.SlowRatio),
 		Transitions:    ts,
 	}
+	b.policies.fill(s)
 }
 
 // bulwarkCommand is the BulwarkCommand event: what the Hystrix event cannot

@@ -153,6 +153,18 @@
     return [since, progress, trip];
   }
 
+  // policyDetail tells what the breaker's operating policies are doing:
+  // a warm-up in progress, failed health checks while open.
+  function policyDetail(n) {
+    if (!n) return '';
+    const parts = [];
+    if (n.warmingUp) parts.push('warming up · ' + fmtDur(n.warmUpLeftMs) + ' left');
+    if (n.healthCheck && n.state === 'open' && n.healthCheckFails > 0) {
+      parts.push('health check failed ×' + n.healthCheckFails + (n.healthCheckError ? ': ' + n.healthCheckError : ''));
+    }
+    return parts.join(' · ');
+  }
+
   // ---- commands ---------------------------------------------------------
 
   // The window's counters, in the Hystrix dashboard's colours. Cancelled is
@@ -286,9 +298,10 @@
     t.since = el('span', 'since');
     t.progress = el('span', 'progress');
     t.trip = el('span', 'trip');
+    t.policy = el('span', 'policy');
     const stateLine = el('div', 'stateline');
     stateLine.append(t.groupState, t.state);
-    circ.append(stateLine, t.since, t.progress, t.trip);
+    circ.append(stateLine, t.since, t.progress, t.trip, t.policy);
     main.append(errBox, rateBox, circ);
 
     const counters = el('div', 'counters');
@@ -369,6 +382,8 @@
     setText(t.since, since);
     setText(t.progress, progress);
     setText(t.trip, trip);
+    setText(t.policy, policyDetail(n));
+    setAttr(t.root, 'data-warming', n && n.warmingUp ? 'true' : '');
     if (n && n.groupState && (n.groupState !== 'closed' || n.groupMode === 'forced-open')) {
       setText(t.groupState, 'group ' + (STATE_LABEL[n.groupMode === 'forced-open' ? 'forced-open' : n.groupState] || n.groupState));
     } else {
@@ -470,7 +485,8 @@
     const circ = el('div', 'circuit');
     t.state = el('span', 'state');
     t.since = el('span', 'since');
-    circ.append(el('span', 'k', 'group breaker'), t.state, t.since);
+    t.policy = el('span', 'policy');
+    circ.append(el('span', 'k', 'group breaker'), t.state, t.since, t.policy);
     t.root.append(title, gauge, grid, circ);
     return t;
   }
@@ -527,6 +543,7 @@
     setText(t.state, n ? STATE_LABEL[key] : '–');
     setAttr(t.state, 'data-state', n ? key : '');
     setText(t.since, n ? circuitDetail(n).slice(0, 2).filter(Boolean).join(' · ') : '');
+    setText(t.policy, policyDetail(n));
   }
 
   // ---- ordering, filtering and the render loop --------------------------

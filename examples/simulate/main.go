@@ -21,9 +21,18 @@
 //	go run ./examples/simulate -outage 1s-3s -open 500ms -probes 2
 //	go run ./examples/simulate -scenario chain -svg docs/chain.svg
 //	go run ./examples/simulate -scenario chain -errors 0.1 -slow 0.5 -slowlatency 2s -seed 7
+//
+// Operating policies (see Policies): -halfopen-failures, -ramp and
+// -ramp-up, -warmup, and (outage only) -health-check, replayed on the
+// virtual clock; the outage table then also tells the recovery lag and
+// the calls forwarded in the 30 s after the outage:
+//
+//	go run ./examples/simulate -open 5s -outage 2s-10s -duration 20s -health-check 500ms
+//	go run ./examples/simulate -duration 40s -ramp-up 30s -ramp doubling
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -74,6 +83,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&p.Open, "open", p.Open, "how long the breaker stays open before probing")
 	fs.IntVar(&p.Probes, "probes", p.Probes, "half-open probes in flight at once")
 	fs.IntVar(&p.ProbeSuccesses, "probe-successes", p.ProbeSuccesses, "consecutive probe successes that close the breaker")
+	addPolicyFlags(fs, &p.Policies)
 
 	asJSON := fs.Bool("json", false, "outage: print one JSON object, for the run selected by -breaker")
 	outage := fs.String("outage", "2s-6s", "outage: `START-END` of the outage, during which every forwarded call fails")
@@ -81,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&p.LatencyOK, "latency-ok", p.LatencyOK, "outage: latency of a successful call")
 	fs.DurationVar(&p.LatencyFail, "latency-fail", p.LatencyFail, "outage: latency of a failed call (during the outage)")
 	fs.BoolVar(&p.Breaker, "breaker", p.Breaker, "outage: with -json, report the run with the breaker (false: without)")
-	only(scenarioOutage, "json", "outage", "qps", "latency-ok", "latency-fail", "breaker")
+	only(scenarioOutage, "json", "outage", "qps", "latency-ok", "latency-fail", "breaker", "health-check")
 
 	fault := fs.String("fault", "20s-40s", "chain: `START-END` of the fault of the last service, in whole seconds")
 	svgFile := fs.String("svg", "", "chain: also write a chart of throughput and breaker state to `FILE`")
@@ -217,6 +227,15 @@ func printTable(w io.Writer, p Params, with, without Result) error {
 	row("p90 latency", with.P90, without.P90)
 	row("p99 latency", msd(with.P99MS), msd(without.P99MS))
 	row("mean latency", with.Mean, without.Mean)
+	lag := "never"
+	if with.RecoveryLagMS >= 0 {
+		lag = msd(with.RecoveryLagMS).String()
+	}
+	row("recovery lag", lag, msd(without.RecoveryLagMS))
+	row("forwarded 30s after", with.ForwardedAfterOutage, without.ForwardedAfterOutage)
+	if p.HealthCheck > 0 {
+		row("health checks", with.HealthChecks, "-")
+	}
 	fmt.Fprintln(w, "\ntransitions (with breaker, virtual time):")
 	for _, t := range with.Transitions {
 		fmt.Fprintf(w, "  %8.0f ms  %-9s -> %-9s  %s\n", t.AtMS, t.From, t.To, t.Reason)
@@ -244,20 +263,21 @@ type BreakerParams struct {
 	Open           time.Duration // breaker open duration
 	Probes         int           // half-open probes in flight
 	ProbeSuccesses int           // probe successes to close
+	Policies                     // operating policies
 }
 
 // DefaultBreakerParams returns the defaults of the breaker flags.
 func DefaultBreakerParams() BreakerParams {
 	return BreakerParams{
 		Window: time.Second, Buckets: 10, MinRequests: 20, FailureRatio: 0.5, Open: time.Second,
-		Probes: 1, ProbeSuccesses: 3,
+		Probes: 1, ProbeSuccesses: 3, Policies: Policies{HalfOpenFailures: 1, Ramp: rampLinear},
 	}
 }
 
 // config returns the circuit.Config of a breaker named name on clock that
 // reports its transitions to onTransition; it logs nothing.
 func (bp BreakerParams) config(name string, clock metrics.Clock, onTransition func(circuit.Transition)) circuit.Config {
-	return circuit.Config{
+	c := circuit.Config{
 		Name:              name,
 		Window:            metrics.Window{Length: bp.Window, Buckets: bp.Buckets},
 		MinRequests:       bp.MinRequests,
@@ -269,6 +289,8 @@ func (bp BreakerParams) config(name string, clock metrics.Clock, onTransition fu
 		Logger:            slog.New(slog.DiscardHandler),
 		OnTransition:      onTransition,
 	}
+	bp.apply(&c)
+	return c
 }
 
 // DefaultParams returns the defaults of the command's flags.
@@ -313,6 +335,13 @@ type Result struct {
 	P99MS                 float64       `json:"p99_ms"`
 	P90, Mean             time.Duration `json:"-"`
 	Transitions           []Transition  `json:"transitions"`
+	// RecoveryLagMS is how long after the outage ended the breaker closed
+	// again: -1 if it did not within the run, 0 without a breaker.
+	RecoveryLagMS float64 `json:"recovery_lag_ms"`
+	// ForwardedAfterOutage counts the calls that reached the recovering
+	// dependency in the 30 s after the outage (within the run).
+	ForwardedAfterOutage int `json:"forwarded_after_outage"`
+	HealthChecks         int `json:"health_checks"` // checks run (-health-check)
 }
 
 // Simulate replays p on a virtual clock: request i arrives at i/QPS; an
@@ -324,13 +353,25 @@ func Simulate(p Params) (Result, error) {
 	}
 	clock := new(metrics.ManualClock)
 	res := Result{Transitions: []Transition{}}
+	inOutage := func(at time.Duration) bool { return at >= p.OutageStart && at < p.OutageEnd }
+	checks := healthChecks{interval: p.HealthCheck, next: never}
 	var b *circuit.Breaker
 	if p.Breaker {
-		var err error
-		b, err = circuit.New(p.config("downstream", clock, func(t circuit.Transition) {
+		cfg := p.config("downstream", clock, func(t circuit.Transition) {
 			res.Transitions = append(res.Transitions, transitionOf(t))
-		}))
-		if err != nil {
+			checks.transition(t)
+		})
+		if p.HealthCheck > 0 {
+			cfg.HealthCheck = func(context.Context) error {
+				if inOutage(clock.Now()) {
+					return errDown
+				}
+				return nil
+			}
+			cfg.HealthCheckInterval = circuit.HealthCheckManual
+		}
+		var err error
+		if b, err = circuit.New(cfg); err != nil {
 			return Result{}, fmt.Errorf("%w: %w", errUsage, err)
 		}
 	}
@@ -341,8 +382,11 @@ func Simulate(p Params) (Result, error) {
 		if at >= p.Duration {
 			break
 		}
+		if b != nil {
+			checks.runUntil(at, b, clock.Set)
+		}
 		clock.Set(at)
-		outage := at >= p.OutageStart && at < p.OutageEnd
+		outage := inOutage(at)
 		var permit circuit.Permit
 		if b != nil {
 			var err error
@@ -356,6 +400,9 @@ func Simulate(p Params) (Result, error) {
 			}
 		}
 		res.Forwarded++
+		if at >= p.OutageEnd && at < p.OutageEnd+afterOutage {
+			res.ForwardedAfterOutage++
+		}
 		if outage {
 			res.ForwardedDuringOutage++
 			res.DownstreamFailures++
@@ -367,6 +414,8 @@ func Simulate(p Params) (Result, error) {
 		}
 	}
 	res.Requests = len(seen)
+	res.HealthChecks = checks.run
+	res.RecoveryLagMS = recoveryLag(p, b != nil, res.Transitions)
 	slices.Sort(seen)
 	var sum time.Duration
 	for _, d := range seen {
@@ -395,7 +444,20 @@ func (p Params) validate() error {
 	case p.LatencyFail < 0:
 		return bad("-latency-fail %v must not be negative", p.LatencyFail)
 	}
-	return nil
+	return p.Policies.validate()
+}
+
+// recoveryLag returns Result.RecoveryLagMS for the transitions of a run.
+func recoveryLag(p Params, breaker bool, ts []Transition) float64 {
+	if !breaker {
+		return 0
+	}
+	for _, t := range ts {
+		if t.To == "closed" && t.AtMS >= ms(p.OutageEnd) {
+			return t.AtMS - ms(p.OutageEnd)
+		}
+	}
+	return -1
 }
 
 // percentile returns the nearest-rank q-th percentile of sorted values.

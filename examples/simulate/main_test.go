@@ -110,8 +110,9 @@ func TestJSONOutput(t *testing.T) {
 		dec := json.NewDecoder(&stdout)
 		require.NoError(t, dec.Decode(&out))
 		assert.False(t, dec.More(), "exactly one JSON object")
-		assert.Equal(t, []string{"downstream_failures", "forwarded", "forwarded_during_outage", "p50_ms", "p99_ms",
-			"rejected", "rejected_during_outage", "transitions"}, slices.Sorted(maps.Keys(out)), args)
+		assert.Equal(t, []string{"downstream_failures", "forwarded", "forwarded_after_outage", "forwarded_during_outage",
+			"health_checks", "p50_ms", "p99_ms", "recovery_lag_ms", "rejected", "rejected_during_outage", "transitions"},
+			slices.Sorted(maps.Keys(out)), args)
 
 		var trans []map[string]any
 		require.NoError(t, json.Unmarshal(out["transitions"], &trans))
@@ -150,6 +151,8 @@ func TestBadFlags(t *testing.T) {
 		{"-outage", "2s"}, {"-outage", "6s-2s"}, {"-outage", "x-y"}, {"-outage", "-1s-2s"},
 		{"-latency-ok", "-1ms"}, {"-failure-ratio", "2"}, {"-buckets", "-1"}, {"-window", "1s", "-buckets", "3"},
 		{"-open", "-1s"}, {"-bogus"}, {"stray"},
+		{"-ramp", "bogus"}, {"-ramp", "doubling"}, {"-ramp-up", "-1s"}, {"-halfopen-failures", "-1"},
+		{"-warmup", "-1s"}, {"-health-check", "-1s"}, {"-scenario", "chain", "-health-check", "1s"},
 	} {
 		var stdout, stderr bytes.Buffer
 		assert.Equal(t, 2, run(args, &stdout, &stderr), args)

@@ -1,0 +1,242 @@
+package circuit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// HealthCheckManual is the HealthCheckInterval that schedules no health
+// check: CheckHealth runs one when called.
+const HealthCheckManual time.Duration = -1
+
+// ErrHealthCheckSkipped is returned by CheckHealth when it runs no check:
+// no HealthCheck is configured, the breaker is not open (or is forced
+// open), another check is running, or the breaker is closed for good
+// (Close).
+var ErrHealthCheckSkipped = errors.New("circuit: health check skipped")
+
+// ErrHealthCheckFailed wraps the error of a health check that did not
+// pass (a panic in it included).
+var ErrHealthCheckFailed = errors.New("circuit: health check failed")
+
+// HealthCheckStatus tells a health check's state in a Snapshot.
+type HealthCheckStatus struct {
+	Enabled  bool          // Config.HealthCheck is set
+	Interval time.Duration // Config.HealthCheckInterval (HealthCheckManual: none scheduled)
+	Checks   int64         // checks run so far
+	Failures int64         // checks that failed so far
+	LastErr  string        // error text of the last check; "" if it passed or none ran
+}
+
+// healthChecker runs Config.HealthCheck for a breaker.
+type healthChecker struct {
+	busy     atomic.Bool // a check is running: checks never overlap
+	checks   atomic.Int64
+	failures atomic.Int64
+	lastErr  atomic.Pointer[string]
+
+	ctx    context.Context // ended by Close; parent of every scheduled check
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the scheduling goroutine
+
+	// Under the breaker's mu.
+	running bool // the scheduling goroutine exists
+	closed  bool // Close was called: schedule nothing more
+}
+
+// healthCheckDefaults applies the health check's defaults (see
+// WithDefaults).
+func (c Config) healthCheckDefaults() Config {
+	if c.HealthCheck != nil && c.HealthCheckTimeout == 0 {
+		c.HealthCheckTimeout = DefaultHealthCheckTimeout
+		if c.HealthCheckInterval > 0 {
+			c.HealthCheckTimeout = c.HealthCheckInterval
+		}
+	}
+	return c
+}
+
+// validateHealthCheck reports the first invalid health check field of c,
+// whose effective configuration is e.
+func (c Config) validateHealthCheck(e Config) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	switch {
+	case e.HealthCheck == nil && (e.HealthCheckInterval != 0 || e.HealthCheckTimeout != 0):
+		return bad("HealthCheckInterval %v or HealthCheckTimeout %v is set but HealthCheck is nil",
+			c.HealthCheckInterval, c.HealthCheckTimeout)
+	case e.HealthCheck != nil && e.HealthCheckInterval == 0:
+		return bad("HealthCheckInterval must be set when HealthCheck is (HealthCheckManual: checks only on CheckHealth)")
+	case e.HealthCheckInterval < 0 && e.HealthCheckInterval != HealthCheckManual:
+		return bad("HealthCheckInterval %v must not be negative (HealthCheckManual schedules none)", c.HealthCheckInterval)
+	case e.HealthCheckTimeout < 0:
+		return bad("HealthCheckTimeout %v must not be negative", c.HealthCheckTimeout)
+	}
+	return nil
+}
+
+// init prepares the checker for the effective configuration cfg.
+func (h *healthChecker) init(cfg Config) {
+	if cfg.HealthCheck != nil {
+		h.ctx, h.cancel = context.WithCancel(context.Background())
+	}
+}
+
+// healthStatus returns the checker's part of a Snapshot.
+func (b *Breaker) healthStatus() HealthCheckStatus {
+	h := &b.health
+	if b.cfg.HealthCheck == nil {
+		return HealthCheckStatus{}
+	}
+	s := HealthCheckStatus{
+		Enabled:  true,
+		Interval: b.cfg.HealthCheckInterval,
+		Checks:   h.checks.Load(),
+		Failures: h.failures.Load(),
+	}
+	if e := h.lastErr.Load(); e != nil {
+		s.LastErr = *e
+	}
+	return s
+}
+
+// startHealthCheckLocked starts the scheduling goroutine as the breaker
+// opens in mode m, unless checks are not scheduled or it already runs.
+// b.mu must be held.
+func (b *Breaker) startHealthCheckLocked(m Mode) {
+	h := &b.health
+	if b.cfg.HealthCheckInterval <= 0 || m.forced() || h.running || h.closed {
+		return
+	}
+	h.running = true
+	h.wg.Add(1)
+	go b.healthLoop()
+}
+
+// healthLoop runs a check every HealthCheckInterval while the breaker is
+// open, and returns once it is not (or Close is called). Whether to go on
+// is decided under b.mu, where startHealthCheckLocked looks at running:
+// an opening never finds a loop that is about to quit.
+func (b *Breaker) healthLoop() {
+	h := &b.health
+	defer h.wg.Done()
+	timer := time.NewTimer(b.cfg.HealthCheckInterval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			b.mu.Lock()
+			h.running = false
+			b.mu.Unlock()
+			return
+		case <-timer.C:
+		}
+		now := b.clock.Now()
+		b.mu.Lock()
+		b.advanceLocked(now)
+		if !b.checkableLocked() {
+			h.running = false
+			b.unlockAndEmit()
+			return
+		}
+		b.unlockAndEmit()
+		// A skipped check (a CheckHealth call running) waits for the next tick.
+		_ = b.CheckHealth(h.ctx)
+		timer.Reset(b.cfg.HealthCheckInterval)
+	}
+}
+
+// checkableLocked reports whether a health check may move the breaker:
+// open, and not forced open. b.mu must be held.
+func (b *Breaker) checkableLocked() bool {
+	w := word(b.word.Load())
+	return w.state() == Open && !w.mode().forced() && !b.health.closed
+}
+
+// CheckHealth runs Config.HealthCheck once now, with a HealthCheckTimeout
+// deadline under ctx, if the breaker is open (not forced) and no other
+// check is running; when it passes and the breaker is still in the same
+// open state, the breaker turns half-open at once (reason health_check)
+// and CheckHealth returns nil. A check that fails (or panics) returns an
+// error wrapping ErrHealthCheckFailed and the check's error; one that is
+// not run returns an error wrapping ErrHealthCheckSkipped. With
+// HealthCheckManual it is the only way checks run: on a virtual clock, a
+// simulation or test calls it every interval itself.
+func (b *Breaker) CheckHealth(ctx context.Context) error {
+	h := &b.health
+	if b.cfg.HealthCheck == nil {
+		return fmt.Errorf("%w: no HealthCheck configured", ErrHealthCheckSkipped)
+	}
+	if !h.busy.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: a check is running", ErrHealthCheckSkipped)
+	}
+	defer h.busy.Store(false)
+	now := b.clock.Now()
+	b.mu.Lock()
+	b.advanceLocked(now)
+	ok, gen := b.checkableLocked(), word(b.word.Load()).gen()
+	b.unlockAndEmit()
+	if !ok {
+		return fmt.Errorf("%w: breaker %q is not open", ErrHealthCheckSkipped, b.cfg.Name)
+	}
+	err := b.runCheck(ctx)
+	h.checks.Add(1)
+	if err != nil {
+		h.failures.Add(1)
+		msg := err.Error()
+		h.lastErr.Store(&msg)
+		return fmt.Errorf("%w: breaker %q: %w", ErrHealthCheckFailed, b.cfg.Name, err)
+	}
+	h.lastErr.Store(nil)
+	now = b.clock.Now()
+	b.mu.Lock()
+	b.advanceLocked(now)
+	if w := word(b.word.Load()); w.gen() == gen && b.checkableLocked() {
+		b.transitionLocked(now, HalfOpen, w.mode(), ReasonHealthCheck)
+	}
+	b.unlockAndEmit()
+	return nil
+}
+
+// runCheck calls the health check with its timeout, turning a panic into
+// an error (logged at Error level with its stack).
+func (b *Breaker) runCheck(ctx context.Context) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.HealthCheckTimeout)
+	defer cancel()
+	defer func() {
+		if v := recover(); v != nil {
+			stack := string(debug.Stack())
+			b.cfg.Logger.LogAttrs(context.Background(), slog.LevelError, "circuit breaker HealthCheck panicked",
+				slog.String("breaker", b.cfg.Name), slog.Any("panic", v), slog.String("stack", stack))
+			err = fmt.Errorf("panic: %v", v)
+		}
+	}()
+	return b.cfg.HealthCheck(ctx)
+}
+
+// Close stops the breaker's health checks: it cancels a check in
+// progress (its context ends), waits for the scheduling goroutine to
+// return, and schedules no more. The breaker keeps deciding admission; it
+// just waits out the open duration again, and CheckHealth returns
+// ErrHealthCheckSkipped. Close is idempotent and a no-op without
+// HealthCheck. It waits for the check goroutine, so it must not be called
+// from HealthCheck or OnTransition. A group closes its breakers in
+// Group.Close.
+func (b *Breaker) Close() {
+	h := &b.health
+	if h.cancel == nil {
+		return
+	}
+	b.mu.Lock()
+	h.closed = true
+	b.mu.Unlock()
+	h.cancel()
+	h.wg.Wait()
+}

@@ -1,0 +1,54 @@
+package dashboard
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bulwark-go/bulwark/circuit"
+)
+
+// The native events carry the breaker's operating policies: warm-up,
+// half-open failures so far, and the health check's state.
+func TestStreamNativePolicies(t *testing.T) {
+	snap := sampleSnapshot()
+	users := &snap.Groups[1]
+	users.Breaker.WarmingUp = true
+	users.Breaker.WarmUpLeft = 42 * time.Second
+	get := &users.Commands[0].Breaker
+	get.WarmingUp = true
+	get.WarmUpLeft = 42 * time.Second
+	get.HealthCheck = circuit.HealthCheckStatus{Enabled: true, Interval: 500 * time.Millisecond,
+		Checks: 5, Failures: 4, LastErr: "connection refused"}
+	list := &users.Commands[1].Breaker
+	list.State = circuit.HalfOpen
+	list.ProbeFailures = 1
+
+	_, ts := newTestStream(t, &fakeSource{snap: snap}, Config{})
+	c := openStream(t, newTestClient(), ts.URL)
+	defer c.Close()
+	f, err := c.sse.frame()
+	require.NoError(t, err)
+
+	ev := f.find(TypeBulwarkCommand, "GetUser", "users")
+	require.NotNil(t, ev)
+	assert.Equal(t, true, ev["warmingUp"])
+	assert.EqualValues(t, 42000, num(ev["warmUpLeftMs"]))
+	assert.Equal(t, true, ev["healthCheck"])
+	assert.EqualValues(t, 5, num(ev["healthChecks"]))
+	assert.EqualValues(t, 4, num(ev["healthCheckFails"]))
+	assert.Equal(t, "connection refused", ev["healthCheckError"])
+
+	ev = f.find(TypeBulwarkCommand, "ListUsers", "users")
+	require.NotNil(t, ev)
+	assert.Equal(t, false, ev["warmingUp"])
+	assert.EqualValues(t, 1, num(ev["probeFailures"]))
+	assert.Equal(t, false, ev["healthCheck"])
+	assert.Equal(t, "", ev["healthCheckError"])
+
+	g := f.find(TypeBulwarkGroup, "users", "")
+	require.NotNil(t, g)
+	assert.Equal(t, true, g["warmingUp"])
+}
