@@ -81,7 +81,8 @@ func (b *Breaker) effective(cfg Config) (Config, error) {
 // validates cfg first: an invalid cfg returns an error wrapping
 // ErrInvalidConfig, naming the field, and changes nothing. An accepted cfg
 // takes effect for the next decision (admission, outcome or transition) and
-// is logged at Info level with each changed field, old -> new.
+// is counted in Snapshot.ConfigGeneration; if it changes any field, it is
+// logged at Info level with each changed field, old -> new.
 //
 // What stays: the state, the mode and the state's deadlines (an open breaker
 // turns half-open when its current open period ends; the new OpenDuration
@@ -124,8 +125,9 @@ func (b *Breaker) Reconfigure(cfg Config) error {
 	b.settings.Store(next)
 	b.mu.Unlock()
 
-	changes := confdiff.Diff(old.Config, eff)
-	attrs := append([]slog.Attr{slog.String("breaker", eff.Name), slog.Uint64("generation", next.generation)}, changes...)
-	eff.Logger.LogAttrs(context.Background(), slog.LevelInfo, "circuit breaker reconfigured", attrs...)
+	if changes := confdiff.Diff(old.Config, eff); len(changes) > 0 {
+		attrs := append([]slog.Attr{slog.String("breaker", eff.Name), slog.Uint64("generation", next.generation)}, changes...)
+		eff.Logger.LogAttrs(context.Background(), slog.LevelInfo, "circuit breaker reconfigured", attrs...)
+	}
 	return nil
 }

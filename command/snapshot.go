@@ -42,6 +42,12 @@ type GroupSnapshot struct {
 	// Commands holds one entry per command name seen in the group (or
 	// declared in GroupConfig.Commands), sorted by name.
 	Commands []CommandSnapshot
+
+	// ConfigGeneration counts the group's accepted Reconfigure calls: 0 as
+	// created. ConfigAge is the time since the last one (since creation
+	// while ConfigGeneration is 0).
+	ConfigGeneration uint64
+	ConfigAge        time.Duration
 }
 
 // CommandSnapshot describes one command (a command name within a group).
