@@ -404,11 +404,12 @@ func (g *Group) recoverHook(hook string) {
 }
 
 // fallback serves the command's fallback for the failed call e, under the
-// group's fallback limit, and notes the fallback event in info.
+// group's fallback limit, and notes the fallback event in info. In a
+// NoFallback group it serves none, as for a command without a fallback.
 func fallback[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, e *Error, info *Info) (T, error) {
 	var zero T
 	fb, ok := FallbackOf[T](any(*cmd))
-	if !ok {
+	if !ok || g.cfg().NoFallback {
 		info.Events.Add(metrics.FallbackMissing)
 		e.FallbackErr = ErrFallbackMissing
 		return zero, e

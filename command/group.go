@@ -111,6 +111,13 @@ type GroupConfig struct {
 	// Logger receives the group's log records (panics in Run or Fallback).
 	// Default: the registry's logger.
 	Logger *slog.Logger
+	// NoFallback makes the group fail loudly: Execute never calls a
+	// command's Fallback, so every FAILURE, TIMEOUT, rejection or
+	// short-circuit reaches the caller as an error (with FALLBACK_MISSING,
+	// as for a command without one) and no value is ever degraded. For
+	// writes that must never "succeed" by fallback (payments); see
+	// PresetNeverDegrade. Default false.
+	NoFallback bool
 }
 
 // CommandConfig holds the settings of one command name in a group. Its zero
@@ -122,9 +129,9 @@ type CommandConfig struct {
 	// group's; NoTimeout disables it.
 	Timeout time.Duration
 	// Breaker, if set, configures this command's breaker instead of the
-	// group's CommandBreaker template. Its Clock must be nil (the command
-	// breakers all use CommandBreaker.Clock); a nil Logger takes the
-	// template's.
+	// group's CommandBreaker template. Its Clock and Mode must be unset (the
+	// command breakers all use CommandBreaker's); a nil Logger or
+	// OnTransition takes the template's.
 	Breaker *circuit.Config
 	// SlowCallDuration overrides, for this command, the threshold above
 	// which a success also emits SLOW. Default: Breaker.SlowCallDuration
@@ -202,6 +209,9 @@ func (c GroupConfig) Validate() error {
 			return bad("Commands[%q].SlowCallDuration %v must not be negative", name, cc.SlowCallDuration)
 		case cc.Breaker != nil && cc.Breaker.Clock != nil:
 			return bad("Commands[%q].Breaker.Clock must be nil: command breakers use CommandBreaker.Clock", name)
+		case cc.Breaker != nil && cc.Breaker.Mode != circuit.Normal:
+			return bad("Commands[%q].Breaker.Mode %v must be unset: command breakers start in CommandBreaker.Mode (SetMode changes one)",
+				name, cc.Breaker.Mode)
 		}
 		if cc.Breaker != nil {
 			if err := cc.Breaker.Validate(); err != nil {

@@ -58,7 +58,7 @@ func (g *Group) commandBreakerConfig(c *GroupConfig, name string) circuit.Config
 	bc := c.CommandBreaker
 	if cc, ok := c.Commands[name]; ok && cc.Breaker != nil {
 		own := *cc.Breaker
-		own.Clock = bc.Clock
+		own.Clock, own.Mode = bc.Clock, bc.Mode
 		if own.Logger == nil {
 			own.Logger = bc.Logger
 		}

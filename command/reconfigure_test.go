@@ -71,6 +71,9 @@ func TestReconfigureRejectedChangesNothing(t *testing.T) {
 		"Mode":            func(c *GroupConfig) { c.CommandBreaker.Mode = circuit.ForcedOpen },
 		"FailureRatio":    func(c *GroupConfig) { c.Breaker.FailureRatio = 3 },
 		"Commands[\"x\"]": func(c *GroupConfig) { c.Commands = map[string]CommandConfig{"x": {SlowCallDuration: -1}} },
+		"Breaker.Mode": func(c *GroupConfig) {
+			c.Commands = map[string]CommandConfig{"x": {Breaker: &circuit.Config{Mode: circuit.ForcedClosed}}}
+		},
 	} {
 		err := g.Reconfigure(changed(g, change))
 		require.ErrorIs(t, err, ErrInvalidConfig, field)
