@@ -141,6 +141,9 @@ type bulwarkGroup struct {
 	TimeoutMs       int64  `json:"timeoutMs"` // 0: no timeout
 	FallbackLimit   int    `json:"fallbackLimit"`
 	breaker
+
+	ConfigGeneration uint64 `json:"configGeneration"` // accepted Reconfigure calls
+	ConfigAgeMs      int64  `json:"configAgeMs"`      // since the last one (or creation)
 }
 
 func (e *bulwarkGroup) fill(now int64, g *command.GroupSnapshot) {
@@ -164,6 +167,8 @@ func (e *bulwarkGroup) fill(now int64, g *command.GroupSnapshot) {
 	e.TimeoutMs = timeoutMs(g.Timeout)
 	e.FallbackLimit = g.FallbackLimit
 	e.breaker.fill(now, &g.Breaker)
+	e.ConfigGeneration = g.ConfigGeneration
+	e.ConfigAgeMs = ms(g.ConfigAge)
 }
 
 // timeoutMs is a timeout in ms; a timeout that is off reads 0.

@@ -81,6 +81,9 @@ type Config struct {
 	WriteBuffer int
 	// Logger receives connection and error records; nil means slog.Default().
 	Logger *slog.Logger
+	// Control enables the control endpoint of New (see NewControl) when
+	// its Token is set; off by default. NewStream ignores it.
+	Control ControlConfig
 }
 
 // WithDefaults returns c with every zero field replaced by its default: the
