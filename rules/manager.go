@@ -29,6 +29,7 @@ type Manager struct {
 	named     map[string]bool                // groups the document in force names
 	applied   int                            // documents applied
 	lastErr   error                          // of the last document tried
+	lastDoc   []byte                         // the last document ApplyJSON applied
 }
 
 // NewManager returns a Manager for the groups of reg, logging on logger
@@ -49,7 +50,13 @@ func (m *Manager) ApplyJSON(data []byte) error {
 		m.mu.Unlock()
 		return err
 	}
-	return m.Apply(doc)
+	if err := m.Apply(doc); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.lastDoc = data
+	m.mu.Unlock()
+	return nil
 }
 
 // Apply applies doc to the registry's groups, all or nothing: every new
@@ -161,9 +168,9 @@ func (m *Manager) LoadFile(path string) error {
 
 // Watch reads the rules file at path every interval (DefaultInterval if
 // zero or less) and applies it whenever its contents change, until ctx
-// ends; it then returns nil. It first applies the file as it is and returns
-// that error if it cannot (a program should not start on a bad rules
-// file). Later, a file that cannot be read or applied is logged at Error
+// ends; it then returns nil. It first applies the file as it is, unless it
+// is the document last applied (by LoadFile, say), and returns that error
+// if it cannot (a program should not start on a bad rules file). Later, a file that cannot be read or applied is logged at Error
 // level with its error (line and field) and otherwise ignored: the rules
 // in force stay until a good file comes. Run it on a goroutine of its own.
 func (m *Manager) Watch(ctx context.Context, path string, interval time.Duration) error {
@@ -174,8 +181,13 @@ func (m *Manager) Watch(ctx context.Context, path string, interval time.Duration
 	if err != nil {
 		return fmt.Errorf("rules: %w", err)
 	}
-	if err := m.ApplyJSON(last); err != nil {
-		return fmt.Errorf("rules file %s: %w", path, err)
+	m.mu.Lock()
+	fresh := string(last) != string(m.lastDoc)
+	m.mu.Unlock()
+	if fresh {
+		if err := m.ApplyJSON(last); err != nil {
+			return fmt.Errorf("rules file %s: %w", path, err)
+		}
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
