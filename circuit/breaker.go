@@ -43,11 +43,10 @@ type Breaker struct {
 	rampStart     atomic.Int64  // Closed with ramp bit: when the ramp began
 	rampCount     atomic.Uint64 // calls seen by the ramp so far
 
-	cfg     Config // effective
-	clock   metrics.Clock
-	window  *metrics.Rolling
-	slowOn  bool
-	backoff float64 // open-duration multiplier, at least 1
+	// The effective settings, replaced whole by Reconfigure. Read with
+	// cfg(), once per decision, so one decision sees one configuration.
+	settings atomic.Pointer[settings]
+	clock    metrics.Clock
 
 	mu        sync.Mutex
 	since     time.Duration // when the current state was entered
@@ -76,16 +75,13 @@ func New(cfg Config) (*Breaker, error) {
 	}
 	now := eff.Clock.Now()
 	b := &Breaker{
-		cfg:     eff,
 		clock:   eff.Clock,
-		window:  window,
-		slowOn:  eff.SlowCallDuration > 0,
-		backoff: max(eff.BackoffMultiplier, 1),
 		since:   now,
 		openFor: eff.OpenDuration,
 	}
+	b.settings.Store(b.derive(eff, window))
 	b.warmEnd.Store(int64(satAdd(now, eff.WarmUp)))
-	b.health.init(eff)
+	b.health.init()
 	state := Closed
 	if eff.Mode == ForcedOpen {
 		state = Open
@@ -252,11 +248,12 @@ func (b *Breaker) rampAdmit(w word, now time.Duration) bool {
 // is over: RampUp has elapsed or the schedule has reached 1. It may call
 // Config.RampFunc, so it must not be called with b.mu held.
 func (b *Breaker) rampShare(now time.Duration) (float64, bool) {
-	elapsed := now - time.Duration(b.rampStart.Load())
-	if elapsed >= b.cfg.RampUp {
+	c := b.cfg()
+	elapsed := max(now-time.Duration(b.rampStart.Load()), 0)
+	if elapsed >= c.RampUp {
 		return 1, true
 	}
-	if share := b.scheduledShare(max(elapsed, 0)); share < 1 {
+	if share := b.scheduledShare(c, elapsed); share < 1 {
 		return share, false
 	}
 	return 1, true
@@ -268,7 +265,8 @@ func (b *Breaker) rampShare(now time.Duration) (float64, bool) {
 // probe out starts the probe deadline in step with the slot count, and only
 // while the breaker is still in that half-open state.
 func (b *Breaker) acquireProbe(gen uint32, now time.Duration) (ok, stale bool) {
-	limit := uint64(b.cfg.HalfOpenProbes)
+	c := b.cfg()
+	limit := uint64(c.HalfOpenProbes)
 	if p := b.probes.Load(); uint32(p>>genShift) != gen {
 		return false, true
 	} else if p&math.MaxUint32 >= limit {
@@ -283,7 +281,7 @@ func (b *Breaker) acquireProbe(gen uint32, now time.Duration) (ok, stale bool) {
 	case p&math.MaxUint32 >= limit:
 		return false, false
 	case p&math.MaxUint32 == 0:
-		b.halfOpenUntil.Store(int64(satAdd(now, b.cfg.HalfOpenMaxWait)))
+		b.halfOpenUntil.Store(int64(satAdd(now, c.HalfOpenMaxWait)))
 	}
 	b.probes.Store(p + 1)
 	return true, false
@@ -337,12 +335,13 @@ func (p Permit) record(now time.Duration, clocked bool, o Outcome, latency time.
 		if !clocked {
 			now = b.clock.Now()
 		}
+		c := b.cfg()
 		if int64(now) < b.warmEnd.Load() {
 			return
 		}
-		slow := b.add(now, o, latency)
+		slow := c.add(now, o, latency)
 		if p.kind == permitClosed && (o != Success || slow) {
-			b.evaluate(now, p.gen)
+			b.evaluate(c, now, p.gen)
 		}
 	case permitProbe:
 		if o >= Ignored {
@@ -360,7 +359,7 @@ func (p Permit) record(now time.Duration, clocked bool, o Outcome, latency time.
 
 // add counts one outcome (and, if it was slow, a Slow event) in the window,
 // with one bucket lookup, and reports whether it was slow.
-func (b *Breaker) add(now time.Duration, o Outcome, latency time.Duration) bool {
+func (c *settings) add(now time.Duration, o Outcome, latency time.Duration) bool {
 	var events metrics.EventSet
 	switch o {
 	case Success:
@@ -370,31 +369,32 @@ func (b *Breaker) add(now time.Duration, o Outcome, latency time.Duration) bool 
 	case Timeout:
 		events.Add(metrics.Timeout)
 	}
-	slow := b.slowOn && o == Success && latency > b.cfg.SlowCallDuration
+	slow := c.slowOn && o == Success && latency > c.SlowCallDuration
 	if slow {
 		events.Add(metrics.Slow)
 	}
-	b.window.Record(now, events, metrics.NoLatency, metrics.NoLatency)
+	c.window.Record(now, events, metrics.NoLatency, metrics.NoLatency)
 	return slow
 }
 
 // verdict returns the reason to trip for health h, or "" to stay closed.
-func (b *Breaker) verdict(h Health) Reason {
+func (c *settings) verdict(h Health) Reason {
 	switch {
-	case h.Requests < int64(b.cfg.MinRequests):
+	case h.Requests < int64(c.MinRequests):
 		return ""
-	case h.ErrorRatio >= b.cfg.FailureRatio:
+	case h.ErrorRatio >= c.FailureRatio:
 		return ReasonErrorRatio
-	case b.slowOn && h.SlowRatio >= b.cfg.SlowCallRatio:
+	case c.slowOn && h.SlowRatio >= c.SlowCallRatio:
 		return ReasonSlowRatio
 	}
 	return ""
 }
 
-// evaluate trips the closed breaker of generation gen if the window says so.
-// Only a failure, timeout or slow call calls it: a success never trips.
-func (b *Breaker) evaluate(now time.Duration, gen uint32) {
-	reason := b.verdict(healthOf(b.window.Counts(now)))
+// evaluate trips the closed breaker of generation gen if the window of
+// settings c says so. Only a failure, timeout or slow call calls it: a
+// success never trips.
+func (b *Breaker) evaluate(c *settings, now time.Duration, gen uint32) {
+	reason := c.verdict(healthOf(c.window.Counts(now)))
 	if reason == "" {
 		return
 	}
@@ -417,16 +417,16 @@ func (b *Breaker) recordProbe(now time.Duration, gen uint32, o Outcome, latency 
 	if word(b.word.Load()).gen() == gen {
 		b.advanceLocked(now)
 	}
-	if b.releaseProbeLocked(gen) && int64(now) >= b.warmEnd.Load() {
+	if c := b.cfg(); b.releaseProbeLocked(gen) && int64(now) >= b.warmEnd.Load() {
 		w := word(b.word.Load())
-		slow := b.add(now, o, latency)
+		slow := c.add(now, o, latency)
 		switch failed := o != Success || slow; {
-		case failed && b.probeFailedLocked():
+		case failed && b.probeFailedLocked(c):
 			b.transitionLocked(now, Open, w.mode(), ReasonProbeFailed)
-		case !failed && b.probeSucceededLocked():
+		case !failed && b.probeSucceededLocked(c):
 			b.transitionLocked(now, Closed, w.mode(), ReasonProbesSucceeded)
 		case b.probes.Load()&math.MaxUint32 > 0:
-			b.halfOpenUntil.Store(int64(satAdd(now, b.cfg.HalfOpenMaxWait)))
+			b.halfOpenUntil.Store(int64(satAdd(now, c.HalfOpenMaxWait)))
 		}
 	}
 	b.unlockAndEmit()
@@ -468,7 +468,7 @@ func (b *Breaker) SetMode(m Mode) {
 // (permits issued while forced closed are stale), with no ramp-up. The
 // effective state stays closed, so nothing is reported. b.mu must be held.
 func (b *Breaker) restartLocked(now time.Duration, m Mode) {
-	b.window.Reset()
+	b.cfg().window.Reset()
 	b.word.Store(uint64(makeWord(Closed, m, false, word(b.word.Load()).gen()+1)))
 }
 
@@ -487,9 +487,10 @@ func (b *Breaker) State() State {
 	return w.state()
 }
 
-// Config returns the effective configuration (defaults applied). Its Mode is
-// the initial mode; Snapshot tells the current one.
-func (b *Breaker) Config() Config { return b.cfg }
+// Config returns the effective configuration (defaults applied), as of the
+// last Reconfigure. Its Mode is the initial mode; Snapshot tells the
+// current one.
+func (b *Breaker) Config() Config { return b.cfg().Config }
 
 // Snapshot describes a breaker at one instant.
 type Snapshot struct {
@@ -528,6 +529,8 @@ type Snapshot struct {
 	// HealthCheck tells the health check's state; the zero value when
 	// Config.HealthCheck is nil.
 	HealthCheck HealthCheckStatus
+	// ConfigGeneration counts the accepted Reconfigure calls: 0 as created.
+	ConfigGeneration uint64
 }
 
 // Snapshot returns the breaker's current state, progress, health and recent
@@ -538,21 +541,24 @@ func (b *Breaker) Snapshot() Snapshot {
 	b.mu.Lock()
 	b.advanceLocked(now)
 	w := word(b.word.Load())
+	c := b.cfg()
 	s := Snapshot{
-		Name:         b.cfg.Name,
+		Name:         c.Name,
 		State:        w.state(),
 		Mode:         w.mode(),
 		Since:        now - b.since,
 		OpenDuration: b.openFor,
-		ProbesNeeded: b.cfg.HalfOpenSuccesses,
+		ProbesNeeded: c.HalfOpenSuccesses,
 		RampShare:    1,
-		Health:       healthOf(b.window.Counts(now)),
+		Health:       healthOf(c.window.Counts(now)),
 		Transitions:  append([]Transition(nil), b.history...),
 
-		MinRequests:      b.cfg.MinRequests,
-		FailureRatio:     b.cfg.FailureRatio,
-		SlowCallDuration: b.cfg.SlowCallDuration,
-		SlowCallRatio:    b.cfg.SlowCallRatio,
+		MinRequests:      c.MinRequests,
+		FailureRatio:     c.FailureRatio,
+		SlowCallDuration: c.SlowCallDuration,
+		SlowCallRatio:    c.SlowCallRatio,
+
+		ConfigGeneration: c.generation,
 	}
 	if n := len(b.history); n > 0 {
 		s.LastReason = b.history[n-1].Reason

@@ -75,7 +75,7 @@ func TestConcurrentUse(t *testing.T) {
 	var delivering atomic.Bool
 	var mu sync.Mutex
 	var chain []Transition
-	r.b.cfg.OnTransition = func(tr Transition) {
+	r.b.cfg().OnTransition = func(tr Transition) {
 		if !delivering.CompareAndSwap(false, true) {
 			t.Error("OnTransition called concurrently")
 		}

@@ -113,4 +113,10 @@
 // OnTransition is recovered and logged at Error level with its stack; it
 // never reaches the caller and never stops later reports. Snapshot keeps
 // the last 8.
+//
+// Live changes. Reconfigure replaces the configuration of a running breaker
+// after validating it (a rejected one changes nothing): state, mode,
+// deadlines and history stay, the window stays unless its shape changes.
+// The effective settings sit behind one atomic pointer, so Allow on a
+// closed breaker still reads only its state word.
 package circuit

@@ -83,21 +83,19 @@ func (c Config) validateHealthCheck(e Config) error {
 }
 
 // init prepares the checker for the effective configuration cfg.
-func (h *healthChecker) init(cfg Config) {
-	if cfg.HealthCheck != nil {
-		h.ctx, h.cancel = context.WithCancel(context.Background())
-	}
+func (h *healthChecker) init() {
+	h.ctx, h.cancel = context.WithCancel(context.Background())
 }
 
 // healthStatus returns the checker's part of a Snapshot.
 func (b *Breaker) healthStatus() HealthCheckStatus {
 	h := &b.health
-	if b.cfg.HealthCheck == nil {
+	if b.cfg().HealthCheck == nil {
 		return HealthCheckStatus{}
 	}
 	s := HealthCheckStatus{
 		Enabled:  true,
-		Interval: b.cfg.HealthCheckInterval,
+		Interval: b.cfg().HealthCheckInterval,
 		Checks:   h.checks.Load(),
 		Failures: h.failures.Load(),
 	}
@@ -112,7 +110,7 @@ func (b *Breaker) healthStatus() HealthCheckStatus {
 // b.mu must be held.
 func (b *Breaker) startHealthCheckLocked(m Mode) {
 	h := &b.health
-	if b.cfg.HealthCheckInterval <= 0 || m.forced() || h.running || h.closed {
+	if b.cfg().HealthCheckInterval <= 0 || m.forced() || h.running || h.closed {
 		return
 	}
 	h.running = true
@@ -127,7 +125,7 @@ func (b *Breaker) startHealthCheckLocked(m Mode) {
 func (b *Breaker) healthLoop() {
 	h := &b.health
 	defer h.wg.Done()
-	timer := time.NewTimer(b.cfg.HealthCheckInterval)
+	timer := time.NewTimer(b.cfg().HealthCheckInterval)
 	defer timer.Stop()
 	for {
 		select {
@@ -149,7 +147,7 @@ func (b *Breaker) healthLoop() {
 		b.unlockAndEmit()
 		// A skipped check (a CheckHealth call running) waits for the next tick.
 		_ = b.CheckHealth(h.ctx)
-		timer.Reset(b.cfg.HealthCheckInterval)
+		timer.Reset(b.cfg().HealthCheckInterval)
 	}
 }
 
@@ -171,7 +169,7 @@ func (b *Breaker) checkableLocked() bool {
 // simulation or test calls it every interval itself.
 func (b *Breaker) CheckHealth(ctx context.Context) error {
 	h := &b.health
-	if b.cfg.HealthCheck == nil {
+	if b.cfg().HealthCheck == nil {
 		return fmt.Errorf("%w: no HealthCheck configured", ErrHealthCheckSkipped)
 	}
 	if !h.busy.CompareAndSwap(false, true) {
@@ -184,7 +182,7 @@ func (b *Breaker) CheckHealth(ctx context.Context) error {
 	ok, gen := b.checkableLocked(), word(b.word.Load()).gen()
 	b.unlockAndEmit()
 	if !ok {
-		return fmt.Errorf("%w: breaker %q is not open", ErrHealthCheckSkipped, b.cfg.Name)
+		return fmt.Errorf("%w: breaker %q is not open", ErrHealthCheckSkipped, b.cfg().Name)
 	}
 	err := b.runCheck(ctx)
 	h.checks.Add(1)
@@ -192,7 +190,7 @@ func (b *Breaker) CheckHealth(ctx context.Context) error {
 		h.failures.Add(1)
 		msg := err.Error()
 		h.lastErr.Store(&msg)
-		return fmt.Errorf("%w: breaker %q: %w", ErrHealthCheckFailed, b.cfg.Name, err)
+		return fmt.Errorf("%w: breaker %q: %w", ErrHealthCheckFailed, b.cfg().Name, err)
 	}
 	h.lastErr.Store(nil)
 	now = b.clock.Now()
@@ -208,17 +206,17 @@ func (b *Breaker) CheckHealth(ctx context.Context) error {
 // runCheck calls the health check with its timeout, turning a panic into
 // an error (logged at Error level with its stack).
 func (b *Breaker) runCheck(ctx context.Context) (err error) {
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.HealthCheckTimeout)
+	ctx, cancel := context.WithTimeout(ctx, b.cfg().HealthCheckTimeout)
 	defer cancel()
 	defer func() {
 		if v := recover(); v != nil {
 			stack := string(debug.Stack())
-			b.cfg.Logger.LogAttrs(context.Background(), slog.LevelError, "circuit breaker HealthCheck panicked",
-				slog.String("breaker", b.cfg.Name), slog.Any("panic", v), slog.String("stack", stack))
+			b.cfg().Logger.LogAttrs(context.Background(), slog.LevelError, "circuit breaker HealthCheck panicked",
+				slog.String("breaker", b.cfg().Name), slog.Any("panic", v), slog.String("stack", stack))
 			err = fmt.Errorf("panic: %v", v)
 		}
 	}()
-	return b.cfg.HealthCheck(ctx)
+	return b.cfg().HealthCheck(ctx)
 }
 
 // Close stops the breaker's health checks: it cancels a check in

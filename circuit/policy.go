@@ -84,27 +84,27 @@ func (c Config) validateRamp(e Config) error {
 
 // scheduledShare returns the share the ramp schedule admits elapsed
 // (>= 0, < RampUp) after the ramp began; 1 or more means the ramp is over.
-func (b *Breaker) scheduledShare(elapsed time.Duration) float64 {
-	floor := b.cfg.RampUpFloor
+func (b *Breaker) scheduledShare(c *settings, elapsed time.Duration) float64 {
+	floor := c.RampUpFloor
 	switch {
-	case b.cfg.RampFunc != nil:
-		return b.userShare(elapsed)
-	case b.cfg.RampSchedule == RampDoubling:
-		return floor * math.Exp2(float64(elapsed/b.cfg.RampDoublingInterval))
+	case c.RampFunc != nil:
+		return b.userShare(c, elapsed)
+	case c.RampSchedule == RampDoubling:
+		return floor * math.Exp2(float64(elapsed/c.RampDoublingInterval))
 	}
-	return floor + (1-floor)*float64(elapsed)/float64(b.cfg.RampUp)
+	return floor + (1-floor)*float64(elapsed)/float64(c.RampUp)
 }
 
 // userShare returns RampFunc(elapsed), or 1 (the ramp ends) when it panics
 // or returns a share outside (0, 1]; either is logged at Error level.
-func (b *Breaker) userShare(elapsed time.Duration) float64 {
-	s, err := callRampFunc(b.cfg.RampFunc, elapsed)
+func (b *Breaker) userShare(c *settings, elapsed time.Duration) float64 {
+	s, err := callRampFunc(c.RampFunc, elapsed)
 	if err == nil && !inUnit(s) {
 		err = fmt.Errorf("share %v is not in (0, 1]", s)
 	}
 	if err != nil {
-		b.cfg.Logger.LogAttrs(context.Background(), slog.LevelError, "circuit breaker RampFunc failed; ramp-up ended",
-			slog.String("breaker", b.cfg.Name), slog.Duration("elapsed", elapsed), slog.Any("error", err))
+		c.Logger.LogAttrs(context.Background(), slog.LevelError, "circuit breaker RampFunc failed; ramp-up ended",
+			slog.String("breaker", c.Name), slog.Duration("elapsed", elapsed), slog.Any("error", err))
 		return 1
 	}
 	return s
@@ -122,21 +122,21 @@ func callRampFunc(f func(time.Duration) float64, elapsed time.Duration) (s float
 }
 
 // probeFailedLocked counts a failed probe and reports whether it is the
-// HalfOpenFailures-th in a row, which reopens the breaker. It ends the run
+// HalfOpenFailures-th in a row (of settings c), which reopens the breaker. It ends the run
 // of successes. b.mu must be held.
-func (b *Breaker) probeFailedLocked() bool {
+func (b *Breaker) probeFailedLocked(c *settings) bool {
 	b.successes = 0
 	b.failures++
-	return b.failures >= b.cfg.HalfOpenFailures
+	return b.failures >= c.HalfOpenFailures
 }
 
 // probeSucceededLocked counts a successful probe and reports whether it is
 // the HalfOpenSuccesses-th in a row, which closes the breaker. It ends the
 // run of failures. b.mu must be held.
-func (b *Breaker) probeSucceededLocked() bool {
+func (b *Breaker) probeSucceededLocked(c *settings) bool {
 	b.failures = 0
 	b.successes++
-	return b.successes >= b.cfg.HalfOpenSuccesses
+	return b.successes >= c.HalfOpenSuccesses
 }
 
 // WarmUp starts a warm-up of d from now: outcomes recorded before now+d

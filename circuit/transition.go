@@ -62,21 +62,22 @@ func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason R
 		return
 	}
 	gen := old.gen() + 1
-	health := healthOf(b.window.Counts(now))
+	c := b.cfg()
+	health := healthOf(c.window.Counts(now))
 	b.since = now
 	ramp := false
 	switch to {
 	case Closed:
-		b.window.Reset()
-		b.openFor = b.cfg.OpenDuration
-		if b.cfg.RampUp > 0 && !m.forced() {
+		c.window.Reset()
+		b.openFor = c.OpenDuration
+		if c.RampUp > 0 && !m.forced() {
 			ramp = true
 			b.rampStart.Store(int64(now))
 			b.rampCount.Store(0)
 		}
 	case Open:
 		if from == HalfOpen && reason != ReasonForced {
-			b.openFor = min(satMul(b.openFor, b.backoff), b.cfg.MaxOpenDuration)
+			b.openFor = min(satMul(b.openFor, c.backoff), c.MaxOpenDuration)
 		}
 		b.openUntil.Store(int64(satAdd(now, b.openFor)))
 		b.startHealthCheckLocked(m)
@@ -87,7 +88,7 @@ func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason R
 	}
 	b.word.Store(uint64(makeWord(to, m, ramp, gen)))
 	t := Transition{
-		Name:         b.cfg.Name,
+		Name:         c.Name,
 		From:         from,
 		To:           to,
 		Reason:       reason,
@@ -142,7 +143,8 @@ func (b *Breaker) unlockAndEmit() {
 // report logs one transition and passes it to OnTransition. It runs without
 // b.mu held.
 func (b *Breaker) report(t Transition) {
-	b.cfg.Logger.LogAttrs(context.Background(), slog.LevelInfo, "circuit breaker transition",
+	c := b.cfg()
+	c.Logger.LogAttrs(context.Background(), slog.LevelInfo, "circuit breaker transition",
 		slog.String("breaker", t.Name),
 		slog.String("from", t.From.String()),
 		slog.String("to", t.To.String()),
@@ -155,19 +157,19 @@ func (b *Breaker) report(t Transition) {
 		slog.Float64("slow_ratio", t.Health.SlowRatio),
 		slog.Duration("open_duration", t.OpenDuration),
 	)
-	if b.cfg.OnTransition != nil {
-		b.deliver(t)
+	if c.OnTransition != nil {
+		b.deliver(c, t)
 	}
 }
 
-// deliver passes t to OnTransition. A panic there is recovered and logged at
+// deliver passes t to the OnTransition of settings c. A panic there is recovered and logged at
 // Error level with its value and stack: an observer's bug must neither reach
 // the caller of Allow, Record or SetMode nor keep later transitions from
 // being reported.
-func (b *Breaker) deliver(t Transition) {
+func (b *Breaker) deliver(c *settings, t Transition) {
 	defer func() {
 		if v := recover(); v != nil {
-			b.cfg.Logger.LogAttrs(context.Background(), slog.LevelError, "circuit breaker OnTransition panicked",
+			c.Logger.LogAttrs(context.Background(), slog.LevelError, "circuit breaker OnTransition panicked",
 				slog.String("breaker", t.Name),
 				slog.String("from", t.From.String()),
 				slog.String("to", t.To.String()),
@@ -177,5 +179,5 @@ func (b *Breaker) deliver(t Transition) {
 			)
 		}
 	}()
-	b.cfg.OnTransition(t)
+	c.OnTransition(t)
 }

@@ -160,6 +160,14 @@
 // makes no allocation; PERFORMANCE.md, at the repository's root, says what
 // each path costs and how it is measured.
 //
+// # Live changes
+//
+// Group.Reconfigure and Group.ReconfigureCommand change a running group's
+// bulkhead size, timeouts, fallback limit, breakers and per-command
+// settings, validated first and applied to the next call; Preset returns
+// ready-made configs (L1/L2/L3 tiers, strong, never-degrade); package
+// [github.com/bulwark-go/bulwark/rules] applies them from a watched file.
+//
 // # Closing
 //
 // Registry.Close is final: it closes every group, then NewGroup and

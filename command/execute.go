@@ -66,8 +66,9 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 		return v, err
 	}
 	c := commandOf[T](g, cmd, name)
+	cs := c.settings.Load()
 	if timeout == 0 {
-		timeout = c.timeout
+		timeout = cs.timeout
 	}
 	info.Command, info.Group = c.name, g.name
 	t0 := g.clock.Now()
@@ -107,7 +108,7 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 	info.Events.Add(r.event)
 	switch r.event {
 	case metrics.Success:
-		if g.cfg.SlowCallDuration > 0 && r.run > g.cfg.SlowCallDuration {
+		if cs.slowCall > 0 && r.run > cs.slowCall {
 			info.Events.Add(metrics.Slow)
 		}
 	case metrics.BadRequest:
@@ -326,7 +327,7 @@ func (p *poolCall[T, C]) recycle(c *commandState) {
 func (p *poolCall[T, C]) run(ctx context.Context) {
 	c := p.c
 	g := c.group
-	if g.cfg.QueueSize > 0 {
+	if g.cfg().QueueSize > 0 {
 		p.start = g.clock.Now()
 	}
 	g.metrics.ObserveMax(p.start, g.hot.running.Add(1))
@@ -412,11 +413,12 @@ func (g *Group) recoverHook(hook string) {
 }
 
 // fallback serves the command's fallback for the failed call e, under the
-// group's fallback limit, and notes the fallback event in info.
+// group's fallback limit, and notes the fallback event in info. In a
+// NoFallback group it serves none, as for a command without a fallback.
 func fallback[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, e *Error, info *Info) (T, error) {
 	var zero T
 	fb, ok := FallbackOf[T](any(*cmd))
-	if !ok {
+	if !ok || g.cfg().NoFallback {
 		info.Events.Add(metrics.FallbackMissing)
 		e.FallbackErr = ErrFallbackMissing
 		return zero, e

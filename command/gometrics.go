@@ -53,6 +53,7 @@ func groupMetrics(g *Group) map[string]any {
 		p + ".bulkhead.completed": counterFunc(func() int64 { return stats().Completed }),
 		p + ".bulkhead.rejected":  counterFunc(func() int64 { return stats().Rejected }),
 		p + ".circuit.state":      gometrics.NewFunctionalGauge(func() int64 { return int64(g.breaker.State()) }),
+		p + ".config.generation":  counterFunc(func() int64 { return int64(g.cfg().generation) }),
 	}
 }
 

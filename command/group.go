@@ -130,9 +130,19 @@ type GroupConfig struct {
 	// default P3 at 1 minute, P2 at 10, P1 at 30) and a degraded-rate
 	// alarm per command; see AlertConfig. Default: off.
 	Alerts AlertConfig
+	// NoFallback makes the group fail loudly: Execute never calls a
+	// command's Fallback, so every FAILURE, TIMEOUT, rejection or
+	// short-circuit reaches the caller as an error (with FALLBACK_MISSING,
+	// as for a command without one) and no value is ever degraded. For
+	// writes that must never "succeed" by fallback (payments); see
+	// PresetNeverDegrade. Default false.
+	NoFallback bool
 }
 
-// CommandConfig holds the settings of one command name in a group.
+// CommandConfig holds the settings of one command name in a group. Its zero
+// value means "as the group": each field overrides the group's setting for
+// this command only, so one slow method does not force its siblings'
+// settings.
 type CommandConfig struct {
 	// Timeout overrides the group's timeout for this command. Default: the
 	// group's; NoTimeout disables it.
@@ -140,6 +150,15 @@ type CommandConfig struct {
 	// ProbeClassifier overrides the group's ProbeClassifier for this
 	// command's calls. Default: the group's.
 	ProbeClassifier func(err error) circuit.Outcome
+	// Breaker, if set, configures this command's breaker instead of the
+	// group's CommandBreaker template. Its Clock and Mode must be unset (the
+	// command breakers all use CommandBreaker's); a nil Logger or
+	// OnTransition takes the template's.
+	Breaker *circuit.Config
+	// SlowCallDuration overrides, for this command, the threshold above
+	// which a success also emits SLOW. Default: Breaker.SlowCallDuration
+	// when Breaker is set and has one, else the group's SlowCallDuration.
+	SlowCallDuration time.Duration
 }
 
 // WithDefaults returns c with every zero field replaced by its default: the
@@ -206,11 +225,24 @@ func (c GroupConfig) Validate() error {
 		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Commands)) {
-		switch t := c.Commands[name].Timeout; {
+		cc := c.Commands[name]
+		switch t := cc.Timeout; {
 		case name == "":
 			return bad("Commands: a command name must not be empty")
 		case t < 0 && t != NoTimeout:
 			return bad("Commands[%q].Timeout %v must not be negative (NoTimeout disables it)", name, t)
+		case cc.SlowCallDuration < 0:
+			return bad("Commands[%q].SlowCallDuration %v must not be negative", name, cc.SlowCallDuration)
+		case cc.Breaker != nil && cc.Breaker.Clock != nil:
+			return bad("Commands[%q].Breaker.Clock must be nil: command breakers use CommandBreaker.Clock", name)
+		case cc.Breaker != nil && cc.Breaker.Mode != circuit.Normal:
+			return bad("Commands[%q].Breaker.Mode %v must be unset: command breakers start in CommandBreaker.Mode (SetMode changes one)",
+				name, cc.Breaker.Mode)
+		}
+		if cc.Breaker != nil {
+			if err := cc.Breaker.Validate(); err != nil {
+				return fmt.Errorf("%w: Commands[%q].Breaker: %w", ErrInvalidConfig, name, err)
+			}
 		}
 	}
 	return nil
@@ -223,7 +255,7 @@ func (c GroupConfig) Validate() error {
 type Group struct {
 	name     string
 	reg      *Registry
-	cfg      GroupConfig // effective
+	live     atomic.Pointer[liveConfig] // the effective config; replaced whole by Reconfigure
 	clock    metrics.Clock
 	logger   *slog.Logger
 	pool     *isolation.Pool      // Thread strategy
@@ -232,14 +264,13 @@ type Group struct {
 	breaker  *circuit.Breaker
 	metrics  *metrics.Rolling // Max only: peak running (counts are the commands', see window)
 	rejected metrics.Event    // ThreadPoolRejected or SemaphoreRejected
-	cmdCfg   circuit.Config   // CommandBreaker with Clock and Logger set
 
 	// breakerAt and cmdBreakerAt say that the group's breaker and the
 	// commands' breakers read the group's clock (their config set none), so
 	// Execute hands them its own readings instead of letting them read.
 	breakerAt, cmdBreakerAt bool
 
-	mu       sync.Mutex                   // serialises command creation and Close
+	mu       sync.Mutex                   // serialises command creation, Reconfigure and Close
 	commands atomic.Pointer[commandTable] // copy on write: lookups take no lock
 	closed   atomic.Bool                  // set (under mu) by Close, before the bulkhead closes
 
@@ -291,17 +322,15 @@ func (t *commandTable) typeEntry(typ reflect.Type) *typeEntry {
 
 // commandState is one command name of a group: its breaker and metrics.
 type commandState struct {
-	name    string
-	group   *Group
-	timeout time.Duration
-	breaker *circuit.Breaker
-	metrics *metrics.Rolling
-	calls   sync.Pool // free *poolCall[T, C] (Thread strategy), of the latest use's types
-	hot     commandCounters
+	name     string
+	group    *Group
+	settings atomic.Pointer[commandSettings] // replaced by Reconfigure
+	breaker  *circuit.Breaker
+	metrics  *metrics.Rolling
+	calls    sync.Pool // free *poolCall[T, C] (Thread strategy), of the latest use's types
+	hot      commandCounters
 
-	// probeClassifier judges failed probes; nil: as any call.
-	probeClassifier func(err error) circuit.Outcome
-	errors          *errorRing // last errors, for alerts; nil: alerts off
+	errors *errorRing // last errors, for alerts; nil: alerts off
 }
 
 // commandCounters are the counters every call of a command writes, on cache
@@ -324,9 +353,9 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = r.logger
 	}
-	g := &Group{name: name, reg: r, cfg: cfg, clock: r.clock, logger: cfg.Logger,
+	g := &Group{name: name, reg: r, clock: r.clock, logger: cfg.Logger,
 		breakerAt: cfg.Breaker.Clock == nil, cmdBreakerAt: cfg.CommandBreaker.Clock == nil}
-	g.cmdCfg = g.breakerConfig(cfg.CommandBreaker, "")
+	g.live.Store(&liveConfig{GroupConfig: cfg, changed: r.clock.Now()})
 	var err error
 	if g.breaker, err = circuit.New(g.breakerConfig(cfg.Breaker, name)); err != nil {
 		return nil, err
@@ -369,8 +398,9 @@ func (g *Group) breakerConfig(c circuit.Config, name string) circuit.Config {
 // Name returns the group's name.
 func (g *Group) Name() string { return g.name }
 
-// Config returns the group's effective configuration (defaults applied).
-func (g *Group) Config() GroupConfig { return g.cfg }
+// Config returns the group's effective configuration (defaults applied), as
+// of the last Reconfigure.
+func (g *Group) Config() GroupConfig { return g.cfg().GroupConfig }
 
 // Breaker returns the group-level breaker, for instance to force it open or
 // closed with SetMode.
@@ -481,6 +511,11 @@ func hookMismatches[T any](typ reflect.Type, cmd any) []string {
 func (g *Group) addCommand(name string) *commandState {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.addCommandLocked(name)
+}
+
+// addCommandLocked is addCommand with g.mu held.
+func (g *Group) addCommandLocked(name string) *commandState {
 	old := g.commands.Load()
 	if c := old.byName[name]; c != nil {
 		return c
@@ -492,14 +527,14 @@ func (g *Group) addCommand(name string) *commandState {
 	if next.byName == nil {
 		next.byName = map[string]*commandState{}
 	}
-	if len(next.byName) < g.cfg.MaxCommands {
+	if len(next.byName) < g.cfg().MaxCommands {
 		c := g.newCommand(name)
 		next.byName[name] = c
 		g.commands.Store(next)
 		return c
 	}
 	g.logger.Warn("bulwark: group has MaxCommands command names; new names run as "+OverflowCommand,
-		slog.String("group", g.name), slog.Int("max_commands", g.cfg.MaxCommands), slog.String("name", name))
+		slog.String("group", g.name), slog.Int("max_commands", g.cfg().MaxCommands), slog.String("name", name))
 	if next.overflow = next.byName[OverflowCommand]; next.overflow == nil {
 		next.overflow = g.newCommand(OverflowCommand)
 		next.byName[OverflowCommand] = next.overflow
@@ -509,27 +544,22 @@ func (g *Group) addCommand(name string) *commandState {
 }
 
 // newCommand creates a command's breaker, metrics and exported gauges. The
-// configs were validated by NewGroup, so creation cannot fail; a go-metrics
-// name clash only costs the export and is logged.
+// configs were validated by NewGroup (or Reconfigure), so creation cannot
+// fail; a go-metrics name clash only costs the export and is logged. g.mu
+// is held.
 func (g *Group) newCommand(name string) *commandState {
-	c := &commandState{name: name, group: g, timeout: g.cfg.Timeout, probeClassifier: g.cfg.ProbeClassifier}
-	if cc, ok := g.cfg.Commands[name]; ok && cc.Timeout != 0 {
-		c.timeout = cc.Timeout
-	}
-	if cc, ok := g.cfg.Commands[name]; ok && cc.ProbeClassifier != nil {
-		c.probeClassifier = cc.ProbeClassifier
-	}
+	cfg := g.cfg()
+	c := &commandState{name: name, group: g}
+	c.settings.Store(cfg.commandSettings(name))
 	if a := g.alerts; a != nil {
 		c.errors = newErrorRing(a.cfg.ErrorSamples, a.cfg.ErrorSampleLen)
 	}
-	bc := g.cmdCfg
-	bc.Name = g.name + "/" + name
 	var err error
-	if c.breaker, err = circuit.New(bc); err != nil {
+	if c.breaker, err = circuit.New(g.commandBreakerConfig(&cfg.GroupConfig, name)); err != nil {
 		panic(fmt.Sprintf("command: breaker of validated config refused: %v", err))
 	}
 	g.inheritWarmUp(c.breaker)
-	if c.metrics, err = metrics.NewRolling(g.cfg.Window, metrics.CountsAndLatencies); err != nil {
+	if c.metrics, err = metrics.NewRolling(cfg.Window, metrics.CountsAndLatencies); err != nil {
 		panic(fmt.Sprintf("command: window of validated config refused: %v", err))
 	}
 	if !g.closed.Load() {
@@ -579,13 +609,17 @@ func (g *Group) closeBulkhead(ctx context.Context) error {
 // Snapshot describes the group and its commands now.
 func (g *Group) Snapshot() GroupSnapshot {
 	now := g.clock.Now()
+	cfg := g.cfg()
 	s := GroupSnapshot{
 		Name:          g.name,
-		Strategy:      g.cfg.Strategy,
-		Timeout:       g.cfg.Timeout,
-		FallbackLimit: g.cfg.FallbackLimit,
+		Strategy:      cfg.Strategy,
+		Timeout:       cfg.Timeout,
+		FallbackLimit: cfg.FallbackLimit,
 		Breaker:       g.breaker.Snapshot(),
 		Metrics:       g.metrics.Snapshot(now),
+
+		ConfigGeneration: cfg.generation,
+		ConfigAge:        now - cfg.changed,
 	}
 	if g.alerts != nil {
 		s.AlertTier = g.alerts.tierOf(g.breaker)
@@ -631,7 +665,7 @@ func (c *commandState) snapshot(now time.Duration) CommandSnapshot {
 		Group:    c.group.name,
 		InFlight: c.hot.inFlight.Load(),
 		Detached: c.hot.detached.Load(),
-		Timeout:  c.timeout,
+		Timeout:  c.settings.Load().timeout,
 		Breaker:  c.breaker.Snapshot(),
 		Metrics:  c.metrics.Snapshot(now),
 	}

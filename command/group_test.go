@@ -322,6 +322,9 @@ func TestGoMetricsExport(t *testing.T) {
 
 	g.Breaker().SetMode(circuit.ForcedOpen)
 	assert.Equal(t, int64(circuit.Open), gauge("group.users.circuit.state"))
+	assert.Zero(t, counter("group.users.config.generation"))
+	require.NoError(t, g.Reconfigure(g.Config()))
+	assert.Equal(t, int64(1), counter("group.users.config.generation"))
 
 	require.NoError(t, reg.Close(ctx))
 	n := 0

@@ -113,11 +113,12 @@ func (g *Group) isBadRequest(err error) (bad bool) {
 	if IsBadRequest(err) {
 		return true
 	}
-	if g.cfg.IsBadRequest == nil {
+	isBad := g.cfg().IsBadRequest
+	if isBad == nil {
 		return false
 	}
 	defer g.recoverHook("IsBadRequest")
-	return g.cfg.IsBadRequest(err)
+	return isBad(err)
 }
 
 // lateErr is the cause of a call whose Run returned after runCtx ended:

@@ -38,8 +38,8 @@ func probeContext(ctx context.Context) context.Context {
 // for an Ignored probe) to info.
 func (c *commandState) judgeProbe(gp, cp circuit.Permit, o circuit.Outcome, err error, info *Info) (gout, cout circuit.Outcome) {
 	judged := o
-	if o == circuit.Failure && c.probeClassifier != nil {
-		judged = c.classifyProbe(err)
+	if classify := c.settings.Load().probeClassifier; o == circuit.Failure && classify != nil {
+		judged = c.classifyProbe(classify, err)
 	}
 	info.Events.Add(metrics.Probe)
 	switch judged {
@@ -58,13 +58,13 @@ func (c *commandState) judgeProbe(gp, cp circuit.Permit, o circuit.Outcome, err 
 	return gout, cout
 }
 
-// classifyProbe runs the ProbeClassifier on a failed probe's error. A panic
+// classifyProbe runs the ProbeClassifier classify on a failed probe's error. A panic
 // in it, or an outcome it has no business returning, leaves the probe a
 // failure and is logged at Error level.
-func (c *commandState) classifyProbe(err error) (o circuit.Outcome) {
+func (c *commandState) classifyProbe(classify func(error) circuit.Outcome, err error) (o circuit.Outcome) {
 	o = circuit.Failure
 	defer c.group.recoverHook("ProbeClassifier")
-	judged := c.probeClassifier(err)
+	judged := classify(err)
 	if judged > circuit.Ignored {
 		c.group.logger.Error("bulwark: ProbeClassifier returned an unknown outcome; the probe counts as a failure",
 			slog.String("group", c.group.name), slog.String("command", c.name), slog.String("outcome", judged.String()))

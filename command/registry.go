@@ -100,6 +100,7 @@ func (r *Registry) Logger() *slog.Logger {
 //	group.<group>.bulkhead.active|queued|detached|capacity   gauges
 //	group.<group>.bulkhead.completed|rejected   counters
 //	group.<group>.circuit.state                 gauge: 0 closed, 1 open, 2 half-open
+//	group.<group>.config.generation             counter: accepted Reconfigure calls
 //	command.<group>.<command>.<window>          the command's counts and latencies
 //	command.<group>.<command>.inflight          gauge
 //	command.<group>.<command>.circuit.state     gauge
@@ -169,7 +170,7 @@ func (r *Registry) create(name string, cfg GroupConfig) (*Group, error) {
 		return nil, errors.Join(err, g.closeBulkhead(context.Background()))
 	}
 	r.groups[name] = g
-	for _, cmd := range slices.Sorted(maps.Keys(g.cfg.Commands)) {
+	for _, cmd := range slices.Sorted(maps.Keys(g.cfg().Commands)) {
 		g.addCommand(cmd)
 	}
 	g.startAlerts()

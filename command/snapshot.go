@@ -46,6 +46,12 @@ type GroupSnapshot struct {
 	// AlertTier is the alert tier the group's breaker has reached in its
 	// current outage (see AlertConfig); "" when none or alerts are off.
 	AlertTier string
+
+	// ConfigGeneration counts the group's accepted Reconfigure calls: 0 as
+	// created. ConfigAge is the time since the last one (since creation
+	// while ConfigGeneration is 0).
+	ConfigGeneration uint64
+	ConfigAge        time.Duration
 }
 
 // CommandSnapshot describes one command (a command name within a group).

@@ -2,8 +2,11 @@ package dashboard
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/bulwark-go/bulwark/command"
 )
 
 // StreamPath is where the handler of New serves the stream.
@@ -13,24 +16,44 @@ const StreamPath = "/hystrix.stream"
 // any path ending in StreamPath, the page everywhere else. It is what New
 // returns; mount it at a path ending in "/" (with http.StripPrefix or not).
 type Handler struct {
-	page   http.Handler
-	stream *Stream
+	page    http.Handler
+	stream  *Stream
+	control http.Handler // nil: no control endpoint
 }
 
 // New returns a handler that serves the dashboard page at "/" and the
-// hystrix.stream of src at "/hystrix.stream". It fails, wrapping
-// ErrInvalidConfig, if cfg is invalid. To mount the page and the stream
-// apart, use NewPage and NewStream.
+// hystrix.stream of src at "/hystrix.stream". With cfg.Control.Token set
+// (and src a *command.Registry) it also serves the control endpoint at
+// "/control" and the page offers controls to whoever enters the token. It
+// fails, wrapping ErrInvalidConfig, if cfg is invalid. To mount the page
+// and the stream apart, use NewPage and NewStream (and NewControl).
 func New(src Source, cfg Config) (*Handler, error) {
+	if err := cfg.Control.Validate(); err != nil {
+		return nil, err
+	}
 	stream, err := NewStream(src, cfg)
 	if err != nil {
 		return nil, err
 	}
-	page, err := NewPage(PageConfig{StreamURL: DefaultStreamURL})
-	if err != nil {
+	h := &Handler{stream: stream}
+	pc := PageConfig{StreamURL: DefaultStreamURL}
+	if cfg.Control.Token != "" {
+		reg, ok := src.(*command.Registry)
+		if !ok {
+			return nil, fmt.Errorf("%w: Control needs a *command.Registry as the source, not %T", ErrInvalidConfig, src)
+		}
+		if cfg.Control.Logger == nil {
+			cfg.Control.Logger = cfg.Logger
+		}
+		if h.control, err = NewControl(reg, cfg.Control); err != nil {
+			return nil, err
+		}
+		pc.ControlURL = strings.TrimPrefix(ControlPath, "/")
+	}
+	if h.page, err = NewPage(pc); err != nil {
 		return nil, err
 	}
-	return &Handler{page: page, stream: stream}, nil
+	return h, nil
 }
 
 // Stream returns the stream handler New built, for its Clients count.
@@ -43,6 +66,10 @@ func (h *Handler) Close(ctx context.Context) error { return h.stream.Close(ctx) 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasSuffix(r.URL.Path, StreamPath) {
 		h.stream.ServeHTTP(w, r)
+		return
+	}
+	if h.control != nil && strings.HasSuffix(r.URL.Path, ControlPath) {
+		h.control.ServeHTTP(w, r)
 		return
 	}
 	h.page.ServeHTTP(w, r)

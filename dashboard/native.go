@@ -183,6 +183,9 @@ type bulwarkGroup struct {
 	FallbackLimit   int    `json:"fallbackLimit"`
 	breaker
 	AlertTier string `json:"alertTier"` // the group breaker's alert tier; "" for none
+
+	ConfigGeneration uint64 `json:"configGeneration"` // accepted Reconfigure calls
+	ConfigAgeMs      int64  `json:"configAgeMs"`      // since the last one (or creation)
 }
 
 func (e *bulwarkGroup) fill(now int64, g *command.GroupSnapshot) {
@@ -207,6 +210,8 @@ func (e *bulwarkGroup) fill(now int64, g *command.GroupSnapshot) {
 	e.FallbackLimit = g.FallbackLimit
 	e.breaker.fill(now, &g.Breaker)
 	e.AlertTier = g.AlertTier
+	e.ConfigGeneration = g.ConfigGeneration
+	e.ConfigAgeMs = ms(g.ConfigAge)
 }
 
 // timeoutMs is a timeout in ms; a timeout that is off reads 0.

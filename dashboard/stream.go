@@ -100,6 +100,9 @@ type Config struct {
 	// BulwarkQueue (durable.Replayer.StreamEvent). It runs on the stream's
 	// goroutine: it must be quick, returning values already computed.
 	Extra func() []any
+	// Control enables the control endpoint of New (see NewControl) when
+	// its Token is set; off by default. NewStream ignores it.
+	Control ControlConfig
 }
 
 // WithDefaults returns c with every zero field replaced by its default: the

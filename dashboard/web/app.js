@@ -17,6 +17,8 @@
   const ui = {
     sort: 'error',
     filter: '',
+    controlURL: '', // the control endpoint; '' when the server offers none
+    token: '', // the control token, once the endpoint accepted it (memory only)
   };
 
   // ---- stream URL -------------------------------------------------------
@@ -368,6 +370,10 @@
   function renderCommand(c, now) {
     if (!c.tile) c.tile = buildCommandTile(c);
     const t = c.tile;
+    if (ui.token && !t.controls) {
+      t.controls = controlRow(c.group, c.name);
+      t.root.append(t.controls);
+    }
     const h = c.h;
     const n = c.n;
     const key = circuit(n, h);
@@ -487,7 +493,8 @@
     t.since = el('span', 'since');
     t.policy = el('span', 'policy');
     circ.append(el('span', 'k', 'group breaker'), t.state, t.since, t.policy);
-    t.root.append(title, gauge, grid, circ);
+    t.config = el('div', 'config');
+    t.root.append(title, gauge, grid, circ, t.config);
     return t;
   }
 
@@ -544,6 +551,95 @@
     setAttr(t.state, 'data-state', n ? key : '');
     setText(t.since, n ? circuitDetail(n).slice(0, 2).filter(Boolean).join(' · ') : '');
     setText(t.policy, policyDetail(n));
+    setText(t.config, n && n.configGeneration !== undefined
+      ? 'config gen ' + fmtInt(n.configGeneration) + ' · changed ' + fmtDur(n.configAgeMs) + ' ago' : '');
+    if (ui.token && !t.controls) {
+      t.controls = controlRow(p.name, '');
+      t.root.append(t.controls);
+    }
+  }
+
+  // ---- controls (only with a control endpoint and its token) -------------
+
+  const ACTIONS = [
+    ['force-open', 'Force open'],
+    ['force-closed', 'Force closed'],
+    ['normal', 'Normal'],
+    ['reset', 'Reset'],
+  ];
+
+  function controlRow(group, command) {
+    const row = el('div', 'controls');
+    for (const [action, label] of ACTIONS) {
+      const b = el('button', 'control', label);
+      b.type = 'button';
+      b.setAttribute('data-action', action);
+      b.addEventListener('click', () => control({ action, group, command }));
+      row.append(b);
+    }
+    return row;
+  }
+
+  function setControlStatus(text, bad) {
+    const s = document.getElementById('control-status');
+    setText(s, text);
+    s.classList.toggle('bad', !!bad);
+  }
+
+  async function control(req, token) {
+    token = token || ui.token;
+    let res;
+    try {
+      res = await fetch(ui.controlURL, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Bulwark-Token': token },
+        body: JSON.stringify(req),
+        credentials: 'omit',
+      });
+    } catch (e) {
+      setControlStatus('control: ' + e.message, true);
+      return false;
+    }
+    if (!res.ok) {
+      setControlStatus('control: ' + res.status + ' ' + (await res.text()).trim(), true);
+      return false;
+    }
+    const what = req.action === 'apply-rules' ? 'rules applied'
+      : req.action + ' ' + req.group + (req.command ? '/' + req.command : '');
+    setControlStatus(req.action === 'check' ? 'controls unlocked' : what, false);
+    return true;
+  }
+
+  function setupControls() {
+    const meta = document.querySelector('meta[name="bulwark-control"]');
+    if (!meta || !meta.content) return;
+    ui.controlURL = new URL(meta.content, location.href).toString();
+    const box = document.getElementById('control');
+    box.hidden = false;
+    const input = document.getElementById('control-token');
+    const unlock = async () => {
+      if (await control({ action: 'check' }, input.value)) {
+        ui.token = input.value;
+        input.value = '';
+        document.body.classList.add('controlled');
+        document.getElementById('rules').hidden = false;
+        render();
+      }
+    };
+    document.getElementById('control-unlock').addEventListener('click', unlock);
+    input.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter') unlock();
+    });
+    document.getElementById('rules-apply').addEventListener('click', () => {
+      let doc;
+      try {
+        doc = JSON.parse(document.getElementById('rules-doc').value);
+      } catch (e) {
+        setControlStatus('rules: ' + e.message, true);
+        return;
+      }
+      control({ action: 'apply-rules', rules: doc });
+    });
   }
 
   // ---- ordering, filtering and the render loop --------------------------
@@ -759,6 +855,7 @@
       render();
     });
 
+    setupControls();
     const url = streamURL();
     setText(document.getElementById('source'), url);
     connect(url);

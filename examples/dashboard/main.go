@@ -5,6 +5,8 @@
 //	go run ./examples/dashboard                  # until Ctrl-C, on 127.0.0.1:7979
 //	go run ./examples/dashboard -duration 2m -addr 127.0.0.1:8080
 //	go run ./examples/dashboard -h               # the flags
+//	go run ./examples/dashboard -rules rules.json   # live settings from a watched file
+//	BULWARK_CONTROL_TOKEN=$(openssl rand -hex 16) go run ./examples/dashboard   # with controls
 //
 // Ctrl-C (SIGINT) or SIGTERM stops it cleanly: it stops the load, shuts
 // the server and its streams down, closes the registry and exits 0.
@@ -51,6 +53,7 @@ import (
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
 	"github.com/bulwark-go/bulwark/dashboard"
+	"github.com/bulwark-go/bulwark/rules"
 )
 
 func main() {
@@ -73,6 +76,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
 	load := fs.Float64("load", 1, "load multiplier (1: about 130 calls/s in all)")
 	quiet := fs.Bool("quiet", false, "log warnings only")
+	rulesFile := fs.String("rules", "", "JSON rules file (package rules) applied at start and whenever it changes")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return nil
 	} else if err != nil {
@@ -111,7 +115,14 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	h, err := dashboard.New(reg, dashboard.Config{Logger: logger})
+	live := rules.NewManager(reg, logger)
+	if *rulesFile != "" {
+		if err := live.LoadFile(*rulesFile); err != nil {
+			return err
+		}
+	}
+	control := dashboard.ControlConfig{Token: os.Getenv("BULWARK_CONTROL_TOKEN"), Rules: live}
+	h, err := dashboard.New(reg, dashboard.Config{Logger: logger, Control: control})
 	if err != nil {
 		return err
 	}
@@ -122,6 +133,13 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	fmt.Fprintf(out, "bulwark dashboard: http://%s/  (stream: http://%s%s)\n", ln.Addr(), ln.Addr(), dashboard.StreamPath)
 
 	var wg sync.WaitGroup
+	if *rulesFile != "" {
+		wg.Go(func() {
+			if err := live.Watch(ctx, *rulesFile, 0); err != nil {
+				logger.Error("rules file watch stopped", slog.Any("error", err))
+			}
+		})
+	}
 	svc.drive(ctx, &wg, *load)
 	<-ctx.Done()
 

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -230,4 +232,28 @@ func TestDemoStopEndsOpenStream(t *testing.T) {
 		<-ended
 		t.Fatal("the stream is still open after the demo stopped")
 	}
+}
+
+// TestDemoAppliesRulesFile: -rules applies the file at start and again when
+// it changes; a bad file at start is an error.
+func TestDemoAppliesRulesFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"groups": {"reports": {"maxConcurrent": 3}}}`), 0o600))
+	d := startDemo(t, "-duration", "1m", "-rules", path)
+	capacity := func(want float64) {
+		events := readEvents(t, d.url+"hystrix.stream?delay=100", 10*time.Second, func(evs []map[string]any) bool {
+			ev := latest(evs, "BulwarkGroup", "reports")
+			return ev != nil && ev["capacity"] == want
+		})
+		assert.Equal(t, want, latest(events, "BulwarkGroup", "reports")["capacity"])
+	}
+	capacity(3)
+	require.NoError(t, os.WriteFile(path, []byte(`{"groups": {"reports": {"maxConcurrent": 5}}}`), 0o600))
+	capacity(5)
+	d.stop()
+	require.NoError(t, d.wait(t, 15*time.Second))
+
+	require.NoError(t, os.WriteFile(path, []byte(`{"groups": {"reports": {"maxConcurent": 5}}}`), 0o600))
+	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-quiet", "-rules", path}, io.Discard)
+	require.ErrorContains(t, err, `line 1, column 25: json: unknown field "maxConcurent"`)
 }

@@ -1,0 +1,94 @@
+package command
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// The preset names Preset knows, as a rules file spells them.
+const (
+	PresetL1           = "l1"            // experience: recommendations, reviews
+	PresetL2           = "l2"            // decision support: profiles, tags
+	PresetL3           = "l3"            // near-core: risk checks, pricing
+	PresetStrong       = "strong"        // a dependency the request cannot do without
+	PresetNeverDegrade = "never-degrade" // writes that must fail loudly: payments
+)
+
+// presetNames lists the presets in the order of the README's table.
+var presetNames = []string{PresetL1, PresetL2, PresetL3, PresetStrong, PresetNeverDegrade}
+
+// PresetNames returns the names Preset knows.
+func PresetNames() []string { return slices.Clone(presetNames) }
+
+// Preset returns the GroupConfig of the named preset (PresetL1 ...
+// PresetNeverDegrade). A preset is a plain GroupConfig: change any field
+// before passing it to NewGroup or Reconfigure. The error of an unknown
+// name wraps ErrInvalidConfig and lists the known ones.
+func Preset(name string) (GroupConfig, error) {
+	switch name {
+	case PresetL1:
+		return tier(80*time.Millisecond, 20, 0.5, 100*time.Millisecond, 0.6, 5*time.Second, 3), nil
+	case PresetL2:
+		return tier(120*time.Millisecond, 20, 0.4, 150*time.Millisecond, 0.5, 10*time.Second, 2), nil
+	case PresetL3:
+		return tier(150*time.Millisecond, 10, 0.2, 200*time.Millisecond, 0.3, 15*time.Second, 1), nil
+	case PresetStrong:
+		return strongPreset(), nil
+	case PresetNeverDegrade:
+		return neverDegradePreset(), nil
+	}
+	return GroupConfig{}, fmt.Errorf("%w: unknown preset %q (known: %s)", ErrInvalidConfig, name, strings.Join(presetNames, ", "))
+}
+
+// tier is a weak-dependency preset: both breakers (the group's and each
+// command's) judge by the same thresholds over a 10 s window.
+func tier(timeout time.Duration, minRequests int, failureRatio float64, slow time.Duration, slowRatio float64,
+	open time.Duration, probes int) GroupConfig {
+	b := circuit.Config{
+		Window:           metrics.Window{Length: 10 * time.Second, Buckets: 10},
+		MinRequests:      minRequests,
+		FailureRatio:     failureRatio,
+		SlowCallDuration: slow,
+		SlowCallRatio:    slowRatio,
+		OpenDuration:     open,
+		HalfOpenProbes:   probes,
+	}
+	return GroupConfig{Timeout: timeout, Breaker: b, CommandBreaker: b}
+}
+
+// strongPreset is for a dependency the request cannot be served without
+// (the user store behind a login): a fallback has little to offer, so the
+// breaker trips only on a clear outage (80% failing over at least 50
+// calls), probes again soon (2 s) with several probes, and ramps traffic
+// back up over 10 s; the timeout is generous (1 s).
+func strongPreset() GroupConfig {
+	b := circuit.Config{
+		Window:         metrics.Window{Length: 10 * time.Second, Buckets: 10},
+		MinRequests:    50,
+		FailureRatio:   0.8,
+		OpenDuration:   2 * time.Second,
+		HalfOpenProbes: 5,
+		RampUp:         10 * time.Second,
+	}
+	return GroupConfig{Timeout: time.Second, Breaker: b, CommandBreaker: b}
+}
+
+// neverDegradePreset is for writes that must never "succeed" by fallback
+// (payments): NoFallback is set, so every failure, timeout, rejection or
+// short-circuit reaches the caller as an error; the breaker still fails
+// fast while the dependency is down (waiting would not help the caller),
+// with the Hystrix thresholds, and the timeout is 2 s.
+func neverDegradePreset() GroupConfig {
+	b := circuit.Config{
+		Window:       metrics.Window{Length: 10 * time.Second, Buckets: 10},
+		MinRequests:  20,
+		FailureRatio: 0.5,
+		OpenDuration: 5 * time.Second,
+	}
+	return GroupConfig{Timeout: 2 * time.Second, Breaker: b, CommandBreaker: b, NoFallback: true}
+}

@@ -1,0 +1,141 @@
+package dashboard
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/metrics"
+	"github.com/bulwark-go/bulwark/rules"
+)
+
+const testToken = "0123456789abcdef-test"
+
+// controlRig is a registry with group "users" (command "get") behind a
+// dashboard handler.
+func controlRig(t *testing.T, control ControlConfig) (*command.Registry, *command.Group, *Handler) {
+	reg := command.NewRegistry(command.RegistryConfig{Clock: new(metrics.ManualClock), Logger: quietLog})
+	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+	g, err := reg.NewGroup("users", command.GroupConfig{Commands: map[string]command.CommandConfig{"get": {}}})
+	require.NoError(t, err)
+	control.Logger = quietLog
+	h, err := New(reg, Config{Logger: quietLog, Control: control})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	return reg, g, h
+}
+
+func post(h http.Handler, body string, header map[string]string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:7979/control", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		r.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+func TestControlOffByDefault(t *testing.T) {
+	_, g, h := controlRig(t, ControlConfig{})
+	w := post(h, `{"action": "force-open", "group": "users"}`, map[string]string{TokenHeader: testToken})
+	assert.Equal(t, http.StatusMethodNotAllowed, w.Code, "no endpoint: the page answers, GET only")
+	assert.Equal(t, circuit.Normal, g.Breaker().Snapshot().Mode)
+	page := httptest.NewRecorder()
+	h.ServeHTTP(page, httptest.NewRequest(http.MethodGet, "/", nil))
+	assert.Contains(t, page.Body.String(), `<meta name="bulwark-control" content="">`, "the page offers no controls")
+
+	_, err := New(command.NewRegistry(command.RegistryConfig{}), Config{Control: ControlConfig{Token: "short"}})
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	_, err = NewControl(command.NewRegistry(command.RegistryConfig{}), ControlConfig{})
+	require.ErrorIs(t, err, ErrInvalidConfig)
+}
+
+// TestControlRefusesAndChangesNothing: without the right token, or from
+// another origin, or not as a JSON POST, nothing changes.
+func TestControlRefusesAndChangesNothing(t *testing.T) {
+	_, g, h := controlRig(t, ControlConfig{Token: testToken})
+	body := `{"action": "force-open", "group": "users"}`
+	for name, tc := range map[string]struct {
+		header map[string]string
+		method string
+		want   int
+	}{
+		"missing token":  {nil, "", http.StatusUnauthorized},
+		"wrong token":    {map[string]string{TokenHeader: testToken + "x"}, "", http.StatusForbidden},
+		"prefix token":   {map[string]string{TokenHeader: testToken[:MinTokenLength]}, "", http.StatusForbidden},
+		"cross origin":   {map[string]string{TokenHeader: testToken, "Origin": "http://evil.example"}, "", http.StatusForbidden},
+		"cross site":     {map[string]string{TokenHeader: testToken, "Sec-Fetch-Site": "cross-site"}, "", http.StatusForbidden},
+		"form post":      {map[string]string{TokenHeader: testToken, "Content-Type": "application/x-www-form-urlencoded"}, "", http.StatusUnsupportedMediaType},
+		"GET":            {map[string]string{TokenHeader: testToken}, http.MethodGet, http.StatusMethodNotAllowed},
+		"unknown action": {map[string]string{TokenHeader: testToken}, "", http.StatusBadRequest},
+	} {
+		b := body
+		if name == "unknown action" {
+			b = `{"action": "explode", "group": "users"}`
+		}
+		var w *httptest.ResponseRecorder
+		if tc.method == http.MethodGet {
+			r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:7979/control", nil)
+			r.Header.Set(TokenHeader, testToken)
+			w = httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+		} else {
+			w = post(h, b, tc.header)
+		}
+		assert.Equal(t, tc.want, w.Code, name)
+		assert.Equal(t, circuit.Normal, g.Breaker().Snapshot().Mode, name)
+	}
+}
+
+func TestControlActions(t *testing.T) {
+	_, g, h := controlRig(t, ControlConfig{Token: testToken})
+	tok := map[string]string{TokenHeader: testToken, "Origin": "http://127.0.0.1:7979", "Sec-Fetch-Site": "same-origin"}
+	require.Equal(t, http.StatusNoContent, post(h, `{"action": "check"}`, tok).Code)
+	require.Equal(t, http.StatusNoContent, post(h, `{"action": "force-open", "group": "users"}`, tok).Code)
+	assert.Equal(t, circuit.ForcedOpen, g.Breaker().Snapshot().Mode)
+	require.Equal(t, http.StatusNoContent, post(h, `{"action": "force-closed", "group": "users", "command": "get"}`, tok).Code)
+	get, _ := g.CommandBreaker("get")
+	assert.Equal(t, circuit.ForcedClosed, get.Snapshot().Mode)
+	require.Equal(t, http.StatusNoContent, post(h, `{"action": "reset", "group": "users", "command": "get"}`, tok).Code)
+	assert.Equal(t, circuit.Normal, get.Snapshot().Mode)
+	require.Equal(t, http.StatusNoContent, post(h, `{"action": "normal", "group": "users"}`, tok).Code)
+	assert.Equal(t, circuit.Closed, g.Breaker().State())
+	assert.Equal(t, http.StatusNotFound, post(h, `{"action": "normal", "group": "nope"}`, tok).Code)
+	assert.Equal(t, http.StatusNotFound, post(h, `{"action": "normal", "group": "users", "command": "nope"}`, tok).Code)
+	assert.Equal(t, http.StatusNotFound, post(h, `{"action": "apply-rules", "rules": {"groups": {}}}`, tok).Code,
+		"rules not enabled")
+}
+
+func TestControlAppliesRules(t *testing.T) {
+	reg := command.NewRegistry(command.RegistryConfig{Clock: new(metrics.ManualClock), Logger: quietLog})
+	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+	g, err := reg.NewGroup("users", command.GroupConfig{})
+	require.NoError(t, err)
+	ctl, err := NewControl(reg, ControlConfig{Token: testToken, Rules: rules.NewManager(reg, quietLog), Logger: quietLog})
+	require.NoError(t, err)
+	tok := map[string]string{TokenHeader: testToken}
+	require.Equal(t, http.StatusNoContent, post(ctl, `{"action": "apply-rules", "rules": {"groups": {"users": {"maxConcurrent": 33}}}}`, tok).Code)
+	assert.Equal(t, 33, g.Config().MaxConcurrent)
+	w := post(ctl, `{"action": "apply-rules", "rules": {"groups": {"users": {"maxConcurrent": -1}}}}`, tok)
+	assert.Equal(t, http.StatusUnprocessableEntity, w.Code)
+	assert.Contains(t, w.Body.String(), "MaxConcurrent -1")
+	assert.Equal(t, 33, g.Config().MaxConcurrent, "a rejected document changes nothing")
+	w = post(ctl, `{"action": "apply-rules", "rules": {"groups": {"users": {"maxConcurrent": 44}}}}`, nil)
+	assert.Equal(t, http.StatusUnauthorized, w.Code)
+	assert.Equal(t, 33, g.Config().MaxConcurrent)
+}
+
+func TestNativeGroupCarriesConfigGeneration(t *testing.T) {
+	var e bulwarkGroup
+	e.fill(0, &command.GroupSnapshot{ConfigGeneration: 3, ConfigAge: 1500 * 1e6})
+	assert.Equal(t, uint64(3), e.ConfigGeneration)
+	assert.Equal(t, int64(1500), e.ConfigAgeMs)
+}

@@ -1,0 +1,213 @@
+package rules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/bulwark-go/bulwark/command"
+)
+
+// DefaultInterval is how often Watch reads the rules file by default.
+const DefaultInterval = 250 * time.Millisecond
+
+// Manager applies rules documents to the groups of one registry. It keeps
+// each group's baseline (see the package doc). A Manager is safe for
+// concurrent use; documents are applied one at a time.
+type Manager struct {
+	reg    *command.Registry
+	logger *slog.Logger
+
+	mu        sync.Mutex
+	baselines map[string]command.GroupConfig // by group, as first touched
+	named     map[string]bool                // groups the document in force names
+	applied   int                            // documents applied
+	lastErr   error                          // of the last document tried
+	lastDoc   []byte                         // the last document ApplyJSON applied
+}
+
+// NewManager returns a Manager for the groups of reg, logging on logger
+// (nil: the registry's).
+func NewManager(reg *command.Registry, logger *slog.Logger) *Manager {
+	if logger == nil {
+		logger = reg.Logger()
+	}
+	return &Manager{reg: reg, logger: logger, baselines: map[string]command.GroupConfig{}, named: map[string]bool{}}
+}
+
+// ApplyJSON parses a rules document and applies it; see Apply.
+func (m *Manager) ApplyJSON(data []byte) error {
+	doc, err := Parse(data)
+	if err != nil {
+		m.mu.Lock()
+		m.lastErr = err
+		m.mu.Unlock()
+		return err
+	}
+	if err := m.Apply(doc); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.lastDoc = data
+	m.mu.Unlock()
+	return nil
+}
+
+// Apply applies doc to the registry's groups, all or nothing: every new
+// config is checked before the first change, and any error (wrapping
+// ErrInvalid, naming the group and field) leaves every group as it was.
+// Groups doc names that do not exist are created; groups the previous
+// document named that doc does not are returned to their baseline.
+func (m *Manager) Apply(doc *Document) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	err := m.applyLocked(doc)
+	m.lastErr = err
+	if err == nil {
+		m.applied++
+		m.logger.Info("bulwark: rules applied", slog.Int("groups", len(doc.Groups)), slog.Int("documents", m.applied))
+	}
+	return err
+}
+
+// plan is one group's change.
+type plan struct {
+	name  string
+	group *command.Group // nil: to create
+	cfg   command.GroupConfig
+}
+
+func (m *Manager) applyLocked(doc *Document) error {
+	var plans []plan
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(doc.Groups)) {
+		g, exists := m.reg.Group(name)
+		base, known := m.baselines[name]
+		if !known && exists {
+			base = g.Config()
+		}
+		cfg, err := doc.Groups[name].config(base)
+		if err == nil {
+			if exists {
+				err = g.CheckReconfigure(cfg)
+			} else {
+				err = cfg.Validate()
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: group %q: %w", ErrInvalid, name, err))
+			continue
+		}
+		plans = append(plans, plan{name, g, cfg})
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.named)) {
+		if _, still := doc.Groups[name]; still {
+			continue
+		}
+		if g, exists := m.reg.Group(name); exists {
+			if err := g.CheckReconfigure(m.baselines[name]); err != nil {
+				errs = append(errs, fmt.Errorf("%w: group %q back to its baseline: %w", ErrInvalid, name, err))
+				continue
+			}
+			plans = append(plans, plan{name, g, m.baselines[name]})
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	for _, p := range plans {
+		if _, known := m.baselines[p.name]; !known {
+			if p.group != nil {
+				m.baselines[p.name] = p.group.Config()
+			} else {
+				m.baselines[p.name] = command.GroupConfig{Strategy: p.cfg.Strategy}
+			}
+		}
+		var err error
+		if p.group == nil {
+			_, err = m.reg.NewGroup(p.name, p.cfg)
+		} else {
+			err = p.group.Reconfigure(p.cfg)
+		}
+		if err != nil { // only a race with code that closed or created the group meanwhile
+			errs = append(errs, fmt.Errorf("group %q: %w", p.name, err))
+		}
+	}
+	m.named = map[string]bool{}
+	for name := range doc.Groups {
+		m.named[name] = true
+	}
+	return errors.Join(errs...)
+}
+
+// Status tells how the documents fared: how many were applied, and the
+// error of the last one tried (nil if it was applied).
+func (m *Manager) Status() (applied int, lastErr error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.applied, m.lastErr
+}
+
+// LoadFile reads the rules file at path and applies it; see ApplyJSON.
+func (m *Manager) LoadFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("rules: %w", err)
+	}
+	if err := m.ApplyJSON(data); err != nil {
+		return fmt.Errorf("rules file %s: %w", path, err)
+	}
+	return nil
+}
+
+// Watch reads the rules file at path every interval (DefaultInterval if
+// zero or less) and applies it whenever its contents change, until ctx
+// ends; it then returns nil. It first applies the file as it is, unless it
+// is the document last applied (by LoadFile, say), and returns that error
+// if it cannot (a program should not start on a bad rules file). Later, a file that cannot be read or applied is logged at Error
+// level with its error (line and field) and otherwise ignored: the rules
+// in force stay until a good file comes. Run it on a goroutine of its own.
+func (m *Manager) Watch(ctx context.Context, path string, interval time.Duration) error {
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
+	last, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("rules: %w", err)
+	}
+	m.mu.Lock()
+	fresh := string(last) != string(m.lastDoc)
+	m.mu.Unlock()
+	if fresh {
+		if err := m.ApplyJSON(last); err != nil {
+			return fmt.Errorf("rules file %s: %w", path, err)
+		}
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			m.logger.Error("bulwark: rules file unreadable; rules in force kept", slog.String("path", path), slog.Any("error", err))
+			continue
+		}
+		if string(data) == string(last) {
+			continue
+		}
+		last = data
+		if err := m.ApplyJSON(data); err != nil {
+			m.logger.Error("bulwark: rules file rejected; rules in force kept", slog.String("path", path), slog.Any("error", err))
+		}
+	}
+}

@@ -1,0 +1,267 @@
+package rules
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command"
+)
+
+// ErrInvalid is wrapped by every error about a rules document: its syntax,
+// an unknown field, a bad value or a config a group refuses.
+var ErrInvalid = errors.New("rules: invalid")
+
+// Document is a parsed rules document.
+type Document struct {
+	Groups map[string]Group `json:"groups"`
+}
+
+// Group is the rule of one group. Every field is optional: a nil field keeps
+// the base's value (see the package doc).
+type Group struct {
+	Preset           string             `json:"preset"`
+	Strategy         *string            `json:"strategy"`
+	MaxConcurrent    *int               `json:"maxConcurrent"`
+	QueueSize        *int               `json:"queueSize"`
+	Timeout          *Duration          `json:"timeout"`
+	FallbackLimit    *int               `json:"fallbackLimit"`
+	SlowCallDuration *Duration          `json:"slowCallDuration"`
+	MaxCommands      *int               `json:"maxCommands"`
+	NoFallback       *bool              `json:"noFallback"`
+	Breaker          *Breaker           `json:"breaker"`
+	CommandBreaker   *Breaker           `json:"commandBreaker"`
+	Commands         map[string]Command `json:"commands"`
+}
+
+// Command is the rule of one command of a group.
+type Command struct {
+	Timeout          *Duration `json:"timeout"`
+	SlowCallDuration *Duration `json:"slowCallDuration"`
+	Breaker          *Breaker  `json:"breaker"`
+}
+
+// Breaker overrides the fields of a circuit.Config it sets.
+type Breaker struct {
+	Window            *Window   `json:"window"`
+	MinRequests       *int      `json:"minRequests"`
+	FailureRatio      *float64  `json:"failureRatio"`
+	SlowCallDuration  *Duration `json:"slowCallDuration"`
+	SlowCallRatio     *float64  `json:"slowCallRatio"`
+	OpenDuration      *Duration `json:"openDuration"`
+	BackoffMultiplier *float64  `json:"backoffMultiplier"`
+	MaxOpenDuration   *Duration `json:"maxOpenDuration"`
+	HalfOpenProbes    *int      `json:"halfOpenProbes"`
+	HalfOpenSuccesses *int      `json:"halfOpenSuccesses"`
+	HalfOpenMaxWait   *Duration `json:"halfOpenMaxWait"`
+	RampUp            *Duration `json:"rampUp"`
+	RampUpFloor       *float64  `json:"rampUpFloor"`
+	WarmUp            *Duration `json:"warmUp"`
+}
+
+// Window is a rolling window's shape.
+type Window struct {
+	Length  *Duration `json:"length"`
+	Buckets *int      `json:"buckets"`
+}
+
+// Duration is a duration written as a Go duration string ("80ms"), or
+// "none" for command.NoTimeout.
+type Duration time.Duration
+
+// UnmarshalJSON parses a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration %s: want a string such as \"80ms\"", b)
+	}
+	if s == "none" {
+		*d = Duration(command.NoTimeout)
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", s, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	if time.Duration(d) == command.NoTimeout {
+		return []byte(`"none"`), nil
+	}
+	return []byte(strconv.Quote(time.Duration(d).String())), nil
+}
+
+// Parse reads a rules document strictly: a syntax error, an unknown field
+// or a value of the wrong type is an error wrapping ErrInvalid that gives
+// its line and column, and so is trailing data after the document.
+func Parse(data []byte) (*Document, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var doc Document
+	if err := dec.Decode(&doc); err != nil {
+		return nil, located(data, err)
+	}
+	end := int(dec.InputOffset())
+	if rest := bytes.TrimLeft(data[end:], " \t\r\n"); len(rest) > 0 {
+		return nil, fmt.Errorf("%w: %s: data after the document", ErrInvalid, position(data, len(data)-len(rest)))
+	}
+	if doc.Groups == nil {
+		return nil, fmt.Errorf("%w: no \"groups\" object (an empty one is {\"groups\": {}})", ErrInvalid)
+	}
+	return &doc, nil
+}
+
+// located turns a decoding error into one that says where in data it is.
+func located(data []byte, err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Errorf("%w: %s: %w", ErrInvalid, position(data, int(syntax.Offset)-1), err)
+	case errors.As(err, &typ):
+		return fmt.Errorf("%w: %s: field %s: %w", ErrInvalid, position(data, int(typ.Offset)), typ.Field, err)
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("%w: empty document", ErrInvalid)
+	}
+	// An unknown field or a bad duration: the decoder gives no offset, so
+	// point at the first occurrence in data of the quoted name or value.
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '"'); i >= 0 {
+		if j := strings.IndexByte(msg[i+1:], '"'); j >= 0 {
+			if at := bytes.Index(data, []byte(msg[i:i+j+2])); at >= 0 {
+				return fmt.Errorf("%w: %s: %w", ErrInvalid, position(data, at), err)
+			}
+		}
+	}
+	return fmt.Errorf("%w: %w", ErrInvalid, err)
+}
+
+// position returns "line L, column C" of byte offset off in data.
+func position(data []byte, off int) string {
+	off = min(max(off, 0), len(data))
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	col := off - bytes.LastIndexByte(data[:off], '\n')
+	return fmt.Sprintf("line %d, column %d", line, col)
+}
+
+// config returns the GroupConfig rule r gives a group whose baseline is
+// base. The error names the group's field.
+func (r Group) config(base command.GroupConfig) (command.GroupConfig, error) {
+	cfg := base
+	if r.Preset != "" {
+		p, err := command.Preset(r.Preset)
+		if err != nil {
+			return cfg, fmt.Errorf("preset: %w", err)
+		}
+		cfg = keepCode(p, base)
+	}
+	if r.Strategy != nil {
+		switch *r.Strategy {
+		case "thread":
+			cfg.Strategy = command.Thread
+		case "semaphore":
+			cfg.Strategy = command.Semaphore
+		default:
+			return cfg, fmt.Errorf("strategy %q: want \"thread\" or \"semaphore\"", *r.Strategy)
+		}
+	}
+	set(&cfg.MaxConcurrent, r.MaxConcurrent)
+	set(&cfg.QueueSize, r.QueueSize)
+	setDuration(&cfg.Timeout, r.Timeout)
+	set(&cfg.FallbackLimit, r.FallbackLimit)
+	setDuration(&cfg.SlowCallDuration, r.SlowCallDuration)
+	set(&cfg.MaxCommands, r.MaxCommands)
+	set(&cfg.NoFallback, r.NoFallback)
+	r.Breaker.apply(&cfg.Breaker)
+	r.CommandBreaker.apply(&cfg.CommandBreaker)
+	if len(r.Commands) > 0 {
+		cfg.Commands = maps.Clone(cfg.Commands)
+		if cfg.Commands == nil {
+			cfg.Commands = map[string]command.CommandConfig{}
+		}
+		for _, name := range slices.Sorted(maps.Keys(r.Commands)) {
+			cfg.Commands[name] = r.Commands[name].config(cfg.Commands[name])
+		}
+	}
+	return cfg, nil
+}
+
+// keepCode returns preset p with what only code can set, and what cannot
+// change live (the strategy and metrics window), taken from the baseline
+// base.
+func keepCode(p, base command.GroupConfig) command.GroupConfig {
+	p.Strategy = base.Strategy
+	p.Window = base.Window
+	p.IsBadRequest = base.IsBadRequest
+	p.Logger = base.Logger
+	for _, b := range []struct{ to, from *circuit.Config }{{&p.Breaker, &base.Breaker}, {&p.CommandBreaker, &base.CommandBreaker}} {
+		b.to.Clock, b.to.Logger, b.to.OnTransition, b.to.Mode = b.from.Clock, b.from.Logger, b.from.OnTransition, b.from.Mode
+	}
+	return p
+}
+
+// config returns the CommandConfig rule c gives a command whose settings
+// were cc.
+func (c Command) config(cc command.CommandConfig) command.CommandConfig {
+	setDuration(&cc.Timeout, c.Timeout)
+	setDuration(&cc.SlowCallDuration, c.SlowCallDuration)
+	if c.Breaker != nil {
+		var b circuit.Config
+		if cc.Breaker != nil {
+			b = *cc.Breaker
+		}
+		c.Breaker.apply(&b)
+		cc.Breaker = &b
+	}
+	return cc
+}
+
+// apply overrides the fields of c that b sets. A nil b sets none.
+func (b *Breaker) apply(c *circuit.Config) {
+	if b == nil {
+		return
+	}
+	if b.Window != nil {
+		if b.Window.Length != nil {
+			c.Window.Length = time.Duration(*b.Window.Length)
+		}
+		set(&c.Window.Buckets, b.Window.Buckets)
+	}
+	set(&c.MinRequests, b.MinRequests)
+	set(&c.FailureRatio, b.FailureRatio)
+	setDuration(&c.SlowCallDuration, b.SlowCallDuration)
+	set(&c.SlowCallRatio, b.SlowCallRatio)
+	setDuration(&c.OpenDuration, b.OpenDuration)
+	set(&c.BackoffMultiplier, b.BackoffMultiplier)
+	setDuration(&c.MaxOpenDuration, b.MaxOpenDuration)
+	set(&c.HalfOpenProbes, b.HalfOpenProbes)
+	set(&c.HalfOpenSuccesses, b.HalfOpenSuccesses)
+	setDuration(&c.HalfOpenMaxWait, b.HalfOpenMaxWait)
+	setDuration(&c.RampUp, b.RampUp)
+	set(&c.RampUpFloor, b.RampUpFloor)
+	setDuration(&c.WarmUp, b.WarmUp)
+}
+
+func set[T any](to *T, v *T) {
+	if v != nil {
+		*to = *v
+	}
+}
+
+func setDuration(to *time.Duration, v *Duration) {
+	if v != nil {
+		*to = time.Duration(*v)
+	}
+}

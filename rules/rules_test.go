@@ -1,0 +1,160 @@
+package rules
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func newRegistry(t *testing.T) *command.Registry {
+	reg := command.NewRegistry(command.RegistryConfig{Clock: new(metrics.ManualClock), Logger: quiet})
+	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+	return reg
+}
+
+func TestParseErrorsGiveLineAndField(t *testing.T) {
+	for name, tc := range map[string]struct{ doc, want string }{
+		"unknown field": {"{\"groups\": {\n  \"a\": {\n    \"maxConcurent\": 3\n  }\n}}", `line 3, column 5: json: unknown field "maxConcurent"`},
+		"syntax":        {"{\"groups\": {\n  \"a\": {,}\n}}", "line 2, column 9: invalid character ','"},
+		"type":          {"{\"groups\": {\n  \"a\": {\"maxConcurrent\": \"ten\"}\n}}", "line 2, column 31: field groups.maxConcurrent"},
+		"duration":      {"{\"groups\": {\n  \"a\": {\"timeout\": \"fast\"}\n}}", `line 2, column 20: duration "fast"`},
+		"no groups":     {`{}`, `no "groups" object`},
+		"trailing":      {"{\"groups\": {}}\n{}", "line 2, column 1: data after the document"},
+		"empty":         {"", "empty document"},
+	} {
+		_, err := Parse([]byte(tc.doc))
+		require.ErrorIs(t, err, ErrInvalid, name)
+		assert.ErrorContains(t, err, tc.want, name)
+	}
+}
+
+func TestApplyPresetOverridesAndCommands(t *testing.T) {
+	reg := newRegistry(t)
+	classifier := func(error) bool { return true }
+	_, err := reg.NewGroup("recs", command.GroupConfig{MaxConcurrent: 5, IsBadRequest: classifier,
+		CommandBreaker: circuit.Config{Mode: circuit.ObserveOnly}})
+	require.NoError(t, err)
+	m := NewManager(reg, quiet)
+	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {
+		"recs": {"preset": "l1", "maxConcurrent": 20, "breaker": {"failureRatio": 0.3},
+			"commands": {"similar": {"timeout": "50ms", "breaker": {"minRequests": 5}}}},
+		"pay": {"preset": "never-degrade", "strategy": "semaphore", "timeout": "none"}
+	}}`)))
+	g, ok := reg.Group("recs")
+	require.True(t, ok)
+	c := g.Config()
+	assert.Equal(t, 20, c.MaxConcurrent)
+	assert.Equal(t, 80*time.Millisecond, c.Timeout, "from the preset")
+	assert.Equal(t, 0.3, c.Breaker.FailureRatio, "overridden")
+	assert.Equal(t, 20, c.Breaker.MinRequests, "the preset's, where not overridden")
+	assert.Equal(t, 0.5, c.CommandBreaker.FailureRatio)
+	assert.Equal(t, circuit.ObserveOnly, c.CommandBreaker.Mode, "what code set stays")
+	assert.NotNil(t, c.IsBadRequest, "the classifier stays")
+	assert.Equal(t, 50*time.Millisecond, c.Commands["similar"].Timeout)
+	assert.Equal(t, 5, c.Commands["similar"].Breaker.MinRequests)
+	b, ok := g.CommandBreaker("similar")
+	require.True(t, ok, "declared commands are created")
+	assert.Equal(t, 5, b.Config().MinRequests)
+
+	pay, ok := reg.Group("pay")
+	require.True(t, ok, "a group the rules name is created")
+	assert.Equal(t, command.Semaphore, pay.Config().Strategy)
+	assert.True(t, pay.Config().NoFallback)
+	assert.Equal(t, command.NoTimeout, pay.Config().Timeout)
+
+	// Dropped from the document: back to the baseline.
+	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {}}`)))
+	assert.Equal(t, 5, g.Config().MaxConcurrent)
+	assert.Equal(t, command.DefaultTimeout, g.Config().Timeout)
+	assert.False(t, pay.Config().NoFallback)
+	applied, lastErr := m.Status()
+	assert.Equal(t, 2, applied)
+	assert.NoError(t, lastErr)
+}
+
+// TestApplyIsAllOrNothing: one bad group keeps every group as it was.
+func TestApplyIsAllOrNothing(t *testing.T) {
+	reg := newRegistry(t)
+	m := NewManager(reg, quiet)
+	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"a": {"maxConcurrent": 3}, "b": {"timeout": "1s"}}}`)))
+	for _, doc := range []string{
+		`{"groups": {"a": {"maxConcurrent": 9}, "b": {"breaker": {"failureRatio": 2}}}}`,
+		`{"groups": {"a": {"maxConcurrent": 9}, "b": {"strategy": "semaphore"}}}`,
+		`{"groups": {"a": {"maxConcurrent": 9}, "c": {"preset": "l9"}}}`,
+	} {
+		err := m.ApplyJSON([]byte(doc))
+		require.ErrorIs(t, err, ErrInvalid, doc)
+		require.ErrorIs(t, err, command.ErrInvalidConfig, doc)
+		a, _ := reg.Group("a")
+		assert.Equal(t, 3, a.Config().MaxConcurrent, doc)
+		_, created := reg.Group("c")
+		assert.False(t, created, doc)
+		_, lastErr := m.Status()
+		assert.Equal(t, err, lastErr)
+	}
+	applied, _ := m.Status()
+	require.Equal(t, 1, applied)
+}
+
+// TestWatchAppliesChangesAndKeepsRulesOnBadFile: a valid change is applied
+// within one second; an invalid one is rejected and the rules in force
+// stay.
+func TestWatchAppliesChangesAndKeepsRulesOnBadFile(t *testing.T) {
+	reg := newRegistry(t)
+	m := NewManager(reg, quiet)
+	path := filepath.Join(t.TempDir(), "rules.json")
+	write := func(doc string) {
+		tmp := path + ".tmp"
+		require.NoError(t, os.WriteFile(tmp, []byte(doc), 0o600))
+		require.NoError(t, os.Rename(tmp, path))
+	}
+	write(`{"groups": {"db": {"maxConcurrent": 4}}}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() { assert.NoError(t, m.Watch(ctx, path, 50*time.Millisecond)) })
+	require.Eventually(t, func() bool { _, ok := reg.Group("db"); return ok }, time.Second, 5*time.Millisecond)
+	db, _ := reg.Group("db")
+	require.Equal(t, 4, db.Config().MaxConcurrent)
+
+	write(`{"groups": {"db": {"maxConcurrent": 7, "timeout": "300ms"}}}`)
+	require.Eventually(t, func() bool { return db.Config().MaxConcurrent == 7 }, time.Second, 5*time.Millisecond,
+		"a valid change applies within one second")
+	assert.Equal(t, 300*time.Millisecond, db.Config().Timeout)
+
+	write(`{"groups": {"db": {"maxConcurrent": 9, "timeout": "-5s"}}}`)
+	require.Eventually(t, func() bool { _, err := m.Status(); return err != nil }, time.Second, 5*time.Millisecond)
+	_, err := m.Status()
+	assert.ErrorContains(t, err, "Timeout -5s must not be negative")
+	assert.Equal(t, 7, db.Config().MaxConcurrent, "the rules in force stay")
+	assert.Equal(t, uint64(1), db.Snapshot().ConfigGeneration)
+}
+
+func TestWatchRefusesBadFileAtStart(t *testing.T) {
+	m := NewManager(newRegistry(t), quiet)
+	path := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"groups": {"db": {"bogus": 1}}}`), 0o600))
+	err := m.Watch(context.Background(), path, time.Millisecond)
+	require.ErrorIs(t, err, ErrInvalid)
+	require.ErrorContains(t, err, "line 1, column 20")
+	require.True(t, errors.Is(m.Watch(context.Background(), filepath.Join(t.TempDir(), "none"), 0), os.ErrNotExist))
+}
