@@ -19,14 +19,16 @@ import (
 // or an error. T is the command's result type and C the command's own type,
 // both inferred: command.Execute(ctx, g, getProfile{id: 7}).
 //
-// The steps: both breakers (the group's, then the command's) must admit the
-// call, else SHORT_CIRCUITED; the bulkhead must admit it, else
-// THREAD_POOL_REJECTED or SEMAPHORE_REJECTED; Run runs on a pool worker
-// (Thread) or on the caller's goroutine (Semaphore) with the timeout in its
-// ctx; the outcome (SUCCESS, FAILURE, TIMEOUT, QUEUE_TIMEOUT, BAD_REQUEST or
-// CANCELLED) is recorded in the command's metrics and in both breakers; on
-// FAILURE, TIMEOUT, QUEUE_TIMEOUT, a rejection or a short-circuit the
-// command's Fallback, if any, runs under the group's fallback limit.
+// The steps: the rate limiters, if any (the group's, then the command's),
+// must admit the call, else RATE_LIMITED; both breakers (the group's, then
+// the command's) must admit it, else SHORT_CIRCUITED; the bulkhead must
+// admit it, else THREAD_POOL_REJECTED or SEMAPHORE_REJECTED; Run runs on a
+// pool worker (Thread) or on the caller's goroutine (Semaphore) with the
+// timeout in its ctx; the outcome (SUCCESS, FAILURE, TIMEOUT, QUEUE_TIMEOUT,
+// BAD_REQUEST or CANCELLED) is recorded in the command's metrics and in both
+// breakers; on FAILURE, TIMEOUT, QUEUE_TIMEOUT, a rejection, a short-circuit
+// or a rate-limit refusal the command's Fallback, if any, runs under the
+// group's fallback limit.
 //
 // The error is an *Error, except for a BAD_REQUEST, whose error is returned
 // exactly as Run returned it (with Run's value). Use ExecuteInfo to learn
@@ -51,13 +53,16 @@ func ExecuteInfo[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, opts 
 // a call that needs no fallback reads the clock twice in all.
 func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []Option, info *Info) (v T, err error) {
 	var timeout time.Duration
-	var name string
+	var name, key string
 	for _, o := range opts {
 		if o.timeout != 0 {
 			timeout = o.timeout
 		}
 		if o.name != "" {
 			name = o.name
+		}
+		if o.key != "" {
+			key = o.key
 		}
 	}
 	if err := checkCall(ctx, g, cmd); err != nil {
@@ -71,6 +76,7 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 	}
 	info.Command, info.Group = c.name, g.name
 	t0 := g.clock.Now()
+	start := t0 // the call's start; t0 moves past a rate limiter's wait
 	c.metrics.ObserveMax(t0, c.hot.inFlight.Add(1))
 	now := t0 // the instant the call ends, read again only if Run or a fallback ran
 
@@ -79,6 +85,8 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 	var refuser *circuit.Breaker
 	if timeout < 0 && timeout != NoTimeout {
 		r = result{event: metrics.BadRequest, err: fmt.Errorf("%w: WithTimeout(%v): negative (NoTimeout disables the timeout)", ErrInvalidConfig, timeout)}
+	} else if r, t0 = c.rateLimit(ctx, key, t0); r.err != nil {
+		now = t0
 	} else if gp, cp, refuser, r.err = c.admit(t0); r.err != nil {
 		r.event = metrics.ShortCircuited
 	} else {
@@ -121,7 +129,7 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 	if err != nil {
 		info.Events.Add(metrics.ExceptionThrown)
 	}
-	info.Latency = now - t0
+	info.Latency = now - start
 	run := metrics.NoLatency
 	if r.ran {
 		info.RunLatency, run = r.run, r.run

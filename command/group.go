@@ -111,6 +111,15 @@ type GroupConfig struct {
 	// Logger receives the group's log records (panics in Run or Fallback).
 	// Default: the registry's logger.
 	Logger *slog.Logger
+	// RateLimit, if set, is asked to admit every call of the group before
+	// the breakers and the bulkhead; a refused call is RATE_LIMITED: it
+	// falls back, is counted, and neither breaker sees it. Any package
+	// ratelimit limiter fits. Default: none.
+	RateLimit Limiter
+	// KeyedRateLimit, if set, is asked after RateLimit with the call's key
+	// (WithKey), for per-caller quotas: a *ratelimit.PerKey fits. Default:
+	// none.
+	KeyedRateLimit KeyedLimiter
 }
 
 // CommandConfig holds the settings of one command name in a group.
@@ -118,6 +127,9 @@ type CommandConfig struct {
 	// Timeout overrides the group's timeout for this command. Default: the
 	// group's; NoTimeout disables it.
 	Timeout time.Duration
+	// RateLimit, if set, limits this command's calls, asked after the
+	// group's limiters (see GroupConfig.RateLimit). Default: none.
+	RateLimit Limiter
 }
 
 // WithDefaults returns c with every zero field replaced by its default: the
@@ -268,6 +280,8 @@ type commandState struct {
 	metrics *metrics.Rolling
 	calls   sync.Pool // free *poolCall[T, C] (Thread strategy), of the latest use's types
 	hot     commandCounters
+	limiter Limiter // CommandConfig.RateLimit
+	limited bool    // the call has a limiter: the group's or the command's
 }
 
 // commandCounters are the counters every call of a command writes, on cache
@@ -479,6 +493,8 @@ func (g *Group) newCommand(name string) *commandState {
 	if cc, ok := g.cfg.Commands[name]; ok && cc.Timeout != 0 {
 		c.timeout = cc.Timeout
 	}
+	c.limiter = g.cfg.Commands[name].RateLimit
+	c.limited = g.cfg.RateLimit != nil || g.cfg.KeyedRateLimit != nil || c.limiter != nil
 	bc := g.cmdCfg
 	bc.Name = g.name + "/" + name
 	var err error

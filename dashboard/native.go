@@ -100,6 +100,10 @@ type bulwarkCommand struct {
 	RollingCountQueueTimeout int64 `json:"rollingCountQueueTimeout"`
 	TimeoutMs                int64 `json:"timeoutMs"` // 0: no timeout
 	SlowCallDurationMs       int64 `json:"slowCallDurationMs"`
+	// RollingCountRateLimited counts calls a rate limiter refused
+	// (RATE_LIMITED), also counted as semaphore rejections in the Hystrix
+	// event.
+	RollingCountRateLimited int64 `json:"rollingCountRateLimited"`
 }
 
 func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.CommandSnapshot) {
@@ -118,6 +122,7 @@ func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 	e.RollingCountQueueTimeout = c.Metrics.Counts[metrics.QueueTimeout]
 	e.TimeoutMs = timeoutMs(c.Timeout)
 	e.SlowCallDurationMs = ms(c.Breaker.SlowCallDuration)
+	e.RollingCountRateLimited = c.Metrics.Counts[metrics.RateLimited]
 }
 
 // bulwarkGroup is the BulwarkGroup event: a group's bulkhead (pool or

@@ -12,7 +12,7 @@ type Event uint8
 
 // The events counted in every bucket. A call has exactly one primary outcome
 // (Success, Failure, Timeout, BadRequest, ShortCircuited, ThreadPoolRejected,
-// SemaphoreRejected, Cancelled or QueueTimeout); the others are recorded
+// SemaphoreRejected, Cancelled, QueueTimeout or RateLimited); the others are recorded
 // alongside it.
 const (
 	Success            Event = iota // Run returned without error
@@ -30,6 +30,7 @@ const (
 	Cancelled                       // the caller's context ended first
 	Slow                            // a success slower than the slow-call threshold
 	QueueTimeout                    // the timeout ended the call while it waited for a worker; Run never started
+	RateLimited                     // a rate limiter refused the call; Run never started
 	NumEvents                       // number of event kinds; not an event
 )
 
@@ -49,6 +50,7 @@ var eventNames = [NumEvents]string{
 	Cancelled:          "CANCELLED",
 	Slow:               "SLOW",
 	QueueTimeout:       "QUEUE_TIMEOUT",
+	RateLimited:        "RATE_LIMITED",
 }
 
 // String returns the event's Hystrix-style name, such as "SHORT_CIRCUITED".

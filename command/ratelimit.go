@@ -1,0 +1,77 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// Limiter is a rate limit: Admit returns nil to let a call go on, or an
+// error to refuse it (the call is then RATE_LIMITED). The limiters of
+// package ratelimit satisfy it. A limiter may wait (a pacer); if ctx ends
+// while it waits, it returns ctx's error and the call is CANCELLED.
+type Limiter interface {
+	Admit(ctx context.Context) error
+}
+
+// KeyedLimiter is a rate limit per key (per caller, per tenant), such as
+// *ratelimit.PerKey: AdmitKey is Limiter.Admit for the call's key (WithKey).
+type KeyedLimiter interface {
+	AdmitKey(ctx context.Context, key string) error
+}
+
+// WithKey gives the call's key for the group's KeyedRateLimit (a caller, a
+// tenant). A call without WithKey has the key "": all such calls share one
+// quota, so a caller cannot escape its quota by leaving the key out.
+func WithKey(key string) Option { return Option{key: key} }
+
+// rateLimit asks the call's limiters, in order (the group's RateLimit, its
+// KeyedRateLimit, the command's RateLimit), to admit the call that started
+// at t0, before the breakers see it. It returns a zero result if all admit,
+// else the call's result: RATE_LIMITED, or CANCELLED if ctx ended while a
+// limiter waited. A call refused by a later limiter has used the quota of
+// the earlier ones. It also returns the instant the limiters were done (a
+// limiter may wait, as a pacer does): Run's latency and the breakers'
+// reckoning start there; the call's Latency still counts from t0. A command
+// without limiters gets t0 back, and no clock is read.
+func (c *commandState) rateLimit(ctx context.Context, key string, t0 time.Duration) (result, time.Duration) {
+	if !c.limited {
+		return result{}, t0
+	}
+	return c.askLimiters(ctx, key)
+}
+
+// askLimiters is rateLimit for a command with at least one limiter.
+func (c *commandState) askLimiters(ctx context.Context, key string) (result, time.Duration) {
+	err := c.admitLimits(ctx, key)
+	now := c.group.clock.Now()
+	switch {
+	case err == nil:
+		return result{}, now
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return result{event: metrics.Cancelled, err: err}, now
+	}
+	return result{event: metrics.RateLimited, err: err}, now
+}
+
+// admitLimits asks each limiter of the call in turn; the first refusal
+// ends it.
+func (c *commandState) admitLimits(ctx context.Context, key string) error {
+	cfg := &c.group.cfg
+	if cfg.RateLimit != nil {
+		if err := cfg.RateLimit.Admit(ctx); err != nil {
+			return err
+		}
+	}
+	if cfg.KeyedRateLimit != nil {
+		if err := cfg.KeyedRateLimit.AdmitKey(ctx, key); err != nil {
+			return err
+		}
+	}
+	if c.limiter != nil {
+		return c.limiter.Admit(ctx)
+	}
+	return nil
+}
