@@ -53,16 +53,13 @@ func ExecuteInfo[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, opts 
 // a call that needs no fallback reads the clock twice in all.
 func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []Option, info *Info) (v T, err error) {
 	var timeout time.Duration
-	var name, key string
+	var name string
 	for _, o := range opts {
 		if o.timeout != 0 {
 			timeout = o.timeout
 		}
 		if o.name != "" {
 			name = o.name
-		}
-		if o.key != "" {
-			key = o.key
 		}
 	}
 	if err := checkCall(ctx, g, cmd); err != nil {
@@ -85,7 +82,7 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 	var refuser *circuit.Breaker
 	if timeout < 0 && timeout != NoTimeout {
 		r = result{event: metrics.BadRequest, err: fmt.Errorf("%w: WithTimeout(%v): negative (NoTimeout disables the timeout)", ErrInvalidConfig, timeout)}
-	} else if r, t0 = c.rateLimit(ctx, key, t0); r.err != nil {
+	} else if c.limited && c.refusedByLimits(ctx, opts, &r, &t0) {
 		now = t0
 	} else if gp, cp, refuser, r.err = c.admit(t0); r.err != nil {
 		r.event = metrics.ShortCircuited

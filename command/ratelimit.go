@@ -27,33 +27,34 @@ type KeyedLimiter interface {
 // quota, so a caller cannot escape its quota by leaving the key out.
 func WithKey(key string) Option { return Option{key: key} }
 
-// rateLimit asks the call's limiters, in order (the group's RateLimit, its
-// KeyedRateLimit, the command's RateLimit), to admit the call that started
-// at t0, before the breakers see it. It returns a zero result if all admit,
-// else the call's result: RATE_LIMITED, or CANCELLED if ctx ended while a
-// limiter waited. A call refused by a later limiter has used the quota of
-// the earlier ones. It also returns the instant the limiters were done (a
-// limiter may wait, as a pacer does): Run's latency and the breakers'
-// reckoning start there; the call's Latency still counts from t0. A command
-// without limiters gets t0 back, and no clock is read.
-func (c *commandState) rateLimit(ctx context.Context, key string, t0 time.Duration) (result, time.Duration) {
-	if !c.limited {
-		return result{}, t0
+// refusedByLimits asks the call's limiters, in order (the group's
+// RateLimit, its KeyedRateLimit with the key of opts, the command's
+// RateLimit), to admit the call, before the breakers see it, and reports
+// whether one refused it: then *r is the call's result, RATE_LIMITED, or
+// CANCELLED if ctx ended while a limiter waited. A call refused by a later
+// limiter has used the quota of the earlier ones. It sets *t0 to the
+// instant the limiters were done (a limiter may wait, as a pacer does):
+// Run's latency and the breakers' reckoning start there; the call's Latency
+// still counts from its start. Execute calls it only for a command with a
+// limiter (limited).
+func (c *commandState) refusedByLimits(ctx context.Context, opts []Option, r *result, t0 *time.Duration) bool {
+	var key string
+	for _, o := range opts {
+		if o.key != "" {
+			key = o.key
+		}
 	}
-	return c.askLimiters(ctx, key)
-}
-
-// askLimiters is rateLimit for a command with at least one limiter.
-func (c *commandState) askLimiters(ctx context.Context, key string) (result, time.Duration) {
 	err := c.admitLimits(ctx, key)
-	now := c.group.clock.Now()
+	*t0 = c.group.clock.Now()
 	switch {
 	case err == nil:
-		return result{}, now
+		return false
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		return result{event: metrics.Cancelled, err: err}, now
+		*r = result{event: metrics.Cancelled, err: err}
+	default:
+		*r = result{event: metrics.RateLimited, err: err}
 	}
-	return result{event: metrics.RateLimited, err: err}, now
+	return true
 }
 
 // admitLimits asks each limiter of the call in turn; the first refusal
