@@ -215,8 +215,16 @@ func recordAt(p circuit.Permit, at bool, now time.Duration, o circuit.Outcome, l
 }
 
 // timed returns ctx with the call's timeout, and its cancel function (nil
-// when there is no timeout: no timer, no allocation).
-func timed(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+// when there is no timeout: no timer, no allocation). With a deadline
+// reserve (GroupConfig.DeadlineReserve) and a caller's deadline, the call's
+// deadline is the earlier of the timeout and the caller's deadline less the
+// reserve (see budgeted).
+func timed(ctx context.Context, timeout, reserve time.Duration) (context.Context, context.CancelFunc) {
+	if reserve > 0 {
+		if last, ok := ctx.Deadline(); ok {
+			return budgeted(ctx, timeout, last.Add(-reserve))
+		}
+	}
 	if timeout <= 0 {
 		return ctx, nil
 	}
@@ -232,7 +240,7 @@ func timed(ctx context.Context, timeout time.Duration) (context.Context, context
 // permits, for a Run that calls runtime.Goexit (see commandState.goexit).
 func runOnCaller[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C, timeout, t0 time.Duration, gp, cp circuit.Permit) (v T, r result, t1 time.Duration) {
 	g := c.group
-	runCtx, cancel := timed(ctx, timeout)
+	runCtx, cancel := timed(ctx, timeout, g.cfg.DeadlineReserve)
 	var runErr error
 	berr := g.sem.Enter(runCtx)
 	if berr == nil {
@@ -349,7 +357,7 @@ func (p *poolCall[T, C]) finish(c *commandState) {
 // detached, counted in the command's Detached until Run returns.
 func runInPool[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C, timeout, t0 time.Duration) (v T, r result, t1 time.Duration) {
 	g := c.group
-	runCtx, cancel := timed(ctx, timeout)
+	runCtx, cancel := timed(ctx, timeout, g.cfg.DeadlineReserve)
 	p := newPoolCall[T, C](c)
 	p.c, p.cmd, p.start = c, *cmd, t0
 	berr := g.pool.Execute(runCtx, p.work)
