@@ -12,5 +12,4 @@ require (
 require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sync v0.11.0 // indirect
-	golang.org/x/time v0.15.0 // indirect
 )

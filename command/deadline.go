@@ -6,6 +6,18 @@ import (
 	"time"
 )
 
+// reserved is timed for a group with a deadline reserve: the caller's
+// deadline less the reserve bounds the call, if ctx has a deadline.
+func reserved(ctx context.Context, timeout, reserve time.Duration) (context.Context, context.CancelFunc) {
+	if last, ok := ctx.Deadline(); ok {
+		return budgeted(ctx, timeout, last.Add(-reserve))
+	}
+	if timeout <= 0 {
+		return ctx, nil
+	}
+	return context.WithTimeoutCause(ctx, timeout, errDeadline)
+}
+
 // budgeted returns ctx with our deadline (its cause errDeadline, so that
 // the call ends as a TIMEOUT and falls back) at the earlier of now+timeout
 // (when timeout > 0) and last, the caller's deadline less the group's

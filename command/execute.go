@@ -221,9 +221,7 @@ func recordAt(p circuit.Permit, at bool, now time.Duration, o circuit.Outcome, l
 // reserve (see budgeted).
 func timed(ctx context.Context, timeout, reserve time.Duration) (context.Context, context.CancelFunc) {
 	if reserve > 0 {
-		if last, ok := ctx.Deadline(); ok {
-			return budgeted(ctx, timeout, last.Add(-reserve))
-		}
+		return reserved(ctx, timeout, reserve)
 	}
 	if timeout <= 0 {
 		return ctx, nil

@@ -18,9 +18,9 @@
 //
 // The limiters:
 //
-//   - TokenBucket (on golang.org/x/time/rate): a steady rate with bursts up
-//     to a capacity; over any span t from a full bucket it admits exactly
-//     Burst + Rate×t calls.
+//   - TokenBucket (lock-free, the generic cell rate algorithm): a steady
+//     rate with bursts up to a capacity; over any span t from a full bucket
+//     it admits at most Burst + Rate×t calls.
 //   - SlidingWindow (on metrics.Rolling): at most Limit calls in any
 //     Window.Length that starts on a sub-window boundary, which avoids a
 //     fixed window's burst of twice the limit around its boundary.

@@ -57,10 +57,3 @@ func clockOr(c metrics.Clock) metrics.Clock {
 	}
 	return c
 }
-
-// origin is the instant a clock reading of 0 maps to when a limiter built
-// on golang.org/x/time/rate needs a time.Time: only differences matter.
-var origin = time.Unix(1<<31, 0)
-
-// instant maps a clock reading to a time.Time for golang.org/x/time/rate.
-func instant(now time.Duration) time.Time { return origin.Add(now) }
