@@ -54,6 +54,7 @@ const NoTimeout time.Duration = -1
 type Option struct {
 	timeout time.Duration
 	name    string
+	key     string
 }
 
 // WithTimeout overrides the command's timeout for this call. NoTimeout
@@ -73,7 +74,7 @@ type Info struct {
 	Command, Group string
 	// Event is the call's primary outcome: Success, Failure, Timeout,
 	// BadRequest, ShortCircuited, ThreadPoolRejected, SemaphoreRejected,
-	// Cancelled or QueueTimeout.
+	// Cancelled, QueueTimeout or RateLimited.
 	Event metrics.Event
 	// Events holds every event the call emitted: the primary outcome, Slow,
 	// one fallback event if a fallback was considered, ExceptionThrown if

@@ -297,7 +297,7 @@ func chaosCall(t *testing.T, r *rand.Rand, g *Group, local map[string]*tally) (c
 	}
 	ok := assert.Len(t, primary, 1, "exactly one primary outcome: %v", info.Events) &&
 		assert.Equal(t, info.Event, primary[0]) &&
-		assert.Contains(t, []metrics.Event{expected[sc], g.rejected, metrics.ShortCircuited, metrics.QueueTimeout}, info.Event, "scenario %d", sc) &&
+		assert.Contains(t, []metrics.Event{expected[sc], g.rejected, metrics.ShortCircuited, metrics.QueueTimeout, metrics.RateLimited}, info.Event, "scenario %d", sc) &&
 		assert.Equal(t, err != nil, info.Events.Has(metrics.ExceptionThrown), "EXCEPTION_THROWN iff error: %v", err) &&
 		assert.Equal(t, info.Degraded, info.Events.Has(metrics.FallbackSuccess)) &&
 		assert.Equal(t, info.Degraded, err == nil && v == -1, "a degraded call serves the fallback's value")
@@ -348,13 +348,15 @@ func checkDiscards(t *testing.T, res *chaosResult) {
 	t.Logf("%d values discarded", got)
 }
 
-func chaosRegistry(t *testing.T, breaker circuit.Config) []*Group {
+// chaosRegistry returns the two chaos groups; rateLimit, if not nil, is
+// each group's RateLimit.
+func chaosRegistry(t *testing.T, breaker circuit.Config, rateLimit Limiter) []*Group {
 	reg, _ := newTestRegistry(t)
 	pool, err := reg.NewGroup("pool", GroupConfig{MaxConcurrent: 12, QueueSize: 4, FallbackLimit: 2, Timeout: 10 * time.Second,
-		Breaker: breaker, CommandBreaker: breaker, IsBadRequest: chaosIsBadRequest})
+		Breaker: breaker, CommandBreaker: breaker, IsBadRequest: chaosIsBadRequest, RateLimit: rateLimit})
 	require.NoError(t, err)
 	sem, err := reg.NewGroup("semaphore", GroupConfig{Strategy: Semaphore, MaxConcurrent: 8, FallbackLimit: 2, Timeout: 10 * time.Second,
-		Breaker: breaker, CommandBreaker: breaker, IsBadRequest: chaosIsBadRequest})
+		Breaker: breaker, CommandBreaker: breaker, IsBadRequest: chaosIsBadRequest, RateLimit: rateLimit})
 	require.NoError(t, err)
 	return []*Group{pool, sem}
 }
@@ -363,7 +365,7 @@ func chaosRegistry(t *testing.T, breaker circuit.Config) []*Group {
 // short-circuited, every outcome still counted in their windows), every
 // count agrees with what the callers saw, exactly.
 func TestConservationUnderChaos(t *testing.T) {
-	groups := chaosRegistry(t, circuit.Config{Mode: circuit.ForcedClosed})
+	groups := chaosRegistry(t, circuit.Config{Mode: circuit.ForcedClosed}, nil)
 	start := time.Now()
 	res := runChaos(t, groups, chaosCalls)
 	t.Logf("%d calls in %v", chaosCalls, time.Since(start))
@@ -421,7 +423,7 @@ func TestConservationUnderChaos(t *testing.T) {
 // outcome, and the counts still agree with the callers.
 func TestBalanceWithLiveBreakers(t *testing.T) {
 	groups := chaosRegistry(t, circuit.Config{MinRequests: 20, FailureRatio: 0.3, OpenDuration: time.Millisecond,
-		Clock: metrics.SystemClock(), OnTransition: chaosOnTransition})
+		Clock: metrics.SystemClock(), OnTransition: chaosOnTransition}, nil)
 	const calls = chaosCalls / 4
 	res := runChaos(t, groups, calls)
 	require.False(t, t.Failed())

@@ -79,6 +79,13 @@
 //     deadlines room above the group timeout: a call the caller's deadline
 //     ends is CANCELLED, and the breakers never see a dependency that hangs
 //     past it.
+//   - RATE_LIMITED: a rate limiter of the group or command (GroupConfig.
+//     RateLimit, KeyedRateLimit, CommandConfig.RateLimit; package ratelimit
+//     has them) refused the call, before the breakers; Run did not run. It
+//     falls back; its error matches ErrRateLimited and the limiter's own
+//     (ratelimit.ErrLimited), and Error.RetryAfter says when to come back.
+//     A limiter that waits (a pacer) and sees the caller's context end
+//     makes the call CANCELLED instead.
 //
 // The breakers count only the calls that reached the dependency: SUCCESS,
 // FAILURE and TIMEOUT. Refusals, rejections, queue timeouts, bad requests

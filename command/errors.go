@@ -41,6 +41,11 @@ var (
 	// ErrInvalidConfig is wrapped by every configuration error of this
 	// package; the message names the field and the value.
 	ErrInvalidConfig = errors.New("command: invalid config")
+	// ErrRateLimited: a rate limiter (GroupConfig.RateLimit,
+	// KeyedRateLimit or CommandConfig.RateLimit) refused the call
+	// (RATE_LIMITED); the limiter's own error (a *ratelimit.LimitError)
+	// stays reachable, and Error.RetryAfter says when to come back.
+	ErrRateLimited error = &kindError{msg: "command: rate limited"}
 )
 
 // kindError is a sentinel that also matches the lower layer's sentinel.
@@ -54,11 +59,11 @@ func (e *kindError) Unwrap() error { return e.base }
 
 // Error is the error Execute returns when a call produced no value: its
 // primary outcome was FAILURE, TIMEOUT, QUEUE_TIMEOUT, SHORT_CIRCUITED,
-// *_REJECTED or CANCELLED and no fallback value was served. (A BAD_REQUEST error is
+// *_REJECTED, RATE_LIMITED or CANCELLED and no fallback value was served. (A BAD_REQUEST error is
 // returned exactly as Run returned it.)
 //
 // errors.Is matches the outcome's sentinel (ErrTimeout, ErrShortCircuited,
-// ErrRejected; the context's error for CANCELLED), the cause and the
+// ErrRejected, ErrRateLimited; the context's error for CANCELLED), the cause and the
 // fallback's error; errors.As reaches Run's own error (or the
 // *isolation.PanicError of a panic) through Err.
 type Error struct {
@@ -75,15 +80,20 @@ type Error struct {
 	// CANCELLED, which never falls back.
 	FallbackErr error
 
-	kind    error            // ErrTimeout, ErrShortCircuited, ErrRejected, a context error, or nil
+	kind    error            // ErrTimeout, ErrShortCircuited, ErrRejected, ErrRateLimited, a context error, or nil
 	refuser *circuit.Breaker // the breaker that refused a SHORT_CIRCUITED call
 }
 
 // RetryAfter returns, for a SHORT_CIRCUITED call, how long until the breaker
-// that refused it lets a probe through: its remaining open time, read now.
-// It returns 0 for other outcomes and for a breaker that is not simply open
-// (half-open with its probes out, forced open, shedding during ramp-up).
+// that refused it lets a probe through: its remaining open time, read now;
+// for a RATE_LIMITED call, the delay the limiter's error gave (see
+// RetryAfterer). It returns 0 for other outcomes, for a breaker that is not
+// simply open (half-open with its probes out, forced open, shedding during
+// ramp-up) and for a limiter that gave none.
 func (e *Error) RetryAfter() time.Duration {
+	if e.Event == metrics.RateLimited {
+		return retryAfterOf(e.Err)
+	}
 	if e.refuser == nil {
 		return 0
 	}
@@ -122,6 +132,22 @@ func (e *Error) Unwrap() []error {
 		}
 	}
 	return errs
+}
+
+// RetryAfterer is implemented by an error that knows when a call could be
+// tried again, such as ratelimit's *LimitError.
+type RetryAfterer interface {
+	RetryAfterDelay() time.Duration
+}
+
+// retryAfterOf returns the delay of the first RetryAfterer in err's chain,
+// or 0.
+func retryAfterOf(err error) time.Duration {
+	var ra RetryAfterer
+	if errors.As(err, &ra) {
+		return max(ra.RetryAfterDelay(), 0)
+	}
+	return 0
 }
 
 // badRequest marks an error as the caller's fault.

@@ -19,14 +19,16 @@ import (
 // or an error. T is the command's result type and C the command's own type,
 // both inferred: command.Execute(ctx, g, getProfile{id: 7}).
 //
-// The steps: both breakers (the group's, then the command's) must admit the
-// call, else SHORT_CIRCUITED; the bulkhead must admit it, else
-// THREAD_POOL_REJECTED or SEMAPHORE_REJECTED; Run runs on a pool worker
-// (Thread) or on the caller's goroutine (Semaphore) with the timeout in its
-// ctx; the outcome (SUCCESS, FAILURE, TIMEOUT, QUEUE_TIMEOUT, BAD_REQUEST or
-// CANCELLED) is recorded in the command's metrics and in both breakers; on
-// FAILURE, TIMEOUT, QUEUE_TIMEOUT, a rejection or a short-circuit the
-// command's Fallback, if any, runs under the group's fallback limit.
+// The steps: the rate limiters, if any (the group's, then the command's),
+// must admit the call, else RATE_LIMITED; both breakers (the group's, then
+// the command's) must admit it, else SHORT_CIRCUITED; the bulkhead must
+// admit it, else THREAD_POOL_REJECTED or SEMAPHORE_REJECTED; Run runs on a
+// pool worker (Thread) or on the caller's goroutine (Semaphore) with the
+// timeout in its ctx; the outcome (SUCCESS, FAILURE, TIMEOUT, QUEUE_TIMEOUT,
+// BAD_REQUEST or CANCELLED) is recorded in the command's metrics and in both
+// breakers; on FAILURE, TIMEOUT, QUEUE_TIMEOUT, a rejection, a short-circuit
+// or a rate-limit refusal the command's Fallback, if any, runs under the
+// group's fallback limit.
 //
 // The error is an *Error, except for a BAD_REQUEST, whose error is returned
 // exactly as Run returned it (with Run's value). Use ExecuteInfo to learn
@@ -72,6 +74,7 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 	}
 	info.Command, info.Group = c.name, g.name
 	t0 := g.clock.Now()
+	start := t0 // the call's start; t0 moves past a rate limiter's wait
 	c.metrics.ObserveMax(t0, c.hot.inFlight.Add(1))
 	now := t0 // the instant the call ends, read again only if Run or a fallback ran
 
@@ -80,6 +83,8 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 	var refuser *circuit.Breaker
 	if timeout < 0 && timeout != NoTimeout {
 		r = result{event: metrics.BadRequest, err: fmt.Errorf("%w: WithTimeout(%v): negative (NoTimeout disables the timeout)", ErrInvalidConfig, timeout)}
+	} else if cs.limited && c.refusedByLimits(ctx, cs, opts, &r, &t0) {
+		now = t0
 	} else if gp, cp, refuser, r.err = c.admit(t0); r.err != nil {
 		r.event = metrics.ShortCircuited
 	} else {
@@ -131,7 +136,7 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 	if err != nil {
 		info.Events.Add(metrics.ExceptionThrown)
 	}
-	info.Latency = now - t0
+	info.Latency = now - start
 	run := metrics.NoLatency
 	if r.ran {
 		info.RunLatency, run = r.run, r.run
@@ -220,8 +225,14 @@ func recordAt(p circuit.Permit, at bool, now time.Duration, o circuit.Outcome, l
 }
 
 // timed returns ctx with the call's timeout, and its cancel function (nil
-// when there is no timeout: no timer, no allocation).
-func timed(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+// when there is no timeout: no timer, no allocation). With a deadline
+// reserve (GroupConfig.DeadlineReserve) and a caller's deadline, the call's
+// deadline is the earlier of the timeout and the caller's deadline less the
+// reserve (see budgeted).
+func timed(ctx context.Context, timeout, reserve time.Duration) (context.Context, context.CancelFunc) {
+	if reserve > 0 {
+		return reserved(ctx, timeout, reserve)
+	}
 	if timeout <= 0 {
 		return ctx, nil
 	}
@@ -237,7 +248,7 @@ func timed(ctx context.Context, timeout time.Duration) (context.Context, context
 // permits, for a Run that calls runtime.Goexit (see commandState.goexit).
 func runOnCaller[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C, timeout, t0 time.Duration, gp, cp circuit.Permit) (v T, r result, t1 time.Duration) {
 	g := c.group
-	runCtx, cancel := timed(ctx, timeout)
+	runCtx, cancel := timed(ctx, timeout, g.cfg().DeadlineReserve)
 	var runErr error
 	berr := g.sem.Enter(runCtx)
 	if berr == nil {
@@ -354,7 +365,7 @@ func (p *poolCall[T, C]) finish(c *commandState) {
 // detached, counted in the command's Detached until Run returns.
 func runInPool[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C, timeout, t0 time.Duration) (v T, r result, t1 time.Duration) {
 	g := c.group
-	runCtx, cancel := timed(ctx, timeout)
+	runCtx, cancel := timed(ctx, timeout, g.cfg().DeadlineReserve)
 	p := newPoolCall[T, C](c)
 	p.c, p.cmd, p.start = c, *cmd, t0
 	berr := g.pool.Execute(runCtx, p.work)

@@ -137,6 +137,29 @@ type GroupConfig struct {
 	// writes that must never "succeed" by fallback (payments); see
 	// PresetNeverDegrade. Default false.
 	NoFallback bool
+	// RateLimit, if set, is asked to admit every call of the group before
+	// the breakers and the bulkhead; a refused call is RATE_LIMITED: it
+	// falls back, is counted, and neither breaker sees it. Any package
+	// ratelimit limiter fits. Default: none.
+	RateLimit Limiter
+	// KeyedRateLimit, if set, is asked after RateLimit with the call's key
+	// (WithKey), for per-caller quotas: a *ratelimit.PerKey fits. Default:
+	// none.
+	KeyedRateLimit KeyedLimiter
+	// DeadlineReserve, when positive, keeps that much of the caller's time
+	// for the fallback: a call whose ctx has a deadline runs with the
+	// deadline min(timeout, time left on the caller's deadline −
+	// DeadlineReserve), so that when the caller's budget is the shorter,
+	// the call ends as a TIMEOUT inside it (and falls back) instead of
+	// CANCELLED with no fallback when the caller's deadline strikes. A
+	// call with less than the reserve left never starts Run: it ends at
+	// once as a QUEUE_TIMEOUT (not counted by the breakers) and its
+	// fallback answers. A TIMEOUT cut short by the reserve counts in the breakers like any other (the
+	// dependency did not answer in the time the call had), so give callers
+	// budgets above the group timeout where you can. Default 0: off, the
+	// call keeps the caller's deadline as is (Hystrix's behaviour, and no
+	// caller's budget ever shows as the dependency's timeout).
+	DeadlineReserve time.Duration
 }
 
 // CommandConfig holds the settings of one command name in a group. Its zero
@@ -159,6 +182,9 @@ type CommandConfig struct {
 	// which a success also emits SLOW. Default: Breaker.SlowCallDuration
 	// when Breaker is set and has one, else the group's SlowCallDuration.
 	SlowCallDuration time.Duration
+	// RateLimit, if set, limits this command's calls, asked after the
+	// group's limiters (see GroupConfig.RateLimit). Default: none.
+	RateLimit Limiter
 }
 
 // WithDefaults returns c with every zero field replaced by its default: the
@@ -211,6 +237,9 @@ func (c GroupConfig) Validate() error {
 		return bad("MaxCommands %d is less than the %d declared Commands", c.MaxCommands, len(c.Commands))
 	case e.SlowCallDuration < 0:
 		return bad("SlowCallDuration %v must not be negative", c.SlowCallDuration)
+	}
+	if err := validateReserve(c.DeadlineReserve); err != nil {
+		return err
 	}
 	if err := e.Window.Validate(); err != nil {
 		return fmt.Errorf("%w: Window {Length: %v, Buckets: %d}: %w", ErrInvalidConfig, c.Window.Length, c.Window.Buckets, err)

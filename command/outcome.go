@@ -18,6 +18,7 @@ var errDeadline = errors.New("command: timeout")
 var primaries = [...]metrics.Event{
 	metrics.Success, metrics.Failure, metrics.Timeout, metrics.BadRequest, metrics.ShortCircuited,
 	metrics.ThreadPoolRejected, metrics.SemaphoreRejected, metrics.Cancelled, metrics.QueueTimeout,
+	metrics.RateLimited,
 }
 
 // primaryCount returns the number of calls in c: the sum of its primary
@@ -34,7 +35,8 @@ func primaryCount(c metrics.Counts) int64 {
 func fallsBack(e metrics.Event) bool {
 	switch e {
 	case metrics.Failure, metrics.Timeout, metrics.ShortCircuited,
-		metrics.ThreadPoolRejected, metrics.SemaphoreRejected, metrics.QueueTimeout:
+		metrics.ThreadPoolRejected, metrics.SemaphoreRejected, metrics.QueueTimeout,
+		metrics.RateLimited:
 		return true
 	}
 	return false
@@ -161,6 +163,8 @@ func kindOf(ctx context.Context, e metrics.Event) error {
 		return ErrRejected
 	case metrics.Cancelled:
 		return ctx.Err()
+	case metrics.RateLimited:
+		return ErrRateLimited
 	}
 	return nil
 }

@@ -28,6 +28,13 @@ type commandSettings struct {
 	slowCall time.Duration // a success slower than this also emits SLOW; 0: off
 
 	probeClassifier func(err error) circuit.Outcome // judges failed probes; nil: as any call
+
+	// The call's rate limiters, asked in this order (see admitLimits);
+	// limited is set when there is any.
+	groupLimit Limiter
+	keyedLimit KeyedLimiter
+	limit      Limiter
+	limited    bool
 }
 
 // cfg returns the group's config in force.
@@ -35,10 +42,15 @@ func (g *Group) cfg() *liveConfig { return g.live.Load() }
 
 // commandSettings returns the settings of the command called name under c.
 func (c *GroupConfig) commandSettings(name string) *commandSettings {
-	s := &commandSettings{timeout: c.Timeout, slowCall: c.SlowCallDuration, probeClassifier: c.ProbeClassifier}
+	s := &commandSettings{timeout: c.Timeout, slowCall: c.SlowCallDuration, probeClassifier: c.ProbeClassifier,
+		groupLimit: c.RateLimit, keyedLimit: c.KeyedRateLimit}
+	s.limited = s.groupLimit != nil || s.keyedLimit != nil
 	cc, ok := c.Commands[name]
 	if !ok {
 		return s
+	}
+	if cc.RateLimit != nil {
+		s.limit, s.limited = cc.RateLimit, true
 	}
 	if cc.ProbeClassifier != nil {
 		s.probeClassifier = cc.ProbeClassifier

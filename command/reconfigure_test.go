@@ -167,7 +167,7 @@ func TestReconfigureLogsChanges(t *testing.T) {
 // fallback limits, timeouts and breaker thresholds reconfigured
 // continuously: every count still agrees exactly with what the callers saw.
 func TestConservationUnderReconfigure(t *testing.T) {
-	groups := chaosRegistry(t, circuit.Config{Mode: circuit.ForcedClosed})
+	groups := chaosRegistry(t, circuit.Config{Mode: circuit.ForcedClosed}, nil)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	reconfigs := 0

@@ -118,6 +118,12 @@
 //     Hystrix has no key for: the pool could not start them in time, as for
 //     a rejection; rollingCountTimeout counts only Runs that timed out. The
 //     native event has the queue timeouts apart (rollingCountQueueTimeout).
+//   - rollingCountSemaphoreRejected also counts RATE_LIMITED calls, which
+//     Hystrix has no key for: refused at the door before Run, as a
+//     semaphore rejection is (whatever the group's strategy), so Hystrix
+//     tools show them as rejections; the pool's rollingCountCommandRejections
+//     does not (the pool refused nothing). The native event has them apart
+//     (rollingCountRateLimited).
 //   - both timeout keys carry the command's timeout (0 when it has none);
 //     interruptOnTimeout is true, since a timed-out call's context is
 //     cancelled.

@@ -136,6 +136,10 @@ type bulwarkCommand struct {
 	// command.AlertConfig).
 	AlertTier     string `json:"alertTier"`
 	DegradedAlarm bool   `json:"degradedAlarm"`
+	// RollingCountRateLimited counts calls a rate limiter refused
+	// (RATE_LIMITED), also counted as semaphore rejections in the Hystrix
+	// event.
+	RollingCountRateLimited int64 `json:"rollingCountRateLimited"`
 }
 
 func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.CommandSnapshot) {
@@ -159,6 +163,7 @@ func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 	e.RollingCountProbeFailure = c.Metrics.Counts[metrics.ProbeFailure]
 	e.AlertTier = c.AlertTier
 	e.DegradedAlarm = c.DegradedAlarm
+	e.RollingCountRateLimited = c.Metrics.Counts[metrics.RateLimited]
 }
 
 // bulwarkGroup is the BulwarkGroup event: a group's bulkhead (pool or

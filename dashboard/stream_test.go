@@ -108,7 +108,7 @@ func TestStreamHystrixValues(t *testing.T) {
 		"rollingCountBadRequests":        counts[3],
 		"rollingCountShortCircuited":     counts[4],
 		"rollingCountThreadPoolRejected": counts[5] + counts[14],
-		"rollingCountSemaphoreRejected":  counts[6],
+		"rollingCountSemaphoreRejected":  counts[6] + counts[15],
 		"rollingCountFallbackSuccess":    counts[7],
 		"rollingCountFallbackFailure":    counts[8],
 		"rollingCountFallbackRejection":  counts[9],
@@ -201,6 +201,7 @@ func TestStreamNativeEvents(t *testing.T) {
 	assert.EqualValues(t, 13, num(ev["rollingCountCancelled"]))
 	assert.EqualValues(t, 14, num(ev["rollingCountSlow"]))
 	assert.EqualValues(t, 15, num(ev["rollingCountQueueTimeout"]), "QUEUE_TIMEOUT apart")
+	assert.EqualValues(t, 16, num(ev["rollingCountRateLimited"]), "RATE_LIMITED apart")
 
 	// Transitions in wall time: the last one was Since (2 s) before the
 	// snapshot, the first one 6 s before the last.

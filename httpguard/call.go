@@ -100,8 +100,9 @@ func (c *call) closeUnsent() {
 }
 
 // degradingCall is a call whose fallback answers with a degraded 503: a
-// short-circuit, a rejection or a queue timeout when refusals is set, a 5xx when
-// serverErrors is set. It declines otherwise.
+// short-circuit, a rejection or a queue timeout when refusals is set (a
+// rate-limit refusal: 429), a 5xx when serverErrors is set. It declines
+// otherwise.
 type degradingCall struct {
 	*call
 	refusals, serverErrors bool
@@ -116,19 +117,23 @@ func (d degradingCall) Fallback(_ context.Context, err error) (*http.Response, e
 	switch e.Event {
 	case metrics.ShortCircuited, metrics.ThreadPoolRejected, metrics.SemaphoreRejected, metrics.QueueTimeout:
 		if d.refusals {
-			return degradedResponse(d.req, e), nil
+			return degradedResponse(d.req, e, http.StatusServiceUnavailable), nil
+		}
+	case metrics.RateLimited:
+		if d.refusals {
+			return degradedResponse(d.req, e, http.StatusTooManyRequests), nil
 		}
 	case metrics.Failure:
 		if d.serverErrors && errors.As(e.Err, &se) {
-			return degradedResponse(d.req, e), nil
+			return degradedResponse(d.req, e, http.StatusServiceUnavailable), nil
 		}
 	}
 	return nil, command.ErrFallbackMissing // the caller gets the error
 }
 
-// degradedResponse is the 503 served instead of a request that never left,
-// or of a 5xx.
-func degradedResponse(req *http.Request, e *command.Error) *http.Response {
+// degradedResponse is the response of status code (503, or 429 for a rate
+// limit) served instead of a request that never left, or of a 5xx.
+func degradedResponse(req *http.Request, e *command.Error, code int) *http.Response {
 	reason := strings.ToLower(e.Event.String())
 	body := "bulwark: " + e.Group + ": " + reason + "\n"
 	h := http.Header{}
@@ -136,8 +141,8 @@ func degradedResponse(req *http.Request, e *command.Error) *http.Response {
 	h.Set("X-Degraded", reason)
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	return &http.Response{
-		Status:        "503 Service Unavailable",
-		StatusCode:    http.StatusServiceUnavailable,
+		Status:        strconv.Itoa(code) + " " + http.StatusText(code),
+		StatusCode:    code,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,

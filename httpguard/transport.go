@@ -27,7 +27,9 @@ type Config struct {
 	// Group is the configuration of the group a host gets on its first
 	// request (see GroupName for its name). A group that already exists in
 	// the registry under that name is used as is, so one host can be given
-	// its own settings by creating its group first.
+	// its own settings by creating its group first. A limiter in
+	// Group.RateLimit is shared by every host that gets this configuration:
+	// one limit for all of them.
 	Group command.GroupConfig
 	// Degrade answers a request that never left because the Transport
 	// refused it (a breaker short-circuited it, the bulkhead rejected it,
@@ -36,6 +38,9 @@ type Config struct {
 	// open time in seconds, rounded up, at least 1) and X-Degraded with the
 	// reason ("short_circuited", "thread_pool_rejected",
 	// "semaphore_rejected", "queue_timeout").
+	// A request a rate limiter refused (Group.RateLimit, RATE_LIMITED) gets
+	// 429 Too Many Requests instead, its Retry-After the limiter's delay
+	// (rounded up, at least 1 s) and X-Degraded "rate_limited".
 	// Such a response is a fallback value: FALLBACK_SUCCESS, Info.Degraded.
 	Degrade bool
 	// DegradeServerErrors replaces a 5xx response (still a FAILURE for the

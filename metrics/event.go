@@ -12,7 +12,7 @@ type Event uint8
 
 // The events counted in every bucket. A call has exactly one primary outcome
 // (Success, Failure, Timeout, BadRequest, ShortCircuited, ThreadPoolRejected,
-// SemaphoreRejected, Cancelled or QueueTimeout); the others are recorded
+// SemaphoreRejected, Cancelled, QueueTimeout or RateLimited); the others are recorded
 // alongside it.
 const (
 	Success            Event = iota // Run returned without error
@@ -33,6 +33,7 @@ const (
 	Probe                           // the call was a half-open probe of a breaker (recorded alongside the primary outcome)
 	ProbeSuccess                    // a probe judged a success (see command.GroupConfig.ProbeClassifier)
 	ProbeFailure                    // a probe judged a failure or timeout
+	RateLimited                     // a rate limiter refused the call; Run never started
 	NumEvents                       // number of event kinds; not an event
 )
 
@@ -55,6 +56,7 @@ var eventNames = [NumEvents]string{
 	Probe:              "PROBE",
 	ProbeSuccess:       "PROBE_SUCCESS",
 	ProbeFailure:       "PROBE_FAILURE",
+	RateLimited:        "RATE_LIMITED",
 }
 
 // String returns the event's Hystrix-style name, such as "SHORT_CIRCUITED".

@@ -169,9 +169,10 @@
 
   // ---- commands ---------------------------------------------------------
 
-  // The window's counters, in the Hystrix dashboard's colours. Cancelled is
-  // bulwark's own (from the native event). Rejected includes queue timeouts,
-  // as the Hystrix event counts them (the native event has them apart).
+  // The window's counters, in the Hystrix dashboard's colours. Cancelled and
+  // Rate limited are bulwark's own (from the native event). Rejected includes
+  // queue timeouts and rate-limit refusals, as the Hystrix event counts them
+  // (the native event has them apart).
   const COUNTERS = [
     ['success', 'Success', (h) => h.rollingCountSuccess],
     ['failure', 'Failure', (h) => h.rollingCountFailure],
@@ -181,6 +182,7 @@
     ['bad-request', 'Bad request', (h) => h.rollingCountBadRequests],
     ['fallback', 'Fallback', (h) => h.rollingCountFallbackSuccess],
     ['cancelled', 'Cancelled', (h, n) => (n ? n.rollingCountCancelled : 0)],
+    ['rate-limited', 'Rate limited', (h, n) => (n ? n.rollingCountRateLimited : 0)],
   ];
 
   const PERCENTILES = [

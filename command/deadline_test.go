@@ -1,0 +1,102 @@
+package command
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// blockUntilDone is a Run that waits for its ctx and notes that it ran.
+func blockUntilDone(ran *atomic.Bool) func(context.Context) (int, error) {
+	return func(ctx context.Context) (int, error) {
+		ran.Store(true)
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
+}
+
+func fallbackValue(context.Context, error) (int, error) { return -1, nil }
+
+func TestDeadlineReserveOffCallerDeadlineIsCancelled(t *testing.T) {
+	strategies(t, func(t *testing.T, s Strategy) {
+		g, _ := newTestGroup(t, GroupConfig{Strategy: s, Timeout: 10 * time.Second})
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		var ran atomic.Bool
+		_, info, err := ExecuteInfo(ctx, g, opFB[int]{op[int]{"get", blockUntilDone(&ran)}, fallbackValue})
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.Equal(t, metrics.Cancelled, info.Event, "without a reserve the caller's deadline wins: no fallback")
+		require.False(t, info.Degraded)
+	})
+}
+
+func TestDeadlineReserveTimesOutInsideTheCallersBudget(t *testing.T) {
+	strategies(t, func(t *testing.T, s Strategy) {
+		g, _ := newTestGroup(t, GroupConfig{Strategy: s, Timeout: 10 * time.Second, DeadlineReserve: 300 * time.Millisecond})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		var ran atomic.Bool
+		v, info, err := ExecuteInfo(ctx, g, opFB[int]{op[int]{"get", blockUntilDone(&ran)}, fallbackValue})
+		require.NoError(t, err)
+		require.Equal(t, -1, v, "the fallback answered")
+		require.Equal(t, metrics.Timeout, info.Event)
+		require.True(t, info.Degraded)
+		require.NoError(t, ctx.Err(), "answered inside the caller's budget")
+		require.True(t, ran.Load())
+		require.Less(t, info.Latency, 900*time.Millisecond)
+	})
+}
+
+func TestDeadlineReserveLargerThanTimeLeftFallsBackAtOnce(t *testing.T) {
+	strategies(t, func(t *testing.T, s Strategy) {
+		g, _ := newTestGroup(t, GroupConfig{Strategy: s, DeadlineReserve: time.Minute})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var ran atomic.Bool
+		v, info, err := ExecuteInfo(ctx, g, opFB[int]{op[int]{"get", blockUntilDone(&ran)}, fallbackValue})
+		require.NoError(t, err)
+		require.Equal(t, -1, v)
+		require.Equal(t, metrics.QueueTimeout, info.Event, "no time left for Run: it never started")
+		require.False(t, ran.Load())
+		require.NoError(t, ctx.Err())
+	})
+}
+
+func TestDeadlineReserveKeepsTheShorterGroupTimeout(t *testing.T) {
+	strategies(t, func(t *testing.T, s Strategy) {
+		g, _ := newTestGroup(t, GroupConfig{Strategy: s, Timeout: 2 * time.Second, DeadlineReserve: time.Second})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		var left time.Duration
+		_, err := Execute(ctx, g, op[int]{"get", func(ctx context.Context) (int, error) {
+			dl, ok := ctx.Deadline()
+			require.True(t, ok)
+			left = time.Until(dl)
+			return 1, nil
+		}})
+		require.NoError(t, err)
+		require.LessOrEqual(t, left, 2*time.Second, "the group timeout is the shorter")
+		require.Greater(t, left, time.Second)
+	})
+}
+
+func TestDeadlineReserveWithoutCallerDeadlineKeepsTheTimeout(t *testing.T) {
+	g, _ := newTestGroup(t, GroupConfig{Strategy: Semaphore, Timeout: NoTimeout, DeadlineReserve: time.Second})
+	_, err := Execute(context.Background(), g, op[int]{"get", func(ctx context.Context) (int, error) {
+		_, ok := ctx.Deadline()
+		require.False(t, ok, "no caller deadline, no timeout: no deadline at all")
+		return 1, nil
+	}})
+	require.NoError(t, err)
+}
+
+func TestDeadlineReserveNegativeIsAnError(t *testing.T) {
+	err := GroupConfig{DeadlineReserve: -time.Millisecond}.Validate()
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	require.ErrorContains(t, err, "DeadlineReserve -1ms")
+}

@@ -1,0 +1,77 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// Limiter is a rate limit: Admit returns nil to let a call go on, or an
+// error to refuse it (the call is then RATE_LIMITED). The limiters of
+// package ratelimit satisfy it. A limiter may wait (a pacer); if ctx ends
+// while it waits, it returns ctx's error and the call is CANCELLED.
+type Limiter interface {
+	Admit(ctx context.Context) error
+}
+
+// KeyedLimiter is a rate limit per key (per caller, per tenant), such as
+// *ratelimit.PerKey: AdmitKey is Limiter.Admit for the call's key (WithKey).
+type KeyedLimiter interface {
+	AdmitKey(ctx context.Context, key string) error
+}
+
+// WithKey gives the call's key for the group's KeyedRateLimit (a caller, a
+// tenant). A call without WithKey has the key "": all such calls share one
+// quota, so a caller cannot escape its quota by leaving the key out.
+func WithKey(key string) Option { return Option{key: key} }
+
+// refusedByLimits asks the call's limiters, in order (the group's
+// RateLimit, its KeyedRateLimit with the key of opts, the command's
+// RateLimit), to admit the call, before the breakers see it, and reports
+// whether one refused it: then *r is the call's result, RATE_LIMITED, or
+// CANCELLED if ctx ended while a limiter waited. A call refused by a later
+// limiter has used the quota of the earlier ones. It sets *t0 to the
+// instant the limiters were done (a limiter may wait, as a pacer does):
+// Run's latency and the breakers' reckoning start there; the call's Latency
+// still counts from its start. Execute calls it only for a command with a
+// limiter (limited).
+func (c *commandState) refusedByLimits(ctx context.Context, cs *commandSettings, opts []Option, r *result, t0 *time.Duration) bool {
+	var key string
+	for _, o := range opts {
+		if o.key != "" {
+			key = o.key
+		}
+	}
+	err := cs.admitLimits(ctx, key)
+	*t0 = c.group.clock.Now()
+	switch {
+	case err == nil:
+		return false
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		*r = result{event: metrics.Cancelled, err: err}
+	default:
+		*r = result{event: metrics.RateLimited, err: err}
+	}
+	return true
+}
+
+// admitLimits asks each limiter of the call in turn; the first refusal
+// ends it.
+func (cs *commandSettings) admitLimits(ctx context.Context, key string) error {
+	if cs.groupLimit != nil {
+		if err := cs.groupLimit.Admit(ctx); err != nil {
+			return err
+		}
+	}
+	if cs.keyedLimit != nil {
+		if err := cs.keyedLimit.AdmitKey(ctx, key); err != nil {
+			return err
+		}
+	}
+	if cs.limit != nil {
+		return cs.limit.Admit(ctx)
+	}
+	return nil
+}

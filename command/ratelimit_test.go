@@ -1,0 +1,191 @@
+package command
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/metrics"
+	"github.com/bulwark-go/bulwark/ratelimit"
+)
+
+func TestRateLimitedCallFallsBackAndNeverReachesTheBreakers(t *testing.T) {
+	strategies(t, func(t *testing.T, s Strategy) {
+		reg, clock := newTestRegistry(t)
+		lim, err := ratelimit.NewTokenBucket(ratelimit.TokenBucketConfig{Rate: 2, Burst: 1, Clock: clock})
+		require.NoError(t, err)
+		// Breakers that would open on a single counted failure.
+		tight := circuit.Config{MinRequests: 1, FailureRatio: 0.01}
+		g, err := reg.NewGroup("deps", GroupConfig{Strategy: s, RateLimit: lim, Breaker: tight, CommandBreaker: tight})
+		require.NoError(t, err)
+		ran := 0
+		cmd := opFB[int]{op[int]{"get", func(context.Context) (int, error) { ran++; return 1, nil }},
+			func(_ context.Context, err error) (int, error) {
+				require.ErrorIs(t, err, ErrRateLimited)
+				return -1, nil
+			}}
+
+		v, info, err := ExecuteInfo(context.Background(), g, cmd)
+		require.NoError(t, err)
+		require.Equal(t, 1, v)
+		require.Equal(t, metrics.Success, info.Event)
+
+		v, info, err = ExecuteInfo(context.Background(), g, cmd)
+		require.NoError(t, err)
+		require.Equal(t, -1, v, "the fallback answers a refused call")
+		require.True(t, info.Degraded)
+		require.Equal(t, metrics.RateLimited, info.Event)
+		require.Equal(t, events(metrics.RateLimited, metrics.FallbackSuccess), info.Events)
+		require.Equal(t, 1, ran, "Run never started for the refused call")
+
+		c := counts(t, g, "get")
+		require.EqualValues(t, 1, c[metrics.RateLimited])
+		require.EqualValues(t, 1, c[metrics.Success])
+		for _, b := range []*circuit.Breaker{g.Breaker(), g.commands.Load().byName["get"].breaker} {
+			snap := b.Snapshot()
+			require.EqualValues(t, 1, snap.Health.Requests, "the breaker counts only the call that ran")
+			require.Equal(t, circuit.Closed, snap.State)
+		}
+	})
+}
+
+func TestRateLimitedErrorSaysWhenToRetry(t *testing.T) {
+	reg, clock := newTestRegistry(t)
+	lim, err := ratelimit.NewTokenBucket(ratelimit.TokenBucketConfig{Rate: 4, Burst: 1, Clock: clock})
+	require.NoError(t, err)
+	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore, RateLimit: lim})
+	require.NoError(t, err)
+	cmd := op[int]{"get", succeed(1)}
+	_, err = Execute(context.Background(), g, cmd)
+	require.NoError(t, err)
+	_, info, err := ExecuteInfo(context.Background(), g, cmd)
+	require.ErrorIs(t, err, ErrRateLimited)
+	require.ErrorIs(t, err, ratelimit.ErrLimited, "the limiter's error stays reachable")
+	require.ErrorIs(t, err, ErrFallbackMissing)
+	require.NotErrorIs(t, err, ErrRejected)
+	require.NotErrorIs(t, err, ErrShortCircuited)
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, 250*time.Millisecond, e.RetryAfter())
+	require.Equal(t, events(metrics.RateLimited, metrics.FallbackMissing, metrics.ExceptionThrown), info.Events)
+	require.Contains(t, err.Error(), "rate_limited")
+}
+
+func TestKeyedRateLimitGivesEachKeyItsQuota(t *testing.T) {
+	reg, clock := newTestRegistry(t)
+	perKey, err := ratelimit.NewPerKey(ratelimit.PerKeyConfig{New: func(string) (ratelimit.Limiter, error) {
+		return ratelimit.NewTokenBucket(ratelimit.TokenBucketConfig{Rate: 1, Burst: 2, Clock: clock})
+	}})
+	require.NoError(t, err)
+	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore, KeyedRateLimit: perKey})
+	require.NoError(t, err)
+	call := func(opts ...Option) metrics.Event {
+		_, info, _ := ExecuteInfo(context.Background(), g, op[int]{"get", succeed(1)}, opts...)
+		return info.Event
+	}
+	for _, key := range []string{"alice", "bob"} {
+		require.Equal(t, metrics.Success, call(WithKey(key)))
+		require.Equal(t, metrics.Success, call(WithKey(key)))
+		require.Equal(t, metrics.RateLimited, call(WithKey(key)), "%s used up their burst", key)
+	}
+	require.Equal(t, metrics.Success, call(), "calls without a key share the key \"\"")
+	require.Equal(t, metrics.Success, call())
+	require.Equal(t, metrics.RateLimited, call())
+}
+
+func TestCommandRateLimitAppliesToThatCommandOnly(t *testing.T) {
+	reg, clock := newTestRegistry(t)
+	lim, err := ratelimit.NewSlidingWindow(ratelimit.SlidingWindowConfig{Limit: 1, Clock: clock})
+	require.NoError(t, err)
+	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore, Commands: map[string]CommandConfig{"write": {RateLimit: lim}}})
+	require.NoError(t, err)
+	call := func(name string) metrics.Event {
+		_, info, _ := ExecuteInfo(context.Background(), g, op[int]{name, succeed(1)})
+		return info.Event
+	}
+	require.Equal(t, metrics.Success, call("write"))
+	require.Equal(t, metrics.RateLimited, call("write"))
+	require.Equal(t, metrics.Success, call("read"))
+	require.Equal(t, metrics.Success, call("read"))
+}
+
+// blockingLimiter waits until ctx ends, as a pacer whose slot is far ahead.
+type blockingLimiter struct{}
+
+func (blockingLimiter) Admit(ctx context.Context) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestCallerLeavingWhileLimiterWaitsIsCancelled(t *testing.T) {
+	g, _ := newTestGroup(t, GroupConfig{RateLimit: blockingLimiter{}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	fbCalled := false
+	_, info, err := ExecuteInfo(ctx, g, opFB[int]{op[int]{"get", succeed(1)},
+		func(context.Context, error) (int, error) { fbCalled = true; return -1, nil }})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NotErrorIs(t, err, ErrRateLimited)
+	require.Equal(t, metrics.Cancelled, info.Event)
+	require.False(t, fbCalled, "a cancelled call never falls back")
+}
+
+// countingLimiter counts the admissions and refusals of the limiter it wraps.
+type countingLimiter struct {
+	Limiter
+	admitted, refused atomic.Int64
+}
+
+func (c *countingLimiter) Admit(ctx context.Context) error {
+	err := c.Limiter.Admit(ctx)
+	if err != nil {
+		c.refused.Add(1)
+	} else {
+		c.admitted.Add(1)
+	}
+	return err
+}
+
+// TestConservationWithRateLimit: the chaos of TestConservationUnderChaos
+// behind a token bucket that refuses part of the calls: every count still
+// agrees with what the callers saw, every refusal is one RATE_LIMITED, and
+// the breakers count none of them.
+func TestConservationWithRateLimit(t *testing.T) {
+	bucket, err := ratelimit.NewTokenBucket(ratelimit.TokenBucketConfig{Rate: 1000, Burst: 50})
+	require.NoError(t, err)
+	lim := &countingLimiter{Limiter: bucket}
+	groups := chaosRegistry(t, circuit.Config{Mode: circuit.ForcedClosed}, lim)
+	const calls = chaosCalls / 4
+	res := runChaos(t, groups, calls)
+	require.False(t, t.Failed())
+	waitIdle(t, groups)
+	checkDiscards(t, res)
+
+	var total, limited int64
+	for _, g := range groups {
+		now := g.clock.Now()
+		for name, c := range g.commands.Load().byName {
+			seen := res.tallies[g.name+"/"+name]
+			require.NotNil(t, seen, name)
+			assert.Equal(t, seen.events, c.metrics.Counts(now), "%s/%s: window == what callers saw", g.name, name)
+			assert.Equal(t, seen.events, c.metrics.Cumulative(), "%s/%s: cumulative == what callers saw", g.name, name)
+			assert.Equal(t, seen.calls, primaryCount(seen.events), "%s/%s: one primary outcome per call", g.name, name)
+			h := c.breaker.Snapshot().Health
+			reached := seen.events[metrics.Success] + seen.events[metrics.Failure] + seen.events[metrics.Timeout]
+			assert.Equal(t, reached, h.Requests, "%s/%s: the breaker counts only calls that reached the dependency", g.name, name)
+			total += seen.calls
+			limited += seen.events[metrics.RateLimited]
+		}
+	}
+	assert.Equal(t, int64(calls/chaosGoroutines*chaosGoroutines), total)
+	assert.Equal(t, lim.refused.Load(), limited, "one RATE_LIMITED per refusal")
+	assert.Equal(t, lim.admitted.Load(), total-limited, "every admitted call went on")
+	assert.Positive(t, limited, "the limiter refused calls")
+	assert.Positive(t, lim.admitted.Load())
+	t.Logf("%d of %d calls rate limited", limited, total)
+}

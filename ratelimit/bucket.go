@@ -1,0 +1,93 @@
+package ratelimit
+
+import (
+	"context"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// TokenBucketConfig configures a TokenBucket.
+type TokenBucketConfig struct {
+	// Rate is how many tokens a second the bucket gains (the sustained
+	// call rate). Required: positive and finite. The bucket works with the
+	// interval between two tokens in whole nanoseconds (1 s / Rate, rounded
+	// down, at least 1 ns): Rate 3 is one token per 333,333,333 ns.
+	Rate float64
+	// Burst is the bucket's capacity: how many calls may go at once after a
+	// quiet spell. Default 1.
+	Burst int
+	// Clock tells the time. Default metrics.SystemClock().
+	Clock metrics.Clock
+}
+
+// Validate reports the first invalid field of c; the error wraps
+// ErrInvalidConfig.
+func (c TokenBucketConfig) Validate() error {
+	switch {
+	case !(c.Rate > 0) || math.IsInf(c.Rate, 0):
+		return invalid("TokenBucketConfig.Rate %v must be positive and finite", c.Rate)
+	case c.Burst < 0:
+		return invalid("TokenBucketConfig.Burst %d must not be negative", c.Burst)
+	}
+	return nil
+}
+
+// TokenBucket admits calls at a steady Rate with bursts up to Burst. It
+// starts full: from then on, over any span t it admits at most Burst +
+// Rate×t calls, and exactly that many when a call is waiting whenever a
+// token arrives (a full bucket cannot hold the tokens that arrive while
+// nobody calls). It never waits: a call that finds no token is refused with
+// the time until the next token.
+//
+// It is the generic cell rate algorithm: one atomic word, the instant the
+// bucket would next be empty, moved by compare-and-swap, so Admit takes no
+// lock. (A first version on golang.org/x/time/rate measured about 2.5 times
+// the cost per call, a mutex and time.Time arithmetic, and needed float
+// tokens: see BenchmarkAdmit.)
+type TokenBucket struct {
+	tat      atomic.Int64 // theoretical arrival time: the bucket is empty at tat
+	interval int64        // ns per token
+	tau      int64        // (Burst-1) × interval: how far tat may run ahead of now
+	clock    metrics.Clock
+}
+
+// NewTokenBucket returns a full token bucket, or an error wrapping
+// ErrInvalidConfig.
+func NewTokenBucket(c TokenBucketConfig) (*TokenBucket, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if c.Burst == 0 {
+		c.Burst = 1
+	}
+	interval := int64(max(1, math.Floor(float64(time.Second)/c.Rate)))
+	tau := int64(c.Burst-1) * interval
+	if interval > 0 && tau/interval != int64(c.Burst-1) {
+		tau = math.MaxInt64 / 2 // overflow: unlimited burst
+	}
+	b := &TokenBucket{interval: interval, tau: tau, clock: clockOr(c.Clock)}
+	b.tat.Store(math.MinInt64 / 2) // long ago: full
+	return b, nil
+}
+
+// Admit takes a token, or refuses with a *LimitError whose RetryAfter is
+// the time until the next token. It ignores ctx (it never waits).
+func (b *TokenBucket) Admit(_ context.Context) error {
+	return b.admitAt(int64(b.clock.Now()))
+}
+
+func (b *TokenBucket) admitAt(now int64) error {
+	for {
+		tat := b.tat.Load()
+		t := max(tat, now)
+		if ahead := t - now; ahead > b.tau {
+			return &LimitError{RetryAfter: time.Duration(ahead - b.tau)}
+		}
+		if b.tat.CompareAndSwap(tat, t+b.interval) {
+			return nil
+		}
+	}
+}

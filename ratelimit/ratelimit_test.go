@@ -1,0 +1,244 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+func TestTokenBucketAdmitsExactlyBurstPlusRateTimesT(t *testing.T) {
+	for _, tc := range []struct {
+		rate  float64
+		burst int
+		step  time.Duration
+		span  time.Duration
+	}{
+		{rate: 100, burst: 20, step: time.Millisecond, span: 3 * time.Second},
+		{rate: 10, burst: 1, step: 4 * time.Millisecond, span: 10 * time.Second},
+		{rate: 1000, burst: 50, step: 100 * time.Microsecond, span: time.Second},
+	} {
+		t.Run(fmt.Sprintf("rate=%v,burst=%d", tc.rate, tc.burst), func(t *testing.T) {
+			var clock metrics.ManualClock
+			clock.Set(5 * time.Second) // any origin
+			b, err := NewTokenBucket(TokenBucketConfig{Rate: tc.rate, Burst: tc.burst, Clock: &clock})
+			require.NoError(t, err)
+			// step divides the token interval: a call waits at every token.
+			start := clock.Now()
+			admitted := 0
+			for clock.Now()-start <= tc.span {
+				// Offer more calls than the bucket can take at each instant.
+				for range tc.burst + 2 {
+					if b.Admit(context.Background()) == nil {
+						admitted++
+					}
+				}
+				elapsed := clock.Now() - start
+				want := tc.burst + int(tc.rate*elapsed.Seconds()+1e-9)
+				require.Equal(t, want, admitted, "after %v", elapsed)
+				clock.Advance(tc.step)
+			}
+		})
+	}
+}
+
+func TestTokenBucketRefusalSaysWhenToRetry(t *testing.T) {
+	var clock metrics.ManualClock
+	b, err := NewTokenBucket(TokenBucketConfig{Rate: 4, Burst: 1, Clock: &clock})
+	require.NoError(t, err)
+	require.NoError(t, b.Admit(context.Background()))
+	err = b.Admit(context.Background())
+	require.ErrorIs(t, err, ErrLimited)
+	var le *LimitError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, 250*time.Millisecond, le.RetryAfter)
+	clock.Advance(le.RetryAfter - time.Millisecond)
+	require.ErrorIs(t, b.Admit(context.Background()), ErrLimited, "refused before RetryAfter")
+	clock.Advance(time.Millisecond)
+	require.NoError(t, b.Admit(context.Background()), "admitted at RetryAfter")
+}
+
+func TestSlidingWindowNeverExceedsLimitInAnyWindow(t *testing.T) {
+	for _, buckets := range []int{1, 2, 5} {
+		t.Run(fmt.Sprintf("buckets=%d", buckets), func(t *testing.T) {
+			const limit = 10
+			var clock metrics.ManualClock
+			w, err := NewSlidingWindow(SlidingWindowConfig{Limit: limit,
+				Window: metrics.Window{Length: time.Second, Buckets: buckets}, Clock: &clock})
+			require.NoError(t, err)
+			width := time.Second / time.Duration(buckets)
+			// Calls at an uneven, bursty pace for 20 s: a burst of 7 every
+			// 130 ms, a quiet spell now and then.
+			var times []time.Duration
+			for i := 0; clock.Now() < 20*time.Second; i++ {
+				if i%17 < 12 {
+					for range 7 {
+						if w.Admit(context.Background()) == nil {
+							times = append(times, clock.Now())
+						}
+					}
+				}
+				clock.Advance(130 * time.Millisecond)
+			}
+			require.Greater(t, len(times), 20*limit/2, "the window admits calls at all")
+			// Every window-length span starting on a sub-window boundary.
+			for start := time.Duration(0); start < 20*time.Second; start += width {
+				n := 0
+				for _, at := range times {
+					if at >= start && at < start+time.Second {
+						n++
+					}
+				}
+				require.LessOrEqual(t, n, limit, "calls in [%v, %v)", start, start+time.Second)
+			}
+		})
+	}
+}
+
+func TestSlidingWindowRefusalSaysWhenOldestSubWindowLeaves(t *testing.T) {
+	var clock metrics.ManualClock
+	w, err := NewSlidingWindow(SlidingWindowConfig{Limit: 2, Clock: &clock}) // 1 s in 2 × 500 ms
+	require.NoError(t, err)
+	clock.Set(100 * time.Millisecond)
+	require.NoError(t, w.Admit(context.Background()))
+	clock.Set(600 * time.Millisecond)
+	require.NoError(t, w.Admit(context.Background()))
+	err = w.Admit(context.Background())
+	var le *LimitError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, 400*time.Millisecond, le.RetryAfter)
+	clock.Advance(le.RetryAfter)
+	require.NoError(t, w.Admit(context.Background()), "the first sub-window left")
+	require.ErrorIs(t, w.Admit(context.Background()), ErrLimited)
+}
+
+func TestPacerSpacesSlotsEvenly(t *testing.T) {
+	var clock metrics.ManualClock
+	p, err := NewPacer(PacerConfig{Interval: 10 * time.Millisecond, MaxWait: 55 * time.Millisecond, Clock: &clock})
+	require.NoError(t, err)
+	var slots []time.Duration
+	refused := 0
+	for range 200 {
+		// Three calls arrive every 12 ms: more than the pacer's rate.
+		for range 3 {
+			wait, err := p.reserve(clock.Now())
+			if err != nil {
+				require.ErrorIs(t, err, ErrLimited)
+				refused++
+				continue
+			}
+			require.LessOrEqual(t, wait, 55*time.Millisecond)
+			slots = append(slots, clock.Now()+wait)
+		}
+		clock.Advance(12 * time.Millisecond)
+	}
+	require.Positive(t, refused)
+	for i := 1; i < len(slots); i++ {
+		gap := slots[i] - slots[i-1]
+		require.InDelta(t, float64(10*time.Millisecond), float64(gap), float64(time.Millisecond), "gap %d", i)
+	}
+}
+
+func TestPacerWaitsForItsSlotAndHonoursCtx(t *testing.T) {
+	p, err := NewPacer(PacerConfig{Interval: 200 * time.Millisecond, MaxWait: time.Minute})
+	require.NoError(t, err)
+	require.NoError(t, p.Admit(context.Background()), "the first call goes at once")
+	start := time.Now()
+	require.NoError(t, p.Admit(context.Background()))
+	require.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond, "the second call waited for its slot")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, p.Admit(ctx), context.Canceled)
+}
+
+func TestWarmUpRisesFromColdToFullRate(t *testing.T) {
+	var clock metrics.ManualClock
+	w, err := NewWarmUp(WarmUpConfig{Rate: 100, Burst: 1, ColdFactor: 0.25, Period: 10 * time.Second, Clock: &clock})
+	require.NoError(t, err)
+	count := func(d time.Duration) int { // calls admitted over d, offered every 1 ms
+		n := 0
+		for end := clock.Now() + d; clock.Now() < end; clock.Advance(time.Millisecond) {
+			if w.Admit(context.Background()) == nil {
+				n++
+			}
+		}
+		return n
+	}
+	first := count(time.Second) // rate 25..32.5/s
+	require.InDelta(t, 29, first, 2)
+	clock.Advance(9 * time.Second) // idle for less than IdleAfter (10 s)
+	warm := count(time.Second)
+	require.InDelta(t, 100, warm, 2, "full rate after Period")
+	clock.Advance(10 * time.Second) // idle: cold again
+	require.InDelta(t, 29, count(time.Second), 2, "cold again after IdleAfter")
+}
+
+func TestPerKeyBoundsKeysWithOneMillionDistinctKeys(t *testing.T) {
+	const maxKeys = 1000
+	var clock metrics.ManualClock
+	p, err := NewPerKey(PerKeyConfig{MaxKeys: maxKeys, New: func(string) (Limiter, error) {
+		return NewTokenBucket(TokenBucketConfig{Rate: 1, Burst: 1, Clock: &clock})
+	}})
+	require.NoError(t, err)
+	ctx := context.Background()
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	for i := range 10 * maxKeys { // reach the bound, then measure
+		require.NoError(t, p.AdmitKey(ctx, fmt.Sprint("warm", i)))
+	}
+	before := heap()
+	for i := range 1_000_000 {
+		require.NoError(t, p.AdmitKey(ctx, fmt.Sprint("caller-", i)))
+	}
+	after := heap()
+	require.Equal(t, maxKeys, p.Len())
+	require.EqualValues(t, 1_000_000+9*maxKeys, p.Evictions())
+	require.Less(t, int64(after)-int64(before), int64(1<<20), "heap grew %d bytes over 1 M keys", int64(after)-int64(before))
+
+	// A key's own quota holds while it stays in the LRU.
+	require.NoError(t, p.AdmitKey(ctx, "hot"))
+	require.ErrorIs(t, p.AdmitKey(ctx, "hot"), ErrLimited)
+}
+
+func TestPerKeyPassesOnNewsError(t *testing.T) {
+	boom := errors.New("boom")
+	p, err := NewPerKey(PerKeyConfig{New: func(string) (Limiter, error) { return nil, boom }})
+	require.NoError(t, err)
+	err = p.AdmitKey(context.Background(), "k")
+	require.ErrorIs(t, err, boom)
+	require.NotErrorIs(t, err, ErrLimited)
+	require.Zero(t, p.Len())
+}
+
+func TestConfigErrorsNameTheField(t *testing.T) {
+	for _, tc := range []struct {
+		err   error
+		field string
+	}{
+		{TokenBucketConfig{}.Validate(), "TokenBucketConfig.Rate 0"},
+		{TokenBucketConfig{Rate: 1, Burst: -1}.Validate(), "TokenBucketConfig.Burst -1"},
+		{SlidingWindowConfig{}.Validate(), "SlidingWindowConfig.Limit 0"},
+		{SlidingWindowConfig{Limit: 1, Window: metrics.Window{Length: time.Second, Buckets: 3}}.Validate(), "SlidingWindowConfig.Window {Length: 1s, Buckets: 3}"},
+		{PacerConfig{}.Validate(), "PacerConfig.Interval 0s"},
+		{PacerConfig{Interval: 1, MaxWait: -1}.Validate(), "PacerConfig.MaxWait -1ns"},
+		{WarmUpConfig{Rate: 1}.Validate(), "WarmUpConfig.Period 0s"},
+		{WarmUpConfig{Rate: 1, Period: 1, ColdFactor: 2}.Validate(), "WarmUpConfig.ColdFactor 2"},
+		{WarmUpConfig{Rate: 1, Period: 1, IdleAfter: -1}.Validate(), "WarmUpConfig.IdleAfter -1ns"},
+		{PerKeyConfig{}.Validate(), "PerKeyConfig.New"},
+		{PerKeyConfig{New: func(string) (Limiter, error) { return nil, nil }, MaxKeys: -1}.Validate(), "PerKeyConfig.MaxKeys -1"},
+	} {
+		require.ErrorIs(t, tc.err, ErrInvalidConfig, tc.field)
+		require.ErrorContains(t, tc.err, tc.field)
+	}
+}
