@@ -57,6 +57,8 @@ type Breaker struct {
 	history   []Transition  // last historySize transitions
 	pending   []Transition  // made but not yet reported
 	emitting  bool          // a goroutine is reporting pending transitions
+
+	ext external // an outside party's counts, probe gate and watcher (external.go)
 }
 
 // New returns a breaker for cfg, or an error wrapping ErrInvalidConfig that
@@ -173,6 +175,10 @@ func (b *Breaker) allowSlow(w word, now time.Duration, clocked bool) (Permit, er
 			if int64(now) >= b.halfOpenUntil.Load() {
 				w = b.advance(now)
 				continue
+			}
+			if !b.probeAllowed() {
+				refusal = ErrProbeLimit
+				break
 			}
 			ok, stale := b.acquireProbe(w.gen(), now)
 			if stale {
@@ -382,7 +388,7 @@ func (b *Breaker) verdict(h Health) Reason {
 // evaluate trips the closed breaker of generation gen if the window says so.
 // Only a failure, timeout or slow call calls it: a success never trips.
 func (b *Breaker) evaluate(now time.Duration, gen uint32) {
-	reason := b.verdict(healthOf(b.window.Counts(now)))
+	reason := b.verdict(healthOf(b.judged(now)))
 	if reason == "" {
 		return
 	}
@@ -501,6 +507,10 @@ type Snapshot struct {
 	FailureRatio     float64
 	SlowCallDuration time.Duration // 0: slow-call detection off
 	SlowCallRatio    float64
+
+	// External is the part of Health set from outside by SetExternal (the
+	// rest of the fleet's window); zero when unused.
+	External Health
 }
 
 // Snapshot returns the breaker's current state, progress, health and recent
@@ -519,13 +529,16 @@ func (b *Breaker) Snapshot() Snapshot {
 		OpenDuration: b.openFor,
 		ProbesNeeded: b.cfg.HalfOpenSuccesses,
 		RampShare:    1,
-		Health:       healthOf(b.window.Counts(now)),
+		Health:       healthOf(b.judged(now)),
 		Transitions:  append([]Transition(nil), b.history...),
 
 		MinRequests:      b.cfg.MinRequests,
 		FailureRatio:     b.cfg.FailureRatio,
 		SlowCallDuration: b.cfg.SlowCallDuration,
 		SlowCallRatio:    b.cfg.SlowCallRatio,
+	}
+	if e, ok := b.externalAt(now); ok {
+		s.External = healthOf(e)
 	}
 	if n := len(b.history); n > 0 {
 		s.LastReason = b.history[n-1].Reason

@@ -62,12 +62,13 @@ func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason R
 		return
 	}
 	gen := old.gen() + 1
-	health := healthOf(b.window.Counts(now))
+	health := healthOf(b.judged(now))
 	b.since = now
 	ramp := false
 	switch to {
 	case Closed:
 		b.window.Reset()
+		b.ext.counts.Store(nil)
 		b.openFor = b.cfg.OpenDuration
 		if b.cfg.RampUp > 0 && !m.forced() {
 			ramp = true
@@ -154,6 +155,7 @@ func (b *Breaker) report(t Transition) {
 		slog.Float64("slow_ratio", t.Health.SlowRatio),
 		slog.Duration("open_duration", t.OpenDuration),
 	)
+	b.notifyWatch(t)
 	if b.cfg.OnTransition != nil {
 		b.deliver(t)
 	}
