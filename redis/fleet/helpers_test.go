@@ -21,7 +21,17 @@ import (
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }
+// TestMain checks for leaked goroutines. It also silences go-redis's own
+// global logger, which prints every failed dial of the fault tests (the
+// fleet logs its own degradation once).
+func TestMain(m *testing.M) {
+	redis.SetLogger(quiet{})
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
+}
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 // testInterval is the sync interval of the integration tests.
 const testInterval = 100 * time.Millisecond
