@@ -17,7 +17,7 @@ func TestParseWindowRejectsBadData(t *testing.T) {
 	for _, bad := range []string{
 		"", "garbage", "v2 1000000 0 1 1 1 0", "v1 1000000 0 1 1 1", "v1 1000000 0 1 1 1 0 9",
 		"v1 1000000 0 -1 1 1 0", "v1 1000000 0 x 1 1 0", "v1 1000000 0 1 1 1 5", // slow > success
-		"v1 1000000 1000001 1 1 1 0",          // reset after at
+		"v1 1000000 1000001 1 1 1 0",           // reset after at
 		"v1 1000000 0 1 99999999999999999 1 0", // absurd count
 		"v1 1002000 0 1 1 1 0",                 // 2 s in the future: skew
 	} {
