@@ -92,11 +92,11 @@ func (b *Breaker) judged(now time.Duration) metrics.Counts {
 	return c
 }
 
-// LocalCounts returns the outcomes this breaker has counted since it was
-// created (its own, never the external ones): Success, Failure, Timeout and
-// Slow. Closing does not clear them, so the difference of two readings is
-// what was counted in between, which is what an outside party publishes.
-func (b *Breaker) LocalCounts() metrics.Counts { return b.window.Cumulative() }
+// LocalWindow returns the breaker's own window now (never the external
+// counts): the Success, Failure, Timeout and Slow outcomes it counted, which
+// is what an outside party publishes to the rest of a fleet. Closing clears
+// it.
+func (b *Breaker) LocalWindow() metrics.Counts { return b.window.Counts(b.clock.Now()) }
 
 // OpenByFleet opens the breaker because the fleet it belongs to opened:
 // from closed or half-open (not forced) it turns open with reason

@@ -31,7 +31,7 @@ func TestSetExternalTripsOnSum(t *testing.T) {
 	require.Equal(t, ReasonErrorRatio, tr[0].Reason)
 	require.Equal(t, int64(12), tr[0].Health.Requests)
 	// The external failures are not the breaker's own.
-	require.Equal(t, int64(0), r.b.LocalCounts()[metrics.Failure])
+	require.Equal(t, int64(0), r.b.LocalWindow()[metrics.Failure])
 }
 
 func TestSetExternalExpiresAndRejectsBadInput(t *testing.T) {
@@ -61,7 +61,7 @@ func TestOpenByFleet(t *testing.T) {
 	require.True(t, r.b.OpenByFleet())
 	r.run("=open x")
 	require.False(t, r.b.OpenByFleet(), "already open")
-	require.Equal(t, metrics.Counts{}, r.b.LocalCounts(), "not a local failure")
+	require.Equal(t, metrics.Counts{}, r.b.LocalWindow(), "not a local failure")
 	r.run("+1s h =half-open")
 	require.True(t, r.b.OpenByFleet(), "half-open: the fleet's probe failed")
 	r.run("=open rs =open")
