@@ -511,6 +511,9 @@ type Snapshot struct {
 	// External is the part of Health set from outside by SetExternal (the
 	// rest of the fleet's window); zero when unused.
 	External Health
+	// Shared is the shared-state status (SetSharedStatus); "" when the
+	// breaker judges alone.
+	Shared string
 }
 
 // Snapshot returns the breaker's current state, progress, health and recent
@@ -556,5 +559,6 @@ func (b *Breaker) Snapshot() Snapshot {
 		s.RampShare, _ = b.rampShare(now)
 	}
 	b.unlockAndEmit()
+	s.Shared = b.sharedStatus()
 	return s
 }

@@ -31,6 +31,7 @@ type external struct {
 	counts atomic.Pointer[externalCounts]
 	gate   atomic.Pointer[func() bool]
 	watch  atomic.Pointer[func(Transition)]
+	status atomic.Pointer[func() string]
 }
 
 // externalCounts are counts set by SetExternal, valid until the clock
@@ -182,4 +183,24 @@ func (b *Breaker) notifyWatch(t Transition) {
 	if f := b.ext.watch.Load(); f != nil {
 		(*f)(t)
 	}
+}
+
+// SetSharedStatus installs status, whose answer Snapshot reports as Shared:
+// how the outside party sharing this breaker's state is doing (for example
+// "shared state: degraded (…)"), for dashboards. status must be fast and
+// must not call the breaker. A nil status removes it.
+func (b *Breaker) SetSharedStatus(status func() string) {
+	if status == nil {
+		b.ext.status.Store(nil)
+		return
+	}
+	b.ext.status.Store(&status)
+}
+
+// sharedStatus returns the shared-state status, or "" with none installed.
+func (b *Breaker) sharedStatus() string {
+	if f := b.ext.status.Load(); f != nil {
+		return (*f)()
+	}
+	return ""
 }

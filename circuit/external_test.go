@@ -110,3 +110,12 @@ func TestWatchSeesTransitionsInOrder(t *testing.T) {
 	r.run("f")
 	require.Len(t, seen, 3)
 }
+
+func TestSharedStatusInSnapshot(t *testing.T) {
+	r := newRig(t, Config{})
+	require.Empty(t, r.b.Snapshot().Shared)
+	r.b.SetSharedStatus(func() string { return "shared state: ok" })
+	require.Equal(t, "shared state: ok", r.b.Snapshot().Shared)
+	r.b.SetSharedStatus(nil)
+	require.Empty(t, r.b.Snapshot().Shared)
+}

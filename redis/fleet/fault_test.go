@@ -71,6 +71,8 @@ func TestFleetRedisKilled(t *testing.T) {
 	r.srv.Kill()
 	r.degraded(t, true)
 	require.True(t, strings.HasPrefix(r.ins[0].f.Status().String(), "shared state: degraded ("))
+	require.True(t, strings.HasPrefix(r.ins[0].g.Breaker().Snapshot().Shared, "shared state: degraded ("),
+		"the dashboard sees it")
 	time.Sleep(5 * testInterval) // syncs keep failing while calls go on
 	r.finish(t)
 	for _, in := range r.ins {

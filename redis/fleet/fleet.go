@@ -83,6 +83,7 @@ func (f *Fleet) Attach(b *circuit.Breaker, group, cmd string) error {
 		base: f.cfg.Prefix + ":" + key(f.cfg.Service) + ":" + key(group) + ":" + key(cmd)}
 	b.SetProbeGate(m.mayProbe)
 	b.Watch(m.watch)
+	b.SetSharedStatus(func() string { return f.Status().String() })
 	f.breakers = append(f.breakers, m)
 	return nil
 }
@@ -193,6 +194,7 @@ func (f *Fleet) Close() error {
 	for _, m := range f.members() {
 		m.b.SetProbeGate(nil)
 		m.b.Watch(nil)
+		m.b.SetSharedStatus(nil)
 		m.b.ClearExternal()
 	}
 	return f.client.Close()
