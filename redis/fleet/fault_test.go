@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/circuit"
@@ -159,8 +160,12 @@ func TestFleetRejectsBadData(t *testing.T) {
 	// ends the episode of rejections so the next one is logged).
 	require.NoError(t, c.Del(ctx, base+":s").Err())
 	time.Sleep(3 * testInterval)
-	require.NoError(t, c.Del(ctx, base+":w").Err())
-	require.NoError(t, c.RPush(ctx, base+":w", "x").Err())
+	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error { // atomic: no sync in between
+		p.Del(ctx, base+":w")
+		p.RPush(ctx, base+":w", "x")
+		return nil
+	})
+	require.NoError(t, err)
 	time.Sleep(3 * testInterval)
 	require.False(t, r.ins[0].f.Status().Degraded, "one bad key does not degrade the fleet")
 	require.True(t, r.ins[0].f.members()[0].mayProbe(), "judging alone")
