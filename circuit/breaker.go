@@ -114,6 +114,12 @@ type Permit struct {
 	kind permitKind
 }
 
+// IsProbe reports whether p admits a half-open probe: a call that tests
+// whether the dependency has recovered, whose result closes or reopens the
+// breaker. A caller can tag such a call (a header, a log field) so that the
+// dependency's own logs count probes apart from normal traffic.
+func (p Permit) IsProbe() bool { return p.kind == permitProbe }
+
 // Allow asks to make one call. It returns a Permit to Record the outcome on,
 // or a refusal: ErrOpen (open), ErrProbeLimit (half-open, all probe slots in
 // flight), ErrRampUp (shed during ramp-up) or ErrForcedOpen; each satisfies

@@ -76,8 +76,8 @@ type Info struct {
 	// Cancelled or QueueTimeout.
 	Event metrics.Event
 	// Events holds every event the call emitted: the primary outcome, Slow,
-	// one fallback event if a fallback was considered, and ExceptionThrown
-	// if the caller got an error.
+	// one fallback event if a fallback was considered, ExceptionThrown if
+	// the caller got an error, and the probe events of a probe (see Probe).
 	Events EventSet
 	// Degraded is true when the value returned is a fallback's, never
 	// otherwise; Event then says why the primary path failed.
@@ -90,6 +90,15 @@ type Info struct {
 	// the hand-off to the worker and back; in a group with a queue it starts
 	// when a worker starts Run, leaving queue time out.
 	Latency, RunLatency time.Duration
+	// Probe is true when the call was a half-open probe of the group's
+	// breaker or the command's (see IsProbe); Events then holds PROBE, and
+	// PROBE_SUCCESS or PROBE_FAILURE as the breakers judged it.
+	Probe bool
+	// Deferred is true when the fallback did not serve a value but durably
+	// deferred the call's work (a write enqueued for replay after the
+	// dependency recovers) by returning an error matching ErrDeferred:
+	// the work is accepted, not yet done. Degraded is then true too.
+	Deferred bool
 }
 
 // EventSet is a set of events, one bit per metrics.Event (Has, Len,

@@ -145,6 +145,15 @@
 // registry (RegistryConfig.Metrics, or a private one): see Registry.Metrics
 // for the names. Nothing goes through go-metrics on the call path.
 //
+// # Probes and alerts
+//
+// A half-open probe's Run can tell it is one (IsProbe), Info.Probe says so,
+// and the metrics count PROBE, PROBE_SUCCESS and PROBE_FAILURE.
+// GroupConfig.ProbeClassifier judges a failed probe apart from normal calls.
+// GroupConfig.Alerts (AlertConfig) raises alerts, by tier, for breakers open
+// for long, and an alarm for a command's degraded rate; each alert is
+// logged and handed to a callback of yours.
+//
 // # Cost
 //
 // A successful call in a Semaphore group without a timeout takes no lock and

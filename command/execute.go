@@ -82,17 +82,25 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 	} else if gp, cp, refuser, r.err = c.admit(t0); r.err != nil {
 		r.event = metrics.ShortCircuited
 	} else {
+		runCtx := ctx
+		if gp.IsProbe() || cp.IsProbe() {
+			runCtx, info.Probe = probeContext(ctx), true
+		}
 		if g.sem != nil {
-			v, r, now = runOnCaller[T](ctx, c, cmd, timeout, t0, gp, cp)
+			v, r, now = runOnCaller[T](runCtx, c, cmd, timeout, t0, gp, cp)
 		} else {
-			v, r, now = runInPool[T](ctx, c, cmd, timeout, t0)
+			v, r, now = runInPool[T](runCtx, c, cmd, timeout, t0)
 		}
 		o, lat := breakerOutcome(r.event), r.run
 		if !r.ran {
 			lat = now - t0
 		}
-		recordAt(gp, g.breakerAt, now, o, lat)
-		recordAt(cp, g.cmdBreakerAt, now, o, lat)
+		gout, cout := o, o
+		if info.Probe {
+			gout, cout = c.judgeProbe(gp, cp, o, r.err, info)
+		}
+		recordAt(gp, g.breakerAt, now, gout, lat)
+		recordAt(cp, g.cmdBreakerAt, now, cout, lat)
 	}
 
 	info.Event = r.event
@@ -110,6 +118,7 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 		}
 		var zero T
 		v = zero
+		c.recordError(now, r.event, r.err)
 		e := &Error{Group: g.name, Command: c.name, Event: r.event, Err: r.err, kind: kindOf(ctx, r.event), refuser: refuser}
 		if fallsBack(r.event) {
 			v, err = fallback[T](ctx, g, cmd, e, info)
@@ -416,9 +425,9 @@ func fallback[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, e *Erro
 	var ferr error
 	serr := g.fallback.Execute(ctx, func(ctx context.Context) { v, ferr = fb.Fallback(ctx, e) })
 	switch {
-	case serr == nil && ferr == nil:
+	case serr == nil && (ferr == nil || errors.Is(ferr, ErrDeferred)):
 		info.Events.Add(metrics.FallbackSuccess)
-		info.Degraded = true
+		info.Degraded, info.Deferred = true, ferr != nil
 		return v, nil
 	case errors.Is(serr, isolation.ErrRejected):
 		info.Events.Add(metrics.FallbackRejection)

@@ -25,6 +25,11 @@ func metricName(parts ...string) string {
 	return strings.Join(parts, ".")
 }
 
+// MetricName joins go-metrics name parts with dots, escaping each part as
+// Registry.Metrics does ("%" as "%25", "." as "%2E"), for an extension that
+// publishes metrics beside the groups' (the write queue's queue.<group>.*).
+func MetricName(parts ...string) string { return metricName(parts...) }
+
 // metricEscaper escapes a part of a go-metrics name: "%" first, so that the
 // escape of a dot cannot be confused with a name that spells it.
 var metricEscaper = strings.NewReplacer("%", "%25", ".", "%2E")

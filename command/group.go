@@ -111,6 +111,25 @@ type GroupConfig struct {
 	// Logger receives the group's log records (panics in Run or Fallback).
 	// Default: the registry's logger.
 	Logger *slog.Logger
+	// ProbeClassifier, if set, judges the half-open probes of the group's
+	// and its commands' breakers separately from normal calls: it is
+	// called with Run's error for a probe that ended as FAILURE, and its
+	// answer (circuit.Success, Failure, Timeout or Ignored) is what the
+	// probing breaker records. A TIMEOUT always fails a probe and a
+	// SUCCESS always passes; the caller's answer, the metrics' primary
+	// outcome and the breaker that did not probe are unchanged. It serves
+	// a team's rule from an incident review: during half-open, any answer
+	// from the dependency (even a 500) proves it reachable, and only a
+	// timeout or a connection failure fails a probe, so that one unlucky
+	// 500 does not keep a reachable dependency shut off for another open
+	// duration (httpguard.ProbeReachable implements the rule for HTTP). A
+	// panic in it, or an unknown outcome, leaves the probe a failure and
+	// is logged. Default: none, a probe is judged as any call.
+	ProbeClassifier func(err error) circuit.Outcome
+	// Alerts turns on alerts by how long a breaker has been open (tiers,
+	// default P3 at 1 minute, P2 at 10, P1 at 30) and a degraded-rate
+	// alarm per command; see AlertConfig. Default: off.
+	Alerts AlertConfig
 }
 
 // CommandConfig holds the settings of one command name in a group.
@@ -118,6 +137,9 @@ type CommandConfig struct {
 	// Timeout overrides the group's timeout for this command. Default: the
 	// group's; NoTimeout disables it.
 	Timeout time.Duration
+	// ProbeClassifier overrides the group's ProbeClassifier for this
+	// command's calls. Default: the group's.
+	ProbeClassifier func(err error) circuit.Outcome
 }
 
 // WithDefaults returns c with every zero field replaced by its default: the
@@ -140,6 +162,7 @@ func (c GroupConfig) WithDefaults() GroupConfig {
 	if c.SlowCallDuration == 0 {
 		c.SlowCallDuration = c.CommandBreaker.SlowCallDuration
 	}
+	c.Alerts = c.Alerts.withDefaults()
 	return c
 }
 
@@ -178,6 +201,9 @@ func (c GroupConfig) Validate() error {
 	}
 	if err := c.CommandBreaker.Validate(); err != nil {
 		return fmt.Errorf("%w: CommandBreaker: %w", ErrInvalidConfig, err)
+	}
+	if err := e.Alerts.validate(); err != nil {
+		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Commands)) {
 		switch t := c.Commands[name].Timeout; {
@@ -218,6 +244,8 @@ type Group struct {
 	closed   atomic.Bool                  // set (under mu) by Close, before the bulkhead closes
 
 	hot groupCounters
+
+	alerts *alerter // nil: alerts off
 }
 
 // groupCounters are the counters every call of a group writes. They sit on
@@ -268,6 +296,10 @@ type commandState struct {
 	metrics *metrics.Rolling
 	calls   sync.Pool // free *poolCall[T, C] (Thread strategy), of the latest use's types
 	hot     commandCounters
+
+	// probeClassifier judges failed probes; nil: as any call.
+	probeClassifier func(err error) circuit.Outcome
+	errors          *errorRing // last errors, for alerts; nil: alerts off
 }
 
 // commandCounters are the counters every call of a command writes, on cache
@@ -314,6 +346,9 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 		return nil, err
 	}
 	g.commands.Store(&commandTable{})
+	if cfg.Alerts.OnAlert != nil {
+		g.alerts = newAlerter(cfg.Alerts)
+	}
 	return g, nil
 }
 
@@ -475,9 +510,15 @@ func (g *Group) addCommand(name string) *commandState {
 // configs were validated by NewGroup, so creation cannot fail; a go-metrics
 // name clash only costs the export and is logged.
 func (g *Group) newCommand(name string) *commandState {
-	c := &commandState{name: name, group: g, timeout: g.cfg.Timeout}
+	c := &commandState{name: name, group: g, timeout: g.cfg.Timeout, probeClassifier: g.cfg.ProbeClassifier}
 	if cc, ok := g.cfg.Commands[name]; ok && cc.Timeout != 0 {
 		c.timeout = cc.Timeout
+	}
+	if cc, ok := g.cfg.Commands[name]; ok && cc.ProbeClassifier != nil {
+		c.probeClassifier = cc.ProbeClassifier
+	}
+	if a := g.alerts; a != nil {
+		c.errors = newErrorRing(a.cfg.ErrorSamples, a.cfg.ErrorSampleLen)
 	}
 	bc := g.cmdCfg
 	bc.Name = g.name + "/" + name
@@ -512,6 +553,7 @@ func (g *Group) Close(ctx context.Context) error {
 	g.mu.Unlock()
 
 	g.reg.remove(g, cmds)
+	g.stopAlerts()
 	return g.closeBulkhead(ctx)
 }
 
@@ -539,6 +581,9 @@ func (g *Group) Snapshot() GroupSnapshot {
 		FallbackLimit: g.cfg.FallbackLimit,
 		Breaker:       g.breaker.Snapshot(),
 		Metrics:       g.metrics.Snapshot(now),
+	}
+	if g.alerts != nil {
+		s.AlertTier = g.alerts.tierOf(g.breaker)
 	}
 	if g.pool != nil {
 		s.Bulkhead = g.pool.Stats()
@@ -587,6 +632,9 @@ func (c *commandState) snapshot(now time.Duration) CommandSnapshot {
 	}
 	if calls := primaryCount(s.Metrics.Counts); calls > 0 {
 		s.DegradedRate = float64(s.Metrics.Counts[metrics.FallbackSuccess]) / float64(calls)
+	}
+	if a := c.group.alerts; a != nil {
+		s.AlertTier, s.DegradedAlarm = a.tierOf(c.breaker), a.degradedAlarm(c)
 	}
 	return s
 }

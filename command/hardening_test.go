@@ -77,7 +77,14 @@ func TestDiscardGetsEveryUndeliveredValue(t *testing.T) {
 			{"success", valueCmd{v: 7}, metrics.Success, true},
 		} {
 			t.Run(fmt.Sprintf("%v/%s", strategy, tc.name), func(t *testing.T) {
-				g, _ := newTestGroup(t, GroupConfig{Strategy: strategy, Timeout: 5 * time.Millisecond})
+				// A late Run waits for the timeout, which must not end the
+				// call before Run starts (QUEUE_TIMEOUT); one in time must
+				// never meet it, however loaded the machine.
+				timeout := 10 * time.Second
+				if tc.cmd.late {
+					timeout = 250 * time.Millisecond
+				}
+				g, _ := newTestGroup(t, GroupConfig{Strategy: strategy, Timeout: timeout})
 				cmd := tc.cmd
 				cmd.discards = new(atomic.Int64)
 				v, info, _ := ExecuteInfo(context.Background(), g, cmd)

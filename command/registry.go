@@ -172,6 +172,7 @@ func (r *Registry) create(name string, cfg GroupConfig) (*Group, error) {
 	for _, cmd := range slices.Sorted(maps.Keys(g.cfg.Commands)) {
 		g.addCommand(cmd)
 	}
+	g.startAlerts()
 	return g, nil
 }
 

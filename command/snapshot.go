@@ -42,6 +42,10 @@ type GroupSnapshot struct {
 	// Commands holds one entry per command name seen in the group (or
 	// declared in GroupConfig.Commands), sorted by name.
 	Commands []CommandSnapshot
+
+	// AlertTier is the alert tier the group's breaker has reached in its
+	// current outage (see AlertConfig); "" when none or alerts are off.
+	AlertTier string
 }
 
 // CommandSnapshot describes one command (a command name within a group).
@@ -69,4 +73,10 @@ type CommandSnapshot struct {
 	// fallback value: FALLBACK_SUCCESS / primary outcomes (0 when the
 	// window is empty).
 	DegradedRate float64
+
+	// AlertTier is the alert tier the command's breaker has reached in its
+	// current outage (see AlertConfig); "" when none or alerts are off.
+	// DegradedAlarm tells that its degraded alarm is raised.
+	AlertTier     string
+	DegradedAlarm bool
 }

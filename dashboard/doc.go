@@ -30,7 +30,8 @@
 //     group: bulwark's own data (breaker state and mode, time in state, last
 //     transitions with their reasons and wall times, half-open progress,
 //     backed-off open duration, retry-after, ramp-up share, slow ratio,
-//     degraded rate, detached executions, in-flight calls). Hystrix tools
+//     degraded rate, detached executions, in-flight calls, half-open probes
+//     counted, alert tier and degraded alarm). Hystrix tools
 //     ignore event types they do not know;
 //   - then "ping: " and a blank line, a field EventSource ignores, which makes
 //     a dead connection show.
@@ -152,4 +153,23 @@
 // [data-command="GetUser"] .state. The page reconnects by itself and shows
 // a "reconnecting" badge while the stream is down. It offers no control
 // action: nothing on it can change a breaker.
+//
+// # History
+//
+// A stream remembers each command's request and error rates, one point per
+// Config.HistoryStep (1 s) over Config.History (2 min), and sends a new
+// client one BulwarkHistory event per command before its first frame
+// ({"type":"BulwarkHistory","name":..,"group":..,"stepMs":1000,"points":
+// [[epoch ms, requests/s, errors/s], ...]}, oldest first), so the page's
+// sparklines are full on open and survive a reload. Points are recorded
+// from the frames the stream builds; Stream.KeepHistory records them while
+// nobody watches.
+//
+// # Fleets
+//
+// NewAggregate merges the streams of many instances into one, as Turbine
+// does for Hystrix, and serves it with the page: see Aggregate for the merge
+// rules. The page divides an aggregated event's per-host keys (window,
+// latencies, error %) by its reportingHosts, as the Hystrix Dashboard does,
+// and shows the number of hosts on each tile.
 package dashboard

@@ -22,6 +22,8 @@ type encoder struct {
 	hp hystrixThreadPool
 	bc bulwarkCommand
 	bg bulwarkGroup
+
+	hist *history // records each command's rates; nil records nothing
 }
 
 // encode writes every event of snap, in Hystrix's order (all commands, then
@@ -44,6 +46,10 @@ func (e *encoder) encode(snap command.Snapshot, sizeHint int) ([]byte, error) {
 	for i := range gs {
 		for j := range gs[i].Commands {
 			e.hc.fill(now, &gs[i], &gs[i].Commands[j])
+			if e.hist != nil {
+				rate, errs := rates(&e.hc)
+				e.hist.add(now, e.hc.Group, e.hc.Name, rate, errs)
+			}
 			if err := event(&e.hc); err != nil {
 				return nil, err
 			}

@@ -25,6 +25,7 @@ type client struct {
 
 	srv   *http.Server // the server the request came through; nil if unknown
 	ended bool         // quit is closed; guarded by Stream.mu
+	first []byte       // the history, written before the first frame
 }
 
 func newClient(srv *http.Server) *client {
@@ -75,6 +76,7 @@ func newHub(s *Stream, delay time.Duration) *hub {
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 		clients: make(map[*client]struct{}),
+		enc:     encoder{hist: s.hist},
 	}
 }
 
@@ -152,5 +154,5 @@ func (h *hub) frameData() (data []byte, err error) {
 			err = fmt.Errorf("dashboard: stream frame panicked: %v\n%s", v, debug.Stack())
 		}
 	}()
-	return h.enc.encode(h.s.src.Snapshot(), h.size)
+	return h.s.frames(&h.enc, h.size)
 }

@@ -102,6 +102,16 @@ type bulwarkCommand struct {
 	RollingCountQueueTimeout int64 `json:"rollingCountQueueTimeout"`
 	TimeoutMs                int64 `json:"timeoutMs"` // 0: no timeout
 	SlowCallDurationMs       int64 `json:"slowCallDurationMs"`
+	// Half-open probes in the window: admitted (PROBE), and judged a
+	// success or a failure (PROBE_SUCCESS, PROBE_FAILURE).
+	RollingCountProbe        int64 `json:"rollingCountProbe"`
+	RollingCountProbeSuccess int64 `json:"rollingCountProbeSuccess"`
+	RollingCountProbeFailure int64 `json:"rollingCountProbeFailure"`
+	// AlertTier is the alert tier the command's breaker has reached ("" for
+	// none); DegradedAlarm tells that its degraded alarm is raised (see
+	// command.AlertConfig).
+	AlertTier     string `json:"alertTier"`
+	DegradedAlarm bool   `json:"degradedAlarm"`
 }
 
 func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.CommandSnapshot) {
@@ -120,6 +130,11 @@ func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 	e.RollingCountQueueTimeout = c.Metrics.Counts[metrics.QueueTimeout]
 	e.TimeoutMs = timeoutMs(c.Timeout)
 	e.SlowCallDurationMs = ms(c.Breaker.SlowCallDuration)
+	e.RollingCountProbe = c.Metrics.Counts[metrics.Probe]
+	e.RollingCountProbeSuccess = c.Metrics.Counts[metrics.ProbeSuccess]
+	e.RollingCountProbeFailure = c.Metrics.Counts[metrics.ProbeFailure]
+	e.AlertTier = c.AlertTier
+	e.DegradedAlarm = c.DegradedAlarm
 }
 
 // bulwarkGroup is the BulwarkGroup event: a group's bulkhead (pool or
@@ -143,6 +158,7 @@ type bulwarkGroup struct {
 	TimeoutMs       int64  `json:"timeoutMs"` // 0: no timeout
 	FallbackLimit   int    `json:"fallbackLimit"`
 	breaker
+	AlertTier string `json:"alertTier"` // the group breaker's alert tier; "" for none
 }
 
 func (e *bulwarkGroup) fill(now int64, g *command.GroupSnapshot) {
@@ -166,6 +182,7 @@ func (e *bulwarkGroup) fill(now int64, g *command.GroupSnapshot) {
 	e.TimeoutMs = timeoutMs(g.Timeout)
 	e.FallbackLimit = g.FallbackLimit
 	e.breaker.fill(now, &g.Breaker)
+	e.AlertTier = g.AlertTier
 }
 
 // timeoutMs is a timeout in ms; a timeout that is off reads 0.

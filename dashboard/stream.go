@@ -25,6 +25,8 @@ const (
 	DefaultMaxClients   = 5                      // Hystrix's default connection cap
 	DefaultWriteTimeout = 5 * time.Second        // a frame that takes longer drops the client
 	DefaultWriteBuffer  = 16 << 10               // bytes: send buffer of a connection taken over
+	DefaultHistory      = 2 * time.Minute        // span of the history sent to a new client
+	DefaultHistoryStep  = time.Second            // one history point per command per step
 )
 
 // Source supplies the snapshots the stream publishes. *command.Registry is
@@ -81,6 +83,23 @@ type Config struct {
 	WriteBuffer int
 	// Logger receives connection and error records; nil means slog.Default().
 	Logger *slog.Logger
+	// History is how far back the stream remembers each command's request
+	// and error rates, and HistoryStep how often it records them: a new
+	// client first gets one BulwarkHistory event per command (at most
+	// History/HistoryStep points each), so the page's sparklines are full
+	// at once and survive a reload. Points are recorded from the frames the
+	// stream builds, so they cover the time when at least one client
+	// watched, unless Stream.KeepHistory records them meanwhile. Memory is
+	// bounded: History/HistoryStep points per command. Defaults
+	// DefaultHistory (2 min) and DefaultHistoryStep (1 s); HistoryStep may
+	// not exceed History.
+	History, HistoryStep time.Duration
+	// Extra, if set, is called once per frame and each value it returns is
+	// sent as one more event, JSON-encoded, after bulwark's own: the way
+	// an extension adds its native events, such as the write queue's
+	// BulwarkQueue (durable.Replayer.StreamEvent). It runs on the stream's
+	// goroutine: it must be quick, returning values already computed.
+	Extra func() []any
 }
 
 // WithDefaults returns c with every zero field replaced by its default: the
@@ -106,6 +125,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.History == 0 {
+		c.History = DefaultHistory
+	}
+	if c.HistoryStep == 0 {
+		c.HistoryStep = DefaultHistoryStep
 	}
 	return c
 }
@@ -133,6 +158,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: WriteTimeout %v is negative", ErrInvalidConfig, c.WriteTimeout)
 	case e.WriteBuffer < 0:
 		return fmt.Errorf("%w: WriteBuffer %d is negative", ErrInvalidConfig, c.WriteBuffer)
+	case e.History < 0:
+		return fmt.Errorf("%w: History %v is negative", ErrInvalidConfig, c.History)
+	case e.HistoryStep < time.Millisecond:
+		return fmt.Errorf("%w: HistoryStep %v is below 1ms", ErrInvalidConfig, c.HistoryStep)
+	case e.HistoryStep > e.History:
+		return fmt.Errorf("%w: HistoryStep %v is above History %v", ErrInvalidConfig, e.HistoryStep, e.History)
 	}
 	return nil
 }
@@ -144,9 +175,10 @@ func (c Config) Validate() error {
 // goroutine, which builds and encodes each frame once. It is safe for
 // concurrent use.
 type Stream struct {
-	src Source
-	cfg Config // effective
-	log *slog.Logger
+	frames frameFunc // builds one tick's frame
+	cfg    Config    // effective
+	log    *slog.Logger
+	hist   *history
 
 	mu      sync.Mutex
 	hubs    map[time.Duration]*hub // one per distinct delay with clients
@@ -163,14 +195,30 @@ func NewStream(src Source, cfg Config) (*Stream, error) {
 	if err := checkSource(src); err != nil {
 		return nil, err
 	}
+	return newStream(cfg, func(e *encoder, sizeHint int) ([]byte, error) {
+		data, err := e.encode(src.Snapshot(), sizeHint)
+		if err != nil || cfg.Extra == nil {
+			return data, err
+		}
+		return appendExtra(data, cfg.Extra())
+	})
+}
+
+// frameFunc builds one tick's frame with a hub's encoder; sizeHint is the
+// previous frame's length.
+type frameFunc func(e *encoder, sizeHint int) ([]byte, error)
+
+// newStream returns a stream whose hubs build their frames with frames.
+func newStream(cfg Config, frames frameFunc) (*Stream, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
 	return &Stream{
-		src:     src,
+		frames:  frames,
 		cfg:     cfg,
 		log:     cfg.Logger,
+		hist:    newHistory(cfg.History, cfg.HistoryStep),
 		hubs:    make(map[time.Duration]*hub),
 		clients: make(map[*client]struct{}),
 		servers: make(map[*http.Server]bool),
@@ -226,6 +274,7 @@ func (s *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
 	c := newClient(srv)
+	c.first = s.hist.frame(time.Now().UnixMilli())
 	h, err := s.join(delay, c)
 	if err != nil {
 		w.Header().Set("Retry-After", "5")
@@ -273,6 +322,12 @@ func (s *Stream) serveWriter(w http.ResponseWriter, r *http.Request, c *client, 
 // that error), gone is closed or c is ended (it returns nil).
 func (s *Stream) pump(c *client, gone <-chan struct{}, write func([]byte) error, remote string, delay time.Duration) error {
 	s.log.Debug("dashboard: stream client connected", "remote", remote, "delay", delay)
+	if len(c.first) > 0 {
+		if err := write(c.first); err != nil {
+			s.log.Info("dashboard: stream client dropped", "remote", remote, "err", err)
+			return err
+		}
+	}
 	for {
 		select {
 		case <-gone:

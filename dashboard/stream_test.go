@@ -435,7 +435,7 @@ func TestStreamEscapesNamesAsJSON(t *testing.T) {
 	s, err := NewStream(&fakeSource{snap: sampleSnapshot()}, Config{})
 	require.NoError(t, err)
 	var e encoder
-	data, err := e.encode(s.src.Snapshot(), 0)
+	data, err := s.frames(&e, 0)
 	require.NoError(t, err)
 	assert.NotContains(t, string(data), "<img", "HTML-sensitive characters are \\u-escaped")
 	for line := range strings.SplitSeq(string(data), "\n") {

@@ -34,7 +34,7 @@ func (c *call) Run(ctx context.Context) (*http.Response, error) {
 	// until the headers are in, then by closing the body.
 	reqCtx, cancel := context.WithCancel(c.req.Context())
 	stop := context.AfterFunc(ctx, cancel)
-	resp, err := c.base.RoundTrip(c.req.WithContext(reqCtx))
+	resp, err := c.base.RoundTrip(outgoing(ctx, c.req.WithContext(reqCtx)))
 	if !stop() { // ctx ended during the exchange: whatever came back is too late
 		cancel()
 		if resp != nil {

@@ -23,4 +23,10 @@
 // Config.MaxHosts bounds how many groups a Transport creates, so that
 // requests to hosts taken from user input cannot exhaust memory and
 // goroutines.
+//
+// A request that is a half-open probe of its host's breakers is sent with
+// the header X-Breaker-Probe: 1 (ProbeHeader), on a copy of the request, so
+// that the host's logs count probes apart. ProbeReachable, set as the
+// group's ProbeClassifier, lets any response, even a 5xx, prove the host
+// reachable during half-open.
 package httpguard

@@ -6,8 +6,8 @@ import (
 )
 
 // Event is one kind of thing that can happen to a command call. The names
-// follow Hystrix so the stream stays compatible with its tooling; Cancelled
-// and Slow are bulwark's own.
+// follow Hystrix so the stream stays compatible with its tooling; Cancelled,
+// Slow, QueueTimeout and the Probe events are bulwark's own.
 type Event uint8
 
 // The events counted in every bucket. A call has exactly one primary outcome
@@ -30,6 +30,9 @@ const (
 	Cancelled                       // the caller's context ended first
 	Slow                            // a success slower than the slow-call threshold
 	QueueTimeout                    // the timeout ended the call while it waited for a worker; Run never started
+	Probe                           // the call was a half-open probe of a breaker (recorded alongside the primary outcome)
+	ProbeSuccess                    // a probe judged a success (see command.GroupConfig.ProbeClassifier)
+	ProbeFailure                    // a probe judged a failure or timeout
 	NumEvents                       // number of event kinds; not an event
 )
 
@@ -49,6 +52,9 @@ var eventNames = [NumEvents]string{
 	Cancelled:          "CANCELLED",
 	Slow:               "SLOW",
 	QueueTimeout:       "QUEUE_TIMEOUT",
+	Probe:              "PROBE",
+	ProbeSuccess:       "PROBE_SUCCESS",
+	ProbeFailure:       "PROBE_FAILURE",
 }
 
 // String returns the event's Hystrix-style name, such as "SHORT_CIRCUITED".

@@ -13,6 +13,7 @@
 
   const commands = new Map(); // group + "\u0000" + name -> command record
   const pools = new Map(); // group name -> pool record
+  const queues = new Map(); // group name -> write queue record (BulwarkQueue)
   const ui = {
     sort: 'error',
     filter: '',
@@ -177,8 +178,15 @@
     ['100', 'max'],
   ];
 
+  // hostsOf is how many instances an event sums (an aggregated stream's
+  // reportingHosts). The window, error %, and latencies of such an event
+  // are per-host values times it, as Turbine sends them.
+  function hostsOf(ev) {
+    return Number(ev.reportingHosts) || 1;
+  }
+
   function windowSeconds(ev) {
-    const ms = Number(ev.propertyValue_metricsRollingStatisticalWindowInMilliseconds) || 10000;
+    const ms = Number(ev.propertyValue_metricsRollingStatisticalWindowInMilliseconds) / hostsOf(ev) || 10000;
     return ms / 1000;
   }
 
@@ -220,12 +228,24 @@
     const c = commandRecord(String(ev.group), String(ev.name));
     c.h = ev;
     c.seen = now;
-    const hosts = Number(ev.reportingHosts) || 1;
+    const hosts = hostsOf(ev);
     const secs = windowSeconds(ev);
     c.rate = volume(ev) / secs;
     c.err = Number(ev.errorPercentage) / hosts || 0;
     c.hist.push({ t: now, rate: c.rate, errs: errorsOf(ev) / secs });
     while (c.hist.length && c.hist[0].t < now - HISTORY_MS) c.hist.shift();
+  }
+
+  // onHistory puts the server's history of a command before the points the
+  // page has seen itself, so the sparkline is full on open and on reload.
+  function onHistory(ev) {
+    const c = commandRecord(String(ev.group), String(ev.name));
+    const first = c.hist.length ? c.hist[0].t : Infinity;
+    const older = [];
+    for (const p of ev.points || []) {
+      if (Array.isArray(p) && p[0] < first) older.push({ t: Number(p[0]), rate: Number(p[1]) || 0, errs: Number(p[2]) || 0 });
+    }
+    c.hist = older.concat(c.hist);
   }
 
   function onBulwarkCommand(ev) {
@@ -306,7 +326,11 @@
     t.inflight = el('span', 'inflight');
     t.detached = el('span', 'detached warn');
     t.timeout = el('span', 'timeout');
-    foot.append(t.degraded, t.slow, t.inflight, t.detached, t.timeout);
+    t.hosts = el('span', 'hosts');
+    foot.append(t.degraded, t.slow, t.inflight, t.detached, t.timeout, t.hosts);
+    t.probes = el('span', 'probes');
+    t.alert = el('span', 'alert warn');
+    foot.append(t.probes, t.alert);
 
     t.root.append(head, main, counters, lat, foot);
     return t;
@@ -363,8 +387,10 @@
 
     if (h) {
       for (const [k, , get] of COUNTERS) setText(t.counters[k], fmtInt(get(h, n)));
-      for (const [k] of PERCENTILES) setText(t.lat[k], fmtMs((h.latencyExecute || {})[k]));
-      setText(t.mean, fmtMs(h.latencyExecute_mean));
+      const hosts = hostsOf(h);
+      for (const [k] of PERCENTILES) setText(t.lat[k], fmtMs(Math.floor(((h.latencyExecute || {})[k] || 0) / hosts)));
+      setText(t.mean, fmtMs(Math.floor((h.latencyExecute_mean || 0) / hosts)));
+      setText(t.hosts, hosts > 1 ? fmtInt(hosts) + ' hosts' : '');
       setText(t.timeout, 'timeout ' + fmtMs(h.propertyValue_executionTimeoutInMilliseconds));
       t.counters.fallback.parentNode.title =
         'fallback failures ' + fmtInt(h.rollingCountFallbackFailure) +
@@ -378,6 +404,15 @@
       setText(t.detached, n.detached > 0 ? 'detached ' + fmtInt(n.detached) : '');
       t.degraded.classList.toggle('warn', n.degradedRate > 0);
       t.slow.classList.toggle('warn', n.slowRatio > 0);
+      setText(t.probes, n.rollingCountProbe > 0
+        ? 'probes ' + fmtInt(n.rollingCountProbe) + ' (' + fmtInt(n.rollingCountProbeSuccess) + ' ok, ' +
+          fmtInt(n.rollingCountProbeFailure) + ' failed)'
+        : '');
+      const alerts = [];
+      if (n.alertTier) alerts.push('alert ' + n.alertTier);
+      if (n.degradedAlarm) alerts.push('degraded alarm');
+      setText(t.alert, alerts.join(' · '));
+      setAttr(t.alert, 'data-tier', n.alertTier || '');
     } else if (h) {
       setText(t.inflight, 'in flight ' + fmtInt(h.currentConcurrentExecutionCount));
     }
@@ -557,6 +592,49 @@
     const nPool = ps.filter(poolShown).length;
     setText(document.getElementById('pool-count'), ps.length ? nPool + ' of ' + ps.length : '');
     document.getElementById('pool-empty').hidden = ps.length > 0;
+
+    const qs = Array.from(queues.values()).sort((a, b) => a.name.localeCompare(b.name));
+    for (const q of qs) renderQueue(q, now);
+    place(document.getElementById('queues'), qs, (q) => matches(f, q.name));
+    document.getElementById('queue-panel').hidden = qs.length === 0;
+  }
+
+  // ---- write queues (BulwarkQueue events of the durable module) ----------
+
+  const QUEUE_FIELDS = [
+    ['backlog', 'Backlog'],
+    ['oldestAgeMs', 'Oldest'],
+    ['replayed', 'Replayed'],
+    ['deadLettered', 'Dead-lettered'],
+    ['deadLetters', 'Dead letters'],
+  ];
+
+  function renderQueue(q, now) {
+    if (!q.tile) {
+      const t = { f: {} };
+      t.root = el('article', 'tile queue');
+      t.root.setAttribute('data-queue', q.name);
+      const title = el('div', 'title');
+      const name = el('span', 'name', q.name);
+      name.title = q.name;
+      title.append(name);
+      const grid = el('div', 'fields');
+      for (const [k, label] of QUEUE_FIELDS) {
+        const cell = el('div', 'field ' + k);
+        cell.setAttribute('data-k', k);
+        t.f[k] = el('span', 'v', '0');
+        cell.append(t.f[k], el('span', 'k', label));
+        grid.append(cell);
+      }
+      t.root.append(title, grid);
+      q.tile = t;
+    }
+    const t = q.tile;
+    const ev = q.ev;
+    for (const [k] of QUEUE_FIELDS) {
+      setText(t.f[k], k === 'oldestAgeMs' ? fmtDur(Number(ev[k]) || 0) : fmtInt(Number(ev[k]) || 0));
+    }
+    t.root.classList.toggle('stale', now - q.seen > STALE_MS);
   }
 
   // ---- the stream -------------------------------------------------------
@@ -570,10 +648,21 @@
       case 'BulwarkCommand':
         onBulwarkCommand(ev);
         break;
+      case 'BulwarkHistory':
+        onHistory(ev);
+        break;
       case 'HystrixThreadPool': {
         const p = poolRecord(String(ev.name));
         p.h = ev;
         p.seen = now;
+        break;
+      }
+      case 'BulwarkQueue': {
+        const name = String(ev.name);
+        const q = queues.get(name) || { name, tile: null };
+        q.ev = ev;
+        q.seen = now;
+        queues.set(name, q);
         break;
       }
       case 'BulwarkGroup': {

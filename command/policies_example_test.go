@@ -1,0 +1,112 @@
+package command_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// IsProbe lets Run tag the half-open probe, here in a log line; package
+// httpguard sends it as the header X-Breaker-Probe: 1.
+func ExampleIsProbe() {
+	clock := new(metrics.ManualClock)
+	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
+	defer reg.Close(context.Background())
+	g, err := reg.NewGroup("search", command.GroupConfig{
+		Strategy:       command.Semaphore,
+		CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: 5 * time.Second, HalfOpenSuccesses: 1},
+	})
+	if err != nil {
+		panic(err)
+	}
+	healthy := false
+	query := command.Func("query", func(ctx context.Context) (string, error) {
+		fmt.Println("request, probe:", command.IsProbe(ctx))
+		if !healthy {
+			return "", errors.New("connection refused")
+		}
+		return "results", nil
+	}, nil)
+
+	_, err = command.Execute(context.Background(), g, query) // trips the breaker
+	fmt.Println(err != nil)
+	clock.Advance(5 * time.Second)
+	healthy = true
+	_, info, err := command.ExecuteInfo(context.Background(), g, query)
+	fmt.Println(info.Probe, info.Events, err)
+	// Output:
+	// request, probe: false
+	// true
+	// request, probe: true
+	// true SUCCESS|PROBE|PROBE_SUCCESS <nil>
+}
+
+// ProbeClassifier judges a probe apart from normal calls: under this rule
+// any answer proves the dependency reachable, so a probe answered with an
+// error that is the server's answer closes the breaker, though the caller
+// still gets the failure.
+func ExampleGroupConfig_probeClassifier() {
+	errServer := errors.New("status 500")
+	clock := new(metrics.ManualClock)
+	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
+	defer reg.Close(context.Background())
+	g, err := reg.NewGroup("billing", command.GroupConfig{
+		Strategy:       command.Semaphore,
+		CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: 5 * time.Second, HalfOpenSuccesses: 1},
+		ProbeClassifier: func(err error) circuit.Outcome {
+			if errors.Is(err, errServer) {
+				return circuit.Success // an answer: reachable
+			}
+			return circuit.Failure
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	invoice := command.Func("invoice", func(ctx context.Context) (int, error) { return 0, errServer }, nil)
+	_, _ = command.Execute(context.Background(), g, invoice)
+	b, _ := g.CommandBreaker("invoice")
+	fmt.Println(b.State())
+	clock.Advance(5 * time.Second)
+	_, info, err := command.ExecuteInfo(context.Background(), g, invoice)
+	fmt.Println(info.Event, info.Events.Has(metrics.ProbeSuccess), errors.Is(err, errServer), b.State())
+	// Output:
+	// open
+	// FAILURE true true closed
+}
+
+// Alerts: a breaker open for a minute is a P3, for ten minutes a P2; each
+// alert carries the trip's reason, window and error samples.
+func ExampleAlertConfig() {
+	clock := new(metrics.ManualClock)
+	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
+	defer reg.Close(context.Background())
+	g, err := reg.NewGroup("payments", command.GroupConfig{
+		Strategy:       command.Semaphore,
+		CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: time.Hour},
+		Alerts: command.AlertConfig{OnAlert: func(a command.Alert) {
+			fmt.Printf("%s %s %s/%s open %v (%s, %d of %d failed) errors %q\n",
+				a.Kind, a.Tier, a.Group, a.Command, a.OpenFor, a.Reason, a.Health.Failures, a.Health.Requests, a.Errors[0].Err)
+		}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	charge := command.Func("charge", func(ctx context.Context) (int, error) {
+		return 0, errors.New("dial tcp: connection refused")
+	}, nil)
+	_, _ = command.Execute(context.Background(), g, charge)
+	for range 10 {
+		clock.Advance(time.Minute)
+		g.CheckAlerts() // the group's goroutine does this every Interval; here the clock is manual
+	}
+	// Output:
+	// breaker_open P3 payments/charge open 1m0s (error_ratio, 1 of 1 failed) errors "dial tcp: connection refused"
+	// breaker_open P2 payments/charge open 10m0s (error_ratio, 1 of 1 failed) errors "dial tcp: connection refused"
+}

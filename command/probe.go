@@ -1,0 +1,74 @@
+package command
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// probeKey marks the context of a call that is a half-open probe.
+type probeKey struct{}
+
+// IsProbe reports whether ctx, the context Execute passed to Run, belongs to
+// a half-open probe of the group's breaker or of the command's: the call
+// whose result decides whether the breaker closes again. Run can tag such a
+// request (package httpguard sets the header X-Breaker-Probe: 1) so that the
+// dependency's logs count probes apart from user traffic: without the tag an
+// operator reading the downstream's logs during an outage cannot tell the
+// breaker's few test calls from a flood of real ones. Only a probe's context
+// carries the mark, so a call on a closed breaker pays nothing for it.
+func IsProbe(ctx context.Context) bool {
+	probe, _ := ctx.Value(probeKey{}).(bool)
+	return probe
+}
+
+// probeContext returns ctx marked as a probe's (see IsProbe).
+func probeContext(ctx context.Context) context.Context {
+	return context.WithValue(ctx, probeKey{}, true)
+}
+
+// judgeProbe decides what the breakers record for a call that was a probe
+// of at least one of them (gp or cp), whose outcome for a normal call would
+// be o, with Run's error err. A FAILURE is judged by the command's
+// ProbeClassifier, if any; the other outcomes stand. Only the breaker that
+// probed gets the judged outcome: the other (closed) one counts o, as for
+// any call. It adds the PROBE event and PROBE_SUCCESS or PROBE_FAILURE (none
+// for an Ignored probe) to info.
+func (c *commandState) judgeProbe(gp, cp circuit.Permit, o circuit.Outcome, err error, info *Info) (gout, cout circuit.Outcome) {
+	judged := o
+	if o == circuit.Failure && c.probeClassifier != nil {
+		judged = c.classifyProbe(err)
+	}
+	info.Events.Add(metrics.Probe)
+	switch judged {
+	case circuit.Success:
+		info.Events.Add(metrics.ProbeSuccess)
+	case circuit.Failure, circuit.Timeout:
+		info.Events.Add(metrics.ProbeFailure)
+	}
+	gout, cout = o, o
+	if gp.IsProbe() {
+		gout = judged
+	}
+	if cp.IsProbe() {
+		cout = judged
+	}
+	return gout, cout
+}
+
+// classifyProbe runs the ProbeClassifier on a failed probe's error. A panic
+// in it, or an outcome it has no business returning, leaves the probe a
+// failure and is logged at Error level.
+func (c *commandState) classifyProbe(err error) (o circuit.Outcome) {
+	o = circuit.Failure
+	defer c.group.recoverHook("ProbeClassifier")
+	judged := c.probeClassifier(err)
+	if judged > circuit.Ignored {
+		c.group.logger.Error("bulwark: ProbeClassifier returned an unknown outcome; the probe counts as a failure",
+			slog.String("group", c.group.name), slog.String("command", c.name), slog.String("outcome", judged.String()))
+		return o
+	}
+	return judged
+}

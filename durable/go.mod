@@ -1,0 +1,20 @@
+module github.com/bulwark-go/bulwark/durable
+
+go 1.25.0
+
+require (
+	github.com/bulwark-go/bulwark v0.0.0-00010101000000-000000000000
+	github.com/rcrowley/go-metrics v0.0.0-20250401214520-65e299d6c5c9
+	github.com/stretchr/testify v1.12.1
+	go.etcd.io/bbolt v1.5.0
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/panjf2000/ants/v2 v2.12.1 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/sync v0.20.0 // indirect
+	golang.org/x/sys v0.45.0 // indirect
+)
+
+replace github.com/bulwark-go/bulwark => ../

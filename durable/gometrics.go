@@ -1,0 +1,34 @@
+package durable
+
+import (
+	gometrics "github.com/rcrowley/go-metrics"
+
+	"github.com/bulwark-go/bulwark/command"
+)
+
+// RegisterMetrics publishes the replayer's stats in a go-metrics registry
+// (such as command.Registry.Metrics()) as functional gauges, read when a
+// reporter asks, with <group> escaped as command.MetricName does:
+//
+//	queue.<group>.backlog         pending entries
+//	queue.<group>.oldest_age_ms   age of the oldest pending entry
+//	queue.<group>.replayed        entries applied by this replayer
+//	queue.<group>.dead_lettered   entries dead-lettered by this replayer
+//	queue.<group>.dead_letters    entries in the dead letters now
+//
+// It fails if one of the names is already registered.
+func (r *Replayer) RegisterMetrics(reg gometrics.Registry) error {
+	p := command.MetricName("queue", r.cfg.Group.Name())
+	for name, read := range map[string]func(ReplayStats) int64{
+		".backlog":       func(s ReplayStats) int64 { return int64(s.Depth) },
+		".oldest_age_ms": func(s ReplayStats) int64 { return s.OldestAge.Milliseconds() },
+		".replayed":      func(s ReplayStats) int64 { return s.Replayed },
+		".dead_lettered": func(s ReplayStats) int64 { return s.DeadLettered },
+		".dead_letters":  func(s ReplayStats) int64 { return int64(s.DeadLetters) },
+	} {
+		if err := reg.Register(p+name, gometrics.NewFunctionalGauge(func() int64 { return read(r.Stats()) })); err != nil {
+			return err
+		}
+	}
+	return nil
+}

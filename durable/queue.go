@@ -1,0 +1,124 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors of this package and of its Queue implementations; match them with
+// errors.Is.
+var (
+	// ErrInvalidEntry: an entry without an idempotency key, or with one
+	// longer than MaxKeyLen.
+	ErrInvalidEntry = errors.New("durable: invalid entry")
+	// ErrNotFound: no pending (or, for Requeue, dead-lettered) entry has
+	// that ID.
+	ErrNotFound = errors.New("durable: entry not found")
+	// ErrClosed: the queue was closed.
+	ErrClosed = errors.New("durable: queue closed")
+	// ErrNotAccepted is wrapped by the error of a Write whose work could
+	// not be stored (disk full, unwritable file, Redis down): the caller
+	// was not told "accepted" and must treat the write as failed.
+	ErrNotAccepted = errors.New("durable: write not accepted")
+	// ErrInvalidConfig is wrapped by every configuration error of this
+	// package; the message names the field and the value.
+	ErrInvalidConfig = errors.New("durable: invalid config")
+)
+
+// MaxKeyLen is the longest idempotency key a queue accepts, in bytes.
+const MaxKeyLen = 512
+
+// Entry is one deferred write. The caller sets Key, Command and Payload;
+// the queue sets ID and EnqueuedAt; the Replayer maintains Attempts,
+// NotBefore and LastError.
+type Entry struct {
+	// ID identifies the entry in its queue (assigned by Enqueue).
+	ID string `json:"id"`
+	// Key is the idempotency key: the write's request ID, sent with every
+	// replay so that a receiver can apply it at most once. Required.
+	Key string `json:"key"`
+	// Group and Command name the command that deferred the write; the
+	// replay runs under the same command name.
+	Group   string `json:"group"`
+	Command string `json:"command"`
+	// Payload is the serialised write.
+	Payload []byte `json:"payload"`
+	// EnqueuedAt is when the write was accepted (wall clock).
+	EnqueuedAt time.Time `json:"enqueued_at"`
+	// Attempts counts replays begun, including one cut off by a crash.
+	Attempts int `json:"attempts"`
+	// NotBefore is the earliest time the entry may be replayed (backoff).
+	NotBefore time.Time `json:"not_before"`
+	// LastError is the error of the last failed attempt, or the reason it
+	// was dead-lettered.
+	LastError string `json:"last_error,omitempty"`
+}
+
+// Validate checks what a caller must set: a non-empty Key of at most
+// MaxKeyLen bytes. The error wraps ErrInvalidEntry. Every Queue's Enqueue
+// calls it.
+func (e Entry) Validate() error {
+	switch {
+	case e.Key == "":
+		return fmt.Errorf("%w: empty idempotency key", ErrInvalidEntry)
+	case len(e.Key) > MaxKeyLen:
+		return fmt.Errorf("%w: idempotency key of %d bytes, max %d", ErrInvalidEntry, len(e.Key), MaxKeyLen)
+	}
+	return nil
+}
+
+// Stats describes a queue at one instant.
+type Stats struct {
+	// Depth is the number of pending entries (the backlog).
+	Depth int
+	// Oldest is when the oldest pending entry was enqueued; zero when
+	// Depth is 0.
+	Oldest time.Time
+	// DeadLetters is the number of dead-lettered entries.
+	DeadLetters int
+}
+
+// Queue is a durable store of deferred writes. Every method is safe for
+// concurrent use. Implementations: Store (an embedded bbolt file) and the
+// Redis Streams backend in module github.com/bulwark-go/bulwark/redis
+// (package streamqueue); both pass the suite of package queuetest.
+//
+// Delivery is at least once: an entry leased and replayed may be replayed
+// again (after a crash before Ack, or claimed from a consumer that looked
+// dead), so a receiver must honour Entry.Key to apply each write once.
+type Queue interface {
+	// Enqueue stores e and returns its ID; it returns nil only once e is
+	// durable (fsync'd, or acknowledged by Redis). An entry whose Key is
+	// already pending, dead-lettered or applied is not stored twice: its
+	// existing ID is returned, with a nil error (the write was accepted
+	// before). An invalid e fails with ErrInvalidEntry.
+	Enqueue(ctx context.Context, e Entry) (string, error)
+	// Lease returns up to max pending entries due at now (NotBefore not
+	// after now), oldest first, for one consumer to replay.
+	Lease(ctx context.Context, now time.Time, max int) ([]Entry, error)
+	// Update stores e's Attempts, NotBefore and LastError on the pending
+	// entry e.ID (ErrNotFound if there is none), durably.
+	Update(ctx context.Context, e Entry) error
+	// Ack records e.Key as applied and removes the pending entry e.ID, in
+	// one atomic step. Acknowledging an entry already acknowledged is a
+	// no-op; an unknown one fails with ErrNotFound.
+	Ack(ctx context.Context, e Entry) error
+	// Applied reports whether an entry with this key was acknowledged.
+	Applied(ctx context.Context, key string) (bool, error)
+	// DeadLetter moves the pending entry e.ID to the dead letters, with
+	// e's Attempts and LastError.
+	DeadLetter(ctx context.Context, e Entry) error
+	// DeadLetters lists the dead-lettered entries, oldest first.
+	DeadLetters(ctx context.Context) ([]Entry, error)
+	// Requeue moves dead-lettered entry id back to the pending entries
+	// with no attempts (ErrNotFound if there is none).
+	Requeue(ctx context.Context, id string) error
+	// Stats returns the backlog depth, the oldest entry's time and the
+	// dead-letter count.
+	Stats(ctx context.Context) (Stats, error)
+	// Close releases the queue's resources; later calls fail with
+	// ErrClosed.
+	Close() error
+}

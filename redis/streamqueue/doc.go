@@ -1,0 +1,28 @@
+// Package streamqueue is the Redis Streams backend of durable.Queue, for a
+// fleet: every process enqueues into one stream, and the replayers of all
+// processes share it through a consumer group. An entry leased by a
+// consumer stays in that consumer's pending list until it is acknowledged
+// or dead-lettered; when a consumer dies (its process is killed), the
+// entries it held are claimed by another consumer (XAUTOCLAIM) once they
+// have been idle for ClaimAfter.
+//
+//	q, err := streamqueue.New(ctx, streamqueue.Config{Client: rdb, Name: "orders"})
+//	...
+//	rp, err := durable.NewReplayer(durable.ReplayerConfig{Queue: q, Group: orders, Apply: createOrder})
+//
+// Enqueue returns once Redis acknowledged the write (XADD, in a script
+// that also records the idempotency key): the entry is as durable as the
+// server's persistence makes it (use appendonly yes with appendfsync
+// always, or replicas, for "accepted" to survive the server's crash). If
+// Redis is down, Enqueue fails and a durable.Write is not accepted.
+//
+// Delivery is at least once, as for every durable.Queue: a consumer that
+// replays an entry for longer than ClaimAfter without renewing it (Update
+// renews it) may see it claimed and replayed by another; the idempotency
+// key makes that harmless at a receiver that honours it.
+//
+// Keys used, all with the hash tag {Name} so that a cluster keeps them in
+// one slot: bulwark:queue:{Name}:stream (the entries), :keys (pending and
+// dead keys → ID), :applied (acknowledged keys → ID, never pruned), :meta
+// (ID → attempts, backoff, last error), :dead (ID → dead-lettered entry).
+package streamqueue

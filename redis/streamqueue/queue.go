@@ -1,0 +1,419 @@
+package streamqueue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/bulwark-go/bulwark/durable"
+)
+
+// DefaultClaimAfter is Config.ClaimAfter's default.
+const DefaultClaimAfter = 30 * time.Second
+
+// consumerGroup is the stream's consumer group, shared by all replayers.
+const consumerGroup = "replayers"
+
+// Config configures a Queue.
+type Config struct {
+	// Client is the Redis client; the caller owns it (Close leaves it
+	// open). Required.
+	Client redis.UniversalClient
+	// Name names the queue (its keys' hash tag). Required.
+	Name string
+	// Consumer names this process in the consumer group; it must differ
+	// between processes that run at the same time. Default: host name and
+	// process ID.
+	Consumer string
+	// ClaimAfter is how long an entry leased by a consumer may stay idle
+	// (not renewed by Update, not acknowledged) before another consumer
+	// claims it: longer than the longest replay (default 30 s).
+	ClaimAfter time.Duration
+}
+
+// Queue is a durable.Queue on a Redis stream. It is safe for concurrent
+// use.
+type Queue struct {
+	cfg    Config
+	rdb    redis.UniversalClient
+	k      keys
+	closed atomic.Bool
+}
+
+var _ durable.Queue = (*Queue)(nil)
+
+type keys struct{ stream, keys, applied, meta, dead string }
+
+// New returns the queue cfg.Name, creating its consumer group if needed.
+// It fails if Redis cannot be reached, or with an error wrapping
+// durable.ErrInvalidConfig for a bad cfg.
+func New(ctx context.Context, cfg Config) (*Queue, error) {
+	switch {
+	case cfg.Client == nil:
+		return nil, fmt.Errorf("%w: streamqueue Config.Client is nil", durable.ErrInvalidConfig)
+	case cfg.Name == "" || strings.ContainsAny(cfg.Name, "{}"):
+		return nil, fmt.Errorf("%w: streamqueue Config.Name %q must be non-empty, without braces", durable.ErrInvalidConfig, cfg.Name)
+	case cfg.ClaimAfter < 0:
+		return nil, fmt.Errorf("%w: streamqueue Config.ClaimAfter %v must not be negative", durable.ErrInvalidConfig, cfg.ClaimAfter)
+	}
+	if cfg.ClaimAfter == 0 {
+		cfg.ClaimAfter = DefaultClaimAfter
+	}
+	if cfg.Consumer == "" {
+		host, _ := os.Hostname()
+		cfg.Consumer = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	p := "bulwark:queue:{" + cfg.Name + "}:"
+	q := &Queue{cfg: cfg, rdb: cfg.Client, k: keys{p + "stream", p + "keys", p + "applied", p + "meta", p + "dead"}}
+	err := q.rdb.XGroupCreateMkStream(ctx, q.k.stream, consumerGroup, "0").Err()
+	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		return nil, fmt.Errorf("streamqueue: create consumer group of %s: %w", q.k.stream, err)
+	}
+	return q, nil
+}
+
+// meta is what the queue keeps of an entry besides its stream fields.
+type meta struct {
+	Attempts  int       `json:"attempts"`
+	NotBefore time.Time `json:"not_before"`
+	LastError string    `json:"last_error,omitempty"`
+}
+
+// check returns ErrClosed once the queue is closed.
+func (q *Queue) check() error {
+	if q.closed.Load() {
+		return durable.ErrClosed
+	}
+	return nil
+}
+
+// redisErr maps a script's NOTFOUND to durable.ErrNotFound.
+func redisErr(op, id string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if strings.Contains(err.Error(), "NOTFOUND") {
+		return fmt.Errorf("%w: %s id %s", durable.ErrNotFound, op, id)
+	}
+	return fmt.Errorf("streamqueue: %s %s: %w", op, id, err)
+}
+
+var enqueueScript = redis.NewScript(`
+local id = redis.call('HGET', KEYS[2], ARGV[1]) or redis.call('HGET', KEYS[3], ARGV[1])
+if id then return id end
+id = redis.call('XADD', KEYS[1], '*', 'key', ARGV[1], 'group', ARGV[2], 'command', ARGV[3], 'payload', ARGV[4], 'at', ARGV[5])
+redis.call('HSET', KEYS[2], ARGV[1], id)
+return id`)
+
+// Enqueue implements durable.Queue: the entry is added to the stream and
+// its key recorded in one script, acknowledged by Redis before it returns.
+func (q *Queue) Enqueue(ctx context.Context, e durable.Entry) (string, error) {
+	if err := q.check(); err != nil {
+		return "", err
+	}
+	if err := e.Validate(); err != nil {
+		return "", err
+	}
+	at := e.EnqueuedAt
+	if at.IsZero() {
+		at = time.Now()
+	}
+	id, err := enqueueScript.Run(ctx, q.rdb, []string{q.k.stream, q.k.keys, q.k.applied},
+		e.Key, e.Group, e.Command, e.Payload, at.UnixNano()).Text()
+	if err != nil {
+		return "", fmt.Errorf("streamqueue: enqueue %q: %w", e.Key, err)
+	}
+	return id, nil
+}
+
+// Lease implements durable.Queue for this consumer: it claims the entries
+// of consumers idle for ClaimAfter, takes new entries from the stream, and
+// returns the due ones of its own pending list, oldest first.
+func (q *Queue) Lease(ctx context.Context, now time.Time, max int) ([]durable.Entry, error) {
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	if max <= 0 {
+		return nil, nil
+	}
+	_, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: q.k.stream, Group: consumerGroup,
+		Consumer: q.cfg.Consumer, MinIdle: q.cfg.ClaimAfter, Start: "0-0", Count: int64(max)}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("streamqueue: claim: %w", err)
+	}
+	var msgs []redis.XMessage
+	for _, from := range []string{"0", ">"} { // our pending list, then new entries
+		res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: consumerGroup, Consumer: q.cfg.Consumer,
+			Streams: []string{q.k.stream, from}, Count: int64(10 * max), Block: -1}).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("streamqueue: read: %w", err)
+		}
+		for _, s := range res {
+			msgs = append(msgs, s.Messages...)
+		}
+	}
+	entries, err := q.entries(ctx, msgs)
+	if err != nil {
+		return nil, err
+	}
+	out := entries[:0]
+	for _, e := range entries {
+		if !e.NotBefore.After(now) {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b durable.Entry) int { return compareIDs(a.ID, b.ID) })
+	return out[:min(len(out), max)], nil
+}
+
+// entries decodes stream messages, with their meta; a message deleted from
+// the stream (acknowledged meanwhile) has no values and is skipped.
+func (q *Queue) entries(ctx context.Context, msgs []redis.XMessage) ([]durable.Entry, error) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+	}
+	metas, err := q.rdb.HMGet(ctx, q.k.meta, ids...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("streamqueue: read meta: %w", err)
+	}
+	seen := map[string]bool{}
+	var out []durable.Entry
+	for i, m := range msgs {
+		if len(m.Values) == 0 || seen[m.ID] {
+			continue
+		}
+		seen[m.ID] = true
+		e := fromValues(m.ID, m.Values)
+		if s, ok := metas[i].(string); ok {
+			var md meta
+			if err := json.Unmarshal([]byte(s), &md); err != nil {
+				return nil, fmt.Errorf("streamqueue: corrupt meta of %s: %w", m.ID, err)
+			}
+			e.Attempts, e.NotBefore, e.LastError = md.Attempts, md.NotBefore, md.LastError
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// fromValues decodes a stream entry's fields.
+func fromValues(id string, v map[string]any) durable.Entry {
+	str := func(k string) string { s, _ := v[k].(string); return s }
+	e := durable.Entry{ID: id, Key: str("key"), Group: str("group"), Command: str("command"), Payload: []byte(str("payload"))}
+	if ns, err := strconv.ParseInt(str("at"), 10, 64); err == nil {
+		e.EnqueuedAt = time.Unix(0, ns)
+	}
+	return e
+}
+
+// compareIDs orders stream IDs (ms-seq) numerically.
+func compareIDs(a, b string) int {
+	am, as, _ := strings.Cut(a, "-")
+	bm, bs, _ := strings.Cut(b, "-")
+	for _, p := range [][2]string{{am, bm}, {as, bs}} {
+		x, _ := strconv.ParseUint(p[0], 10, 64)
+		y, _ := strconv.ParseUint(p[1], 10, 64)
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+var updateScript = redis.NewScript(`
+if #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1]) == 0 then return redis.error_reply('NOTFOUND') end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('XCLAIM', KEYS[1], ARGV[3], ARGV[4], 0, ARGV[1], 'JUSTID')
+return 1`)
+
+// Update implements durable.Queue; it also renews this consumer's lease
+// on the entry (its idle time restarts), so that no other consumer claims
+// it during the replay that follows.
+func (q *Queue) Update(ctx context.Context, e durable.Entry) error {
+	if err := q.check(); err != nil {
+		return err
+	}
+	if !validID(e.ID) {
+		return fmt.Errorf("%w: update id %q", durable.ErrNotFound, e.ID)
+	}
+	md, err := json.Marshal(meta{Attempts: e.Attempts, NotBefore: e.NotBefore, LastError: e.LastError})
+	if err != nil {
+		return err
+	}
+	err = updateScript.Run(ctx, q.rdb, []string{q.k.stream, q.k.meta}, e.ID, md, consumerGroup, q.cfg.Consumer).Err()
+	return redisErr("update", e.ID, err)
+}
+
+var ackScript = redis.NewScript(`
+local key = ARGV[2]
+if redis.call('HGET', KEYS[3], key) == ARGV[1] then return 1 end
+local m = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])
+if #m == 0 then return redis.error_reply('NOTFOUND') end
+local f = m[1][2]
+for i = 1, #f, 2 do if f[i] == 'key' then key = f[i+1] end end
+redis.call('HSET', KEYS[3], key, ARGV[1])
+redis.call('HDEL', KEYS[2], key)
+redis.call('HDEL', KEYS[4], ARGV[1])
+redis.call('XACK', KEYS[1], ARGV[3], ARGV[1])
+redis.call('XDEL', KEYS[1], ARGV[1])
+return 1`)
+
+// Ack implements durable.Queue in one script: the key is recorded as
+// applied, and the entry acknowledged and deleted from the stream.
+func (q *Queue) Ack(ctx context.Context, e durable.Entry) error {
+	if err := q.check(); err != nil {
+		return err
+	}
+	if !validID(e.ID) {
+		return fmt.Errorf("%w: ack id %q", durable.ErrNotFound, e.ID)
+	}
+	err := ackScript.Run(ctx, q.rdb, []string{q.k.stream, q.k.keys, q.k.applied, q.k.meta}, e.ID, e.Key, consumerGroup).Err()
+	return redisErr("ack", e.ID, err)
+}
+
+// Applied implements durable.Queue.
+func (q *Queue) Applied(ctx context.Context, key string) (bool, error) {
+	if err := q.check(); err != nil {
+		return false, err
+	}
+	ok, err := q.rdb.HExists(ctx, q.k.applied, key).Result()
+	if err != nil {
+		return false, fmt.Errorf("streamqueue: applied %q: %w", key, err)
+	}
+	return ok, nil
+}
+
+var deadLetterScript = redis.NewScript(`
+if #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1]) == 0 then return redis.error_reply('NOTFOUND') end
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('XACK', KEYS[1], ARGV[3], ARGV[1])
+redis.call('XDEL', KEYS[1], ARGV[1])
+return 1`)
+
+// DeadLetter implements durable.Queue: the entry leaves the stream for the
+// dead letters in one script.
+func (q *Queue) DeadLetter(ctx context.Context, e durable.Entry) error {
+	if err := q.check(); err != nil {
+		return err
+	}
+	if !validID(e.ID) {
+		return fmt.Errorf("%w: dead-letter id %q", durable.ErrNotFound, e.ID)
+	}
+	msgs, err := q.rdb.XRange(ctx, q.k.stream, e.ID, e.ID).Result()
+	if err != nil {
+		return fmt.Errorf("streamqueue: dead-letter %s: %w", e.ID, err)
+	}
+	if len(msgs) == 0 {
+		return fmt.Errorf("%w: dead-letter id %s", durable.ErrNotFound, e.ID)
+	}
+	dead := fromValues(e.ID, msgs[0].Values)
+	dead.Attempts, dead.LastError = e.Attempts, e.LastError
+	raw, err := json.Marshal(dead)
+	if err != nil {
+		return err
+	}
+	err = deadLetterScript.Run(ctx, q.rdb, []string{q.k.stream, q.k.meta, q.k.dead}, e.ID, raw, consumerGroup).Err()
+	return redisErr("dead-letter", e.ID, err)
+}
+
+// DeadLetters implements durable.Queue.
+func (q *Queue) DeadLetters(ctx context.Context) ([]durable.Entry, error) {
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	all, err := q.rdb.HGetAll(ctx, q.k.dead).Result()
+	if err != nil {
+		return nil, fmt.Errorf("streamqueue: dead letters: %w", err)
+	}
+	out := make([]durable.Entry, 0, len(all))
+	for id, raw := range all {
+		var e durable.Entry
+		if err := json.Unmarshal([]byte(raw), &e); err != nil {
+			return nil, fmt.Errorf("streamqueue: corrupt dead letter %s: %w", id, err)
+		}
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b durable.Entry) int { return compareIDs(a.ID, b.ID) })
+	return out, nil
+}
+
+var requeueScript = redis.NewScript(`
+local raw = redis.call('HGET', KEYS[3], ARGV[1])
+if not raw then return redis.error_reply('NOTFOUND') end
+local id = redis.call('XADD', KEYS[1], '*', 'key', ARGV[2], 'group', ARGV[3], 'command', ARGV[4], 'payload', ARGV[5], 'at', ARGV[6])
+redis.call('HSET', KEYS[2], ARGV[2], id)
+redis.call('HDEL', KEYS[3], ARGV[1])
+return id`)
+
+// Requeue implements durable.Queue: the entry goes back to the end of the
+// stream, under a new ID, with no attempts.
+func (q *Queue) Requeue(ctx context.Context, id string) error {
+	if err := q.check(); err != nil {
+		return err
+	}
+	raw, err := q.rdb.HGet(ctx, q.k.dead, id).Result()
+	if errors.Is(err, redis.Nil) {
+		return fmt.Errorf("%w: requeue id %q", durable.ErrNotFound, id)
+	}
+	if err != nil {
+		return fmt.Errorf("streamqueue: requeue %s: %w", id, err)
+	}
+	var e durable.Entry
+	if err := json.Unmarshal([]byte(raw), &e); err != nil {
+		return fmt.Errorf("streamqueue: corrupt dead letter %s: %w", id, err)
+	}
+	err = requeueScript.Run(ctx, q.rdb, []string{q.k.stream, q.k.keys, q.k.dead},
+		id, e.Key, e.Group, e.Command, e.Payload, e.EnqueuedAt.UnixNano()).Err()
+	return redisErr("requeue", id, err)
+}
+
+// Stats implements durable.Queue. Oldest is the enqueue time of the first
+// entry in the stream (a requeued entry goes to the end).
+func (q *Queue) Stats(ctx context.Context) (durable.Stats, error) {
+	if err := q.check(); err != nil {
+		return durable.Stats{}, err
+	}
+	pipe := q.rdb.Pipeline()
+	n := pipe.XLen(ctx, q.k.stream)
+	first := pipe.XRangeN(ctx, q.k.stream, "-", "+", 1)
+	dead := pipe.HLen(ctx, q.k.dead)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return durable.Stats{}, fmt.Errorf("streamqueue: stats: %w", err)
+	}
+	st := durable.Stats{Depth: int(n.Val()), DeadLetters: int(dead.Val())}
+	if msgs := first.Val(); len(msgs) > 0 {
+		st.Oldest = fromValues(msgs[0].ID, msgs[0].Values).EnqueuedAt
+	}
+	return st, nil
+}
+
+// Close implements durable.Queue; it leaves the client open.
+func (q *Queue) Close() error {
+	q.closed.Store(true)
+	return nil
+}
+
+// validID reports whether id looks like a stream ID (ms-seq).
+func validID(id string) bool {
+	ms, seq, ok := strings.Cut(id, "-")
+	_, err1 := strconv.ParseUint(ms, 10, 64)
+	_, err2 := strconv.ParseUint(seq, 10, 64)
+	return ok && err1 == nil && err2 == nil
+}

@@ -1,0 +1,131 @@
+package streamqueue_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/durable"
+	"github.com/bulwark-go/bulwark/durable/queuetest"
+	"github.com/bulwark-go/bulwark/internal/redistest"
+	"github.com/bulwark-go/bulwark/redis/streamqueue"
+)
+
+// uniqueName returns a queue name of its own for t on a shared server.
+func uniqueName(t *testing.T) string {
+	return strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()) + fmt.Sprint("-", rand.Uint64())
+}
+
+// client returns a client of addr, closed when t ends.
+func client(t *testing.T, addr string) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+func newQueue(t *testing.T, rdb *redis.Client, cfg streamqueue.Config) *streamqueue.Queue {
+	t.Helper()
+	cfg.Client = rdb
+	q, err := streamqueue.New(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, q.Close()) })
+	return q
+}
+
+func TestConformance(t *testing.T) {
+	rdb := client(t, redistest.Shared(t))
+	queuetest.Run(t, func(t *testing.T) durable.Queue {
+		return newQueue(t, rdb, streamqueue.Config{Name: uniqueName(t)})
+	})
+}
+
+// TestCrashReplayLosesNothingAppliesOnce runs the crash test on a real
+// redis-server: each replay child is a new consumer, and the entries a
+// killed one held are claimed by the next.
+func TestCrashReplayLosesNothingAppliesOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test")
+	}
+	t.Setenv(addrEnv, redistest.Shared(t))
+	t.Setenv(nameEnv, uniqueName(t))
+	queuetest.Crash(t, openFromEnv)
+}
+
+// The entries a consumer leased and never finished (its process died) are
+// claimed by another consumer once idle for ClaimAfter, and not before.
+func TestDeadConsumersEntriesAreClaimed(t *testing.T) {
+	rdb := client(t, redistest.Shared(t))
+	name := uniqueName(t)
+	ctx := context.Background()
+	a := newQueue(t, rdb, streamqueue.Config{Name: name, Consumer: "a"})
+	b := newQueue(t, rdb, streamqueue.Config{Name: name, Consumer: "b", ClaimAfter: 200 * time.Millisecond})
+	for i := range 3 {
+		_, err := a.Enqueue(ctx, durable.Entry{Key: fmt.Sprint("k", i)})
+		require.NoError(t, err)
+	}
+	held, err := a.Lease(ctx, time.Now(), 10)
+	require.NoError(t, err)
+	require.Len(t, held, 3)
+
+	got, err := b.Lease(ctx, time.Now(), 10)
+	require.NoError(t, err)
+	assert.Empty(t, got, "a live consumer's entries are not claimed at once")
+	var claimed []durable.Entry
+	require.Eventually(t, func() bool {
+		claimed, err = b.Lease(ctx, time.Now(), 10)
+		return err == nil && len(claimed) == 3
+	}, 10*time.Second, 20*time.Millisecond)
+	for i, e := range claimed {
+		assert.Equal(t, held[i].ID, e.ID)
+		require.NoError(t, b.Ack(ctx, e))
+	}
+	got, err = a.Lease(ctx, time.Now(), 10)
+	require.NoError(t, err)
+	assert.Empty(t, got, "acknowledged entries are gone for every consumer")
+}
+
+// With Redis down, a write is not accepted, and New fails.
+func TestRedisDownIsNotAccepted(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: time.Second})
+	t.Cleanup(func() { _ = rdb.Close() })
+	q := newQueue(t, rdb, streamqueue.Config{Name: "down"})
+	reg := command.NewRegistry(command.RegistryConfig{})
+	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+	g, err := reg.NewGroup("orders", command.GroupConfig{Strategy: command.Semaphore})
+	require.NoError(t, err)
+	down := func(context.Context, durable.Entry) error { return fmt.Errorf("backend down") }
+
+	_, info, err := command.ExecuteInfo(context.Background(), g, durable.Write{Command: "createOrder", Key: "k1", Apply: down, Queue: q})
+	require.NoError(t, err)
+	require.True(t, info.Deferred, "accepted while Redis is up")
+
+	srv.Kill()
+	_, info, err = command.ExecuteInfo(context.Background(), g, durable.Write{Command: "createOrder", Key: "k2", Apply: down, Queue: q})
+	assert.ErrorIs(t, err, durable.ErrNotAccepted)
+	assert.False(t, info.Deferred)
+	_, err = streamqueue.New(context.Background(), streamqueue.Config{Client: rdb, Name: "other"})
+	assert.Error(t, err)
+}
+
+func TestConfigErrors(t *testing.T) {
+	rdb := client(t, redistest.Shared(t))
+	for _, cfg := range []streamqueue.Config{
+		{Name: "x"},
+		{Client: rdb},
+		{Client: rdb, Name: "a{b}"},
+		{Client: rdb, Name: "x", ClaimAfter: -time.Second},
+	} {
+		_, err := streamqueue.New(context.Background(), cfg)
+		assert.ErrorIs(t, err, durable.ErrInvalidConfig)
+	}
+}
