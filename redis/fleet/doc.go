@@ -25,8 +25,8 @@
 // A local trip is published at once (the watcher kicks a sync) in a state
 // key the others read at each sync, so the fleet opens within one Interval
 // plus a round trip; the others open with reason fleet_open, which counts
-// no failure. In the half-open state only the holder of a short probe lease
-// (SET NX, 3 × Interval) probes; when its probes close its breaker it
+// no failure. In the half-open state only the holder of a probe lease probes
+// (3 × Interval, renewed by its holder at each sync while not closed); when its probes close its breaker it
 // publishes that, and the others close with reason fleet_close, their
 // windows cleared. Windows counted before the fleet's last close are
 // ignored, so old failures cannot reopen it.

@@ -23,16 +23,32 @@ import (
 // Nothing else is written, so the keys of a breaker number three whatever
 // the fleet's size and history.
 
+// leaseScript takes or renews the probe lease KEYS[1] for instance ARGV[1]
+// for ARGV[2] ms, and returns 1 if this instance holds it: the holder keeps
+// it while its breaker is not closed, and another instance gets it only
+// once the holder has stopped renewing it (closed, or gone).
+const leaseScript = `
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] then
+	redis.call('PEXPIRE', KEYS[1], ARGV[2])
+	return 1
+end
+if v then
+	return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+`
+
 // cmds are one breaker's commands in a sync's pipeline.
 type cmds struct {
-	pub    *redis.StatusCmd // nil unless a verdict is published
-	pubV   *verdict
-	hset   *redis.IntCmd
-	all    *redis.MapStringStringCmd
-	state  *redis.StringCmd
-	lease  *redis.StatusCmd // nil while closed
-	holder *redis.StringCmd
-	ttl    time.Duration // the window hash's
+	pub   *redis.StatusCmd // nil unless a verdict is published
+	pubV  *verdict
+	hset  *redis.IntCmd
+	all   *redis.MapStringStringCmd
+	state *redis.StringCmd
+	lease *redis.Cmd    // nil while closed
+	ttl   time.Duration // the window hash's
 }
 
 // sync pushes every attached breaker's window (and any verdict to publish)
@@ -71,8 +87,7 @@ func (f *Fleet) sync(ctx context.Context) {
 		c.all = pipe.HGetAll(ctx, m.base+":w")
 		c.state = pipe.Get(ctx, m.base+":s")
 		if m.b.State() != circuit.Closed {
-			c.lease = pipe.SetArgs(ctx, m.base+":p", f.cfg.Instance, redis.SetArgs{Mode: "NX", TTL: lease})
-			c.holder = pipe.Get(ctx, m.base+":p")
+			c.lease = pipe.Eval(ctx, leaseScript, []string{m.base + ":p"}, f.cfg.Instance, lease.Milliseconds())
 		}
 	}
 	cmdsRun, _ := pipe.Exec(ctx)
@@ -181,7 +196,11 @@ func (f *Fleet) apply(m *member, c *cmds, nowMs int64) int {
 	}
 
 	if c.lease != nil {
-		m.prober.Store(c.holder.Err() == nil && c.holder.Val() == f.cfg.Instance)
+		held, err := c.lease.Int()
+		if err != nil { // a bad lease key: probe alone rather than never
+			reject(fmt.Errorf("%s: probe lease: %w", m.base, err))
+		}
+		m.prober.Store(err != nil || held == 1)
 	} else {
 		m.prober.Store(false)
 	}
