@@ -59,6 +59,8 @@ type Breaker struct {
 	warmEnd  atomic.Int64 // outcomes recorded before this instant are not counted (WarmUp)
 	failures int          // consecutive probe failures in the current half-open state, under mu
 	health   healthChecker
+
+	ext external // an outside party's counts, probe gate and watcher (external.go)
 }
 
 // New returns a breaker for cfg, or an error wrapping ErrInvalidConfig that
@@ -179,6 +181,10 @@ func (b *Breaker) allowSlow(w word, now time.Duration, clocked bool) (Permit, er
 			if int64(now) >= b.halfOpenUntil.Load() {
 				w = b.advance(now)
 				continue
+			}
+			if !b.probeAllowed() {
+				refusal = ErrProbeLimit
+				break
 			}
 			ok, stale := b.acquireProbe(w.gen(), now)
 			if stale {
@@ -391,10 +397,10 @@ func (c *settings) verdict(h Health) Reason {
 }
 
 // evaluate trips the closed breaker of generation gen if the window of
-// settings c says so. Only a failure, timeout or slow call calls it: a
-// success never trips.
+// settings c (with the fleet's counts, if any) says so. Only a failure,
+// timeout or slow call calls it: a success never trips.
 func (b *Breaker) evaluate(c *settings, now time.Duration, gen uint32) {
-	reason := c.verdict(healthOf(c.window.Counts(now)))
+	reason := c.verdict(healthOf(b.judged(c, now)))
 	if reason == "" {
 		return
 	}
@@ -531,6 +537,12 @@ type Snapshot struct {
 	HealthCheck HealthCheckStatus
 	// ConfigGeneration counts the accepted Reconfigure calls: 0 as created.
 	ConfigGeneration uint64
+	// External is the part of Health set from outside by SetExternal (the
+	// rest of the fleet's window); zero when unused.
+	External Health
+	// Shared is the shared-state status (SetSharedStatus); "" when the
+	// breaker judges alone.
+	Shared string
 }
 
 // Snapshot returns the breaker's current state, progress, health and recent
@@ -550,7 +562,7 @@ func (b *Breaker) Snapshot() Snapshot {
 		OpenDuration: b.openFor,
 		ProbesNeeded: c.HalfOpenSuccesses,
 		RampShare:    1,
-		Health:       healthOf(c.window.Counts(now)),
+		Health:       healthOf(b.judged(c, now)),
 		Transitions:  append([]Transition(nil), b.history...),
 
 		MinRequests:      c.MinRequests,
@@ -559,6 +571,9 @@ func (b *Breaker) Snapshot() Snapshot {
 		SlowCallRatio:    c.SlowCallRatio,
 
 		ConfigGeneration: c.generation,
+	}
+	if e, ok := b.externalAt(now); ok {
+		s.External = healthOf(e)
 	}
 	if n := len(b.history); n > 0 {
 		s.LastReason = b.history[n-1].Reason
@@ -584,5 +599,6 @@ func (b *Breaker) Snapshot() Snapshot {
 	s.WarmUpLeft = max(time.Duration(b.warmEnd.Load())-now, 0)
 	s.WarmingUp = s.WarmUpLeft > 0
 	s.HealthCheck = b.healthStatus()
+	s.Shared = b.sharedStatus()
 	return s
 }

@@ -119,4 +119,14 @@
 // deadlines and history stay, the window stays unless its shape changes.
 // The effective settings sit behind one atomic pointer, so Allow on a
 // closed breaker still reads only its state word.
+//
+// Shared judgment. An outside party, such as the fleet state of the
+// redis/fleet module, can take part without touching the hot path:
+// SetExternal adds the rest of a fleet's window to the one the breaker
+// judges by (until a ttl, cleared on close), LocalWindow reads the
+// breaker's own window to publish, OpenByFleet and CloseByFleet move it
+// with reasons fleet_open and fleet_close (no local failure counted),
+// SetProbeGate coordinates half-open probes, Watch reports transitions at
+// once, and SetSharedStatus puts the party's status in Snapshot.Shared. A
+// closed breaker's Allow and a successful Record read none of these.
 package circuit

@@ -63,12 +63,13 @@ func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason R
 	}
 	gen := old.gen() + 1
 	c := b.cfg()
-	health := healthOf(c.window.Counts(now))
+	health := healthOf(b.judged(c, now))
 	b.since = now
 	ramp := false
 	switch to {
 	case Closed:
 		c.window.Reset()
+		b.ext.counts.Store(nil)
 		b.openFor = c.OpenDuration
 		if c.RampUp > 0 && !m.forced() {
 			ramp = true
@@ -157,6 +158,7 @@ func (b *Breaker) report(t Transition) {
 		slog.Float64("slow_ratio", t.Health.SlowRatio),
 		slog.Duration("open_duration", t.OpenDuration),
 	)
+	b.notifyWatch(t)
 	if c.OnTransition != nil {
 		b.deliver(c, t)
 	}

@@ -37,6 +37,7 @@ type breaker struct {
 	ErrorRatio     float64      `json:"errorRatio"`     // (FAILURE+TIMEOUT) / HealthRequests
 	SlowRatio      float64      `json:"slowRatio"`      // SLOW / HealthRequests
 	Transitions    []transition `json:"transitions"`    // the last few, oldest first
+	Shared         string       `json:"shared"`         // shared-state status ("shared state: degraded (…)"); "" when alone
 	policies
 }
 
@@ -101,6 +102,7 @@ func (b *breaker) fill(now int64, s *circuit.Snapshot) {
 		ErrorRatio:     ratio(s.Health.ErrorRatio),
 		SlowRatio:      ratio(s.Health.SlowRatio),
 		Transitions:    ts,
+		Shared:         s.Shared,
 	}
 	b.policies.fill(s)
 }

@@ -135,6 +135,7 @@
     if (!n) return ['', '', ''];
     let since = 'for ' + fmtDur(n.timeInStateMs);
     if (n.mode === 'observe-only') since = 'would be ' + (STATE_LABEL[n.state] || n.state) + ' · ' + since;
+    if (n.shared) since += ' · ' + n.shared;
     let progress = '';
     if (n.state === 'open' && n.mode === 'normal') {
       progress = 'retry in ' + fmtDur(n.retryAfterMs) + ' · open ' + fmtDur(n.openDurationMs);
