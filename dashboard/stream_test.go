@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bulwark-go/bulwark/metrics"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -107,8 +108,8 @@ func TestStreamHystrixValues(t *testing.T) {
 		"rollingCountTimeout":            counts[2],
 		"rollingCountBadRequests":        counts[3],
 		"rollingCountShortCircuited":     counts[4],
-		"rollingCountThreadPoolRejected": counts[5] + counts[14],
-		"rollingCountSemaphoreRejected":  counts[6] + counts[15],
+		"rollingCountThreadPoolRejected": counts[metrics.ThreadPoolRejected] + counts[metrics.QueueTimeout],
+		"rollingCountSemaphoreRejected":  counts[metrics.SemaphoreRejected] + counts[metrics.RateLimited],
 		"rollingCountFallbackSuccess":    counts[7],
 		"rollingCountFallbackFailure":    counts[8],
 		"rollingCountFallbackRejection":  counts[9],
@@ -201,7 +202,8 @@ func TestStreamNativeEvents(t *testing.T) {
 	assert.EqualValues(t, 13, num(ev["rollingCountCancelled"]))
 	assert.EqualValues(t, 14, num(ev["rollingCountSlow"]))
 	assert.EqualValues(t, 15, num(ev["rollingCountQueueTimeout"]), "QUEUE_TIMEOUT apart")
-	assert.EqualValues(t, 16, num(ev["rollingCountRateLimited"]), "RATE_LIMITED apart")
+	rateLimited := sampleSnapshot().Groups[1].Commands[0].Metrics.Counts[metrics.RateLimited] // users/GetUser
+	assert.EqualValues(t, rateLimited, num(ev["rollingCountRateLimited"]), "RATE_LIMITED apart")
 
 	// Transitions in wall time: the last one was Since (2 s) before the
 	// snapshot, the first one 6 s before the last.
