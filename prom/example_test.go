@@ -54,5 +54,5 @@ func ExampleNew() {
 	// # HELP bulwark_command_calls_total Calls since the command was created: each has exactly one primary outcome.
 	// # TYPE bulwark_command_calls_total counter
 	// bulwark_command_calls_total{command="getUser",group="users"} 3
-	// families: 19
+	// families: 23
 }
