@@ -246,7 +246,7 @@ func ExampleRegistry_Metrics() {
 // reports what it cut off.
 func ExampleRegistry_Close() {
 	reg := command.NewRegistry(command.RegistryConfig{})
-	g, err := reg.NewGroup("reports", command.GroupConfig{Timeout: 10 * time.Millisecond})
+	g, err := reg.NewGroup("reports", command.GroupConfig{Timeout: 500 * time.Millisecond})
 	if err != nil {
 		panic(err)
 	}

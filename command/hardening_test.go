@@ -82,7 +82,7 @@ func TestDiscardGetsEveryUndeliveredValue(t *testing.T) {
 				// never meet it, however loaded the machine.
 				timeout := 10 * time.Second
 				if tc.cmd.late {
-					timeout = 250 * time.Millisecond
+					timeout = lateTimeout
 				}
 				g, _ := newTestGroup(t, GroupConfig{Strategy: strategy, Timeout: timeout})
 				cmd := tc.cmd
@@ -123,7 +123,7 @@ func (c blockCmd) Run(context.Context) (int, error) {
 func TestDetachedCountReturnsAfterPanicOrGoexit(t *testing.T) {
 	for _, end := range []string{"panic", "goexit"} {
 		t.Run(end, func(t *testing.T) {
-			g, _ := newTestGroup(t, GroupConfig{Timeout: 5 * time.Millisecond})
+			g, _ := newTestGroup(t, GroupConfig{Timeout: lateTimeout})
 			cmd := blockCmd{release: make(chan struct{}), end: end}
 			_, info, err := ExecuteInfo(context.Background(), g, cmd)
 			require.ErrorIs(t, err, ErrTimeout)
@@ -287,7 +287,7 @@ func TestLateBadRequestIsATimeout(t *testing.T) {
 	errDep := errors.New("no such user")
 	for _, strategy := range []Strategy{Thread, Semaphore} {
 		t.Run(strategy.String(), func(t *testing.T) {
-			g, _ := newTestGroup(t, GroupConfig{Strategy: strategy, Timeout: 5 * time.Millisecond})
+			g, _ := newTestGroup(t, GroupConfig{Strategy: strategy, Timeout: lateTimeout})
 			cmd := valueCmd{err: BadRequest(errDep), late: true, discards: new(atomic.Int64)}
 			_, info, err := ExecuteInfo(context.Background(), g, cmd)
 			assert.Equal(t, metrics.Timeout, info.Event)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -17,6 +18,28 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }
 
 var discardLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// lateTimeout is the timeout of a test whose Run must start and then
+// outlive the deadline: long enough that Run starts before it on a loaded
+// machine (a deadline that passes while the call waits for the bulkhead is
+// QUEUE_TIMEOUT or CANCELLED, and Run never runs), short enough to keep the
+// test quick.
+const lateTimeout = 500 * time.Millisecond
+
+// receive returns the next value from ch, failing the test at once if none
+// comes within 10 s: a test never waits on a channel without a bound. what
+// names the awaited value in the failure.
+func receive[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s within 10 s", what)
+		var zero T
+		return zero
+	}
+}
 
 // newTestRegistry returns a registry on a manual clock (never advanced
 // unless a test does) with a silent logger; it is closed with the test.

@@ -127,9 +127,11 @@ func TestCommandHangHonoursTheContext(t *testing.T) {
 		t.Fatal("the hang outlived its context")
 	}
 
-	// Under Execute the hang is a TIMEOUT at the group's deadline.
+	// Under Execute the hang is a TIMEOUT at the group's deadline, which
+	// must leave the pool time to start Run on a loaded machine (else the
+	// call is a QUEUE_TIMEOUT).
 	g := newTestGroup(t, command.GroupConfig{})
-	_, info, err := command.ExecuteInfo(context.Background(), g, cmd, command.WithTimeout(20*time.Millisecond))
+	_, info, err := command.ExecuteInfo(context.Background(), g, cmd, command.WithTimeout(500*time.Millisecond))
 	require.ErrorIs(t, err, command.ErrTimeout)
 	assert.Equal(t, metrics.Timeout, info.Event)
 	assert.Zero(t, runs.Load())

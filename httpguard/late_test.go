@@ -50,7 +50,11 @@ func (a *armingBase) RoundTrip(req *http.Request) (*http.Response, error) {
 // reaches the caller: its body is closed exactly once, whatever its status,
 // and the connection is free for the next request.
 func TestTransportLateResponsesAreClosed(t *testing.T) {
-	const timeout = 100 * time.Millisecond
+	// Long enough that the local round trip ends before it on a loaded
+	// machine. The hook then sleeps 3 timeouts: past the deadline with 2 to
+	// spare for the goroutine that cancels the context at the deadline
+	// (context.WithDeadline's AfterFunc) to run.
+	const timeout = 250 * time.Millisecond
 	for _, s := range []command.Strategy{command.Thread, command.Semaphore} {
 		for _, ending := range []metrics.Event{metrics.Timeout, metrics.Cancelled} {
 			for _, status := range []int32{200, 404, 503} {
@@ -66,7 +70,7 @@ func TestTransportLateResponsesAreClosed(t *testing.T) {
 					defer cancel()
 					base := &armingBase{base: tracker, clock: clock, hook: cancel}
 					if ending == metrics.Timeout {
-						base.hook = func() { time.Sleep(4 * timeout) } // past the deadline
+						base.hook = func() { time.Sleep(3 * timeout) } // past the deadline
 					}
 					tr, err := NewTransport(reg, Config{Base: base, Group: command.GroupConfig{Strategy: s, Timeout: timeout}})
 					require.NoError(t, err)

@@ -364,7 +364,9 @@ func TestTransportTimeout(t *testing.T) {
 		<-r.Context().Done() // hangs until the client gives up
 	}))
 	defer srv.Close()
-	tr, tracker, reg := newTestTransport(t, Config{Group: command.GroupConfig{Timeout: 20 * time.Millisecond}}, nil)
+	// A timeout long enough that the request starts (not a QUEUE_TIMEOUT)
+	// on a loaded machine.
+	tr, tracker, reg := newTestTransport(t, Config{Group: command.GroupConfig{Timeout: 500 * time.Millisecond}}, nil)
 	resp, err := get(t, tr, srv.URL)
 	assert.Nil(t, resp)
 	assert.ErrorIs(t, err, command.ErrTimeout)

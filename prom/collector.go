@@ -62,6 +62,12 @@ var (
 	cmdSinceDesc   = desc("command_circuit_state_seconds", "Time the command's breaker has been in its current state.", cmdLabels...)
 	grpStateDesc   = desc("group_circuit_state", "1 for the state the group's breaker is in, 0 for the others.", "group", "state")
 	grpSinceDesc   = desc("group_circuit_state_seconds", "Time the group's breaker has been in its current state.", "group")
+	cmdModeDesc    = desc("command_circuit_mode", "1 for the mode the command's breaker is in (normal, forced-open, forced-closed, observe-only), 0 for the others.", "group", "command", "mode")
+	grpModeDesc    = desc("group_circuit_mode", "1 for the mode the group's breaker is in, 0 for the others.", "group", "mode")
+	cmdAlertDesc   = desc("command_alert_tier", "1, labelled with the alert tier the command's breaker has reached in its current outage; no series when none.", "group", "command", "tier")
+	grpAlertDesc   = desc("group_alert_tier", "1, labelled with the alert tier the group's breaker has reached in its current outage; no series when none.", "group", "tier")
+	alarmDesc      = desc("command_degraded_alarm", "1 while the command's degraded alarm is raised, else 0.", cmdLabels...)
+	generationDesc = desc("group_config_generation", "Accepted Reconfigure calls of the group since it was created.", "group")
 	activeDesc     = desc("bulkhead_active", "Bulkhead slots or permits taken.", "group")
 	queuedDesc     = desc("bulkhead_queued", "Calls waiting in the bulkhead's queue.", "group")
 	capacityDesc   = desc("bulkhead_capacity", "Calls the bulkhead lets run at once (pool size or semaphore limit).", "group")
@@ -72,7 +78,8 @@ var (
 
 	allDescs = []*prometheus.Desc{
 		eventsDesc, callsDesc, inFlightDesc, detachedDesc, degradedDesc, histogramDesc, latencyDesc, latencyAvgDesc,
-		cmdStateDesc, cmdSinceDesc, grpStateDesc, grpSinceDesc,
+		cmdStateDesc, cmdSinceDesc, grpStateDesc, grpSinceDesc, cmdModeDesc, grpModeDesc,
+		cmdAlertDesc, grpAlertDesc, alarmDesc, generationDesc,
 		activeDesc, queuedDesc, capacityDesc, queueCapDesc, bhDetachedDesc, rejectedDesc, completedDesc,
 	}
 )
@@ -88,6 +95,9 @@ var buckets = []time.Duration{
 
 // states are the breaker states, each exported as a state label value.
 var states = [...]circuit.State{circuit.Closed, circuit.Open, circuit.HalfOpen}
+
+// modes are the breaker modes, each exported as a mode label value.
+var modes = [...]circuit.Mode{circuit.Normal, circuit.ForcedOpen, circuit.ForcedClosed, circuit.ObserveOnly}
 
 // quantileLabels are metrics.Quantiles() as Prometheus quantile values.
 var quantileLabels = func() (q [len(metrics.Latency{}.Percentiles)]string) {
@@ -148,7 +158,9 @@ func collectGroup(ch chan<- prometheus.Metric, g command.GroupSnapshot) {
 	gauge(bhDetachedDesc, float64(b.Detached))
 	ch <- prometheus.MustNewConstMetric(rejectedDesc, prometheus.CounterValue, float64(b.Rejected), g.Name)
 	ch <- prometheus.MustNewConstMetric(completedDesc, prometheus.CounterValue, float64(b.Completed), g.Name)
-	collectBreaker(ch, grpStateDesc, grpSinceDesc, g.Breaker, g.Name)
+	gauge(generationDesc, float64(g.ConfigGeneration))
+	collectBreaker(ch, breakerDescs{grpStateDesc, grpSinceDesc, grpModeDesc}, g.Breaker, g.Name)
+	collectTier(ch, grpAlertDesc, g.AlertTier, g.Name)
 }
 
 func collectCommand(ch chan<- prometheus.Metric, c command.CommandSnapshot) {
@@ -163,6 +175,7 @@ func collectCommand(ch chan<- prometheus.Metric, c command.CommandSnapshot) {
 	gauge(inFlightDesc, float64(c.InFlight))
 	gauge(detachedDesc, float64(c.Detached))
 	gauge(degradedDesc, c.DegradedRate)
+	gauge(alarmDesc, oneIf(c.DegradedAlarm))
 	for _, l := range []struct {
 		phase string
 		lat   metrics.Latency
@@ -175,18 +188,41 @@ func collectCommand(ch chan<- prometheus.Metric, c command.CommandSnapshot) {
 		}
 		gauge(latencyAvgDesc, l.lat.Mean.Seconds(), l.phase)
 	}
-	collectBreaker(ch, cmdStateDesc, cmdSinceDesc, c.Breaker, c.Group, c.Name)
+	collectBreaker(ch, breakerDescs{cmdStateDesc, cmdSinceDesc, cmdModeDesc}, c.Breaker, c.Group, c.Name)
+	collectTier(ch, cmdAlertDesc, c.AlertTier, c.Group, c.Name)
 }
 
-// collectBreaker sends b's state (one series per state) and time in state,
-// labelled with labels (group, or group and command).
-func collectBreaker(ch chan<- prometheus.Metric, stateDesc, sinceDesc *prometheus.Desc, b circuit.Snapshot, labels ...string) {
+// breakerDescs are the descriptions of a breaker's metrics, the group's or
+// a command's.
+type breakerDescs struct{ state, since, mode *prometheus.Desc }
+
+// collectBreaker sends b's state (one series per state), time in state and
+// mode (one series per mode), labelled with labels (group, or group and
+// command).
+func collectBreaker(ch chan<- prometheus.Metric, d breakerDescs, b circuit.Snapshot, labels ...string) {
 	for _, s := range states {
-		v := 0.0
-		if b.State == s {
-			v = 1
-		}
-		ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.GaugeValue, v, append(labels, s.String())...)
+		ch <- prometheus.MustNewConstMetric(d.state, prometheus.GaugeValue, oneIf(b.State == s), append(labels, s.String())...)
 	}
-	ch <- prometheus.MustNewConstMetric(sinceDesc, prometheus.GaugeValue, b.Since.Seconds(), labels...)
+	ch <- prometheus.MustNewConstMetric(d.since, prometheus.GaugeValue, b.Since.Seconds(), labels...)
+	for _, m := range modes {
+		ch <- prometheus.MustNewConstMetric(d.mode, prometheus.GaugeValue, oneIf(b.Mode == m), append(labels, m.String())...)
+	}
+}
+
+// collectTier sends 1 labelled with tier (after labels), or nothing when
+// tier is "" (no tier reached, or alerts off): the tier names are the
+// group's AlertConfig.Tiers, a handful, so the series stay few.
+func collectTier(ch chan<- prometheus.Metric, d *prometheus.Desc, tier string, labels ...string) {
+	if tier == "" {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, 1, append(labels, tier)...)
+}
+
+// oneIf returns 1 if b, else 0.
+func oneIf(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

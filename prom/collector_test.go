@@ -249,3 +249,71 @@ func TestNewRejectsNilSource(t *testing.T) {
 	_, err := New(nil)
 	require.ErrorIs(t, err, ErrNilSource)
 }
+
+// refuse is a rate limiter that refuses every call.
+type refuse struct{}
+
+func (refuse) Admit(context.Context) error { return errors.New("over the limit") }
+
+// TestCollectorExportsModesAlertsAndGeneration: breaker modes (one series
+// per mode), the alert tier reached (a series only while one is), the
+// degraded alarm, the config generation, and RATE_LIMITED through the
+// generic events counter.
+func TestCollectorExportsModesAlertsAndGeneration(t *testing.T) {
+	clock := new(metrics.ManualClock)
+	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+	cfg := command.GroupConfig{Strategy: command.Semaphore, Timeout: command.NoTimeout,
+		CommandBreaker: circuit.Config{MinRequests: 2, FailureRatio: 0.5},
+		Alerts: command.AlertConfig{OnAlert: func(command.Alert) {}, Tiers: []command.AlertTier{{Name: "page", After: 2 * time.Second}},
+			DegradedMinCalls: 1, Interval: time.Hour}}
+	pay, err := reg.NewGroup("pay", cfg)
+	require.NoError(t, err)
+	ctx := context.Background()
+	for range 2 {
+		_, err := command.Execute(ctx, pay, call{name: "charge", err: errors.New("declined"), clock: clock})
+		require.Error(t, err)
+	}
+	_, err = command.Execute(ctx, pay, callFB{call{name: "get", err: errors.New("down"), clock: clock}})
+	require.NoError(t, err, "served by the fallback")
+	pay.Breaker().SetMode(circuit.ObserveOnly)
+	get, ok := pay.CommandBreaker("get")
+	require.True(t, ok)
+	get.SetMode(circuit.ForcedClosed)
+	cfg.RateLimit = refuse{}
+	require.NoError(t, pay.Reconfigure(cfg))
+	require.NoError(t, pay.Reconfigure(cfg))
+	_, err = command.Execute(ctx, pay, call{name: "get", clock: clock})
+	require.ErrorIs(t, err, command.ErrRateLimited)
+	clock.Advance(3 * time.Second)
+	pay.CheckAlerts()
+
+	c, err := New(reg)
+	require.NoError(t, err)
+	fams := scrape(t, c)
+	chargeL := []string{"group", "pay", "command", "charge"}
+	getL := []string{"group", "pay", "command", "get"}
+	mode := func(name string, labels []string) map[string]float64 {
+		got := map[string]float64{}
+		for _, m := range []string{"normal", "forced-open", "forced-closed", "observe-only"} {
+			got[m] = value(t, fams, name, append(labels, "mode", m)...)
+		}
+		return got
+	}
+	assert.Equal(t, map[string]float64{"normal": 0, "forced-open": 0, "forced-closed": 0, "observe-only": 1},
+		mode("bulwark_group_circuit_mode", []string{"group", "pay"}))
+	assert.Equal(t, map[string]float64{"normal": 0, "forced-open": 0, "forced-closed": 1, "observe-only": 0},
+		mode("bulwark_command_circuit_mode", getL))
+	assert.Equal(t, map[string]float64{"normal": 1, "forced-open": 0, "forced-closed": 0, "observe-only": 0},
+		mode("bulwark_command_circuit_mode", chargeL))
+
+	assert.Equal(t, 1.0, value(t, fams, "bulwark_command_alert_tier", append(chargeL, "tier", "page")...), "open 3 s, tier at 2 s")
+	assert.Len(t, fams["bulwark_command_alert_tier"].GetMetric(), 1, "no series for get, in no outage")
+	_, ok = fams["bulwark_group_alert_tier"]
+	assert.False(t, ok, "the group's breaker is closed: no tier series")
+
+	assert.Equal(t, 1.0, value(t, fams, "bulwark_command_degraded_alarm", getL...), "get: 1 call of 2 degraded")
+	assert.Equal(t, 0.0, value(t, fams, "bulwark_command_degraded_alarm", chargeL...))
+	assert.Equal(t, 2.0, value(t, fams, "bulwark_group_config_generation", "group", "pay"))
+	assert.Equal(t, 1.0, value(t, fams, "bulwark_command_events_total", append(getL, "event", "rate_limited")...))
+}

@@ -13,7 +13,9 @@
 //
 // Labels: group and command (names the application chose: keep them few),
 // event (one of bulwark's outcome names, lower case, such as
-// "short_circuited") and state ("closed", "open", "half-open").
+// "short_circuited" or "rate_limited"), state ("closed", "open",
+// "half-open"), mode ("normal", "forced-open", "forced-closed",
+// "observe-only") and tier (the names of the group's AlertConfig.Tiers).
 //
 //	bulwark_command_events_total{group,command,event}   counter: every event kind bulwark counts
 //	bulwark_command_calls_total{group,command}          counter: calls (one primary outcome each)
@@ -27,6 +29,12 @@
 //	bulwark_command_circuit_state_seconds{group,command} gauge: time in the current state
 //	bulwark_group_circuit_state{group,state}            gauge: the group-level breaker, as above
 //	bulwark_group_circuit_state_seconds{group}          gauge
+//	bulwark_command_circuit_mode{group,command,mode}    gauge: 1 for the breaker's mode, 0 for the others
+//	bulwark_group_circuit_mode{group,mode}              gauge: the group-level breaker, as above
+//	bulwark_command_alert_tier{group,command,tier}      gauge: 1 for the alert tier reached; no series when none
+//	bulwark_group_alert_tier{group,tier}                gauge: the group-level breaker, as above
+//	bulwark_command_degraded_alarm{group,command}       gauge: 1 while the degraded alarm is raised, else 0
+//	bulwark_group_config_generation{group}              gauge: accepted Reconfigure calls
 //	bulwark_bulkhead_active{group}                      gauge: slots or permits taken
 //	bulwark_bulkhead_queued{group}                      gauge: calls waiting for a worker
 //	bulwark_bulkhead_capacity{group}                    gauge: pool size or semaphore limit
@@ -46,6 +54,14 @@
 //
 //	sum by (group, command) (rate(bulwark_command_events_total{event="fallback_success"}[5m]))
 //	  / sum by (group, command) (rate(bulwark_command_calls_total[5m]))
+//
+// Alert tiers and the degraded alarm are the group's alerts (command.AlertConfig)
+// as the snapshot shows them: zero values while alerts are off. A change of
+// bulwark_group_config_generation marks a Reconfigure (live rules).
+//
+// Deferred-write queues (module durable) are exported by a second
+// collector, NewQueues, fed by a function: this module does not require
+// the queue's module. See QueueCollector for its metrics and the glue.
 //
 // # Latency
 //

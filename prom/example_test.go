@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
@@ -54,5 +55,35 @@ func ExampleNew() {
 	// # HELP bulwark_command_calls_total Calls since the command was created: each has exactly one primary outcome.
 	// # TYPE bulwark_command_calls_total counter
 	// bulwark_command_calls_total{command="getUser",group="users"} 3
-	// families: 19
+	// families: 23
+}
+
+// Export deferred-write queues' figures. With module durable, the
+// function returns one QueueStats per replayer from Replayer.Stats (see
+// QueueCollector); here the figures are fixed.
+func ExampleNewQueues() {
+	q, err := prom.NewQueues(func() []prom.QueueStats {
+		return []prom.QueueStats{{Group: "orders", Backlog: 12, OldestAge: 1500 * time.Millisecond, Replayed: 40}}
+	})
+	if err != nil {
+		panic(err)
+	}
+	pr := prometheus.NewRegistry()
+	pr.MustRegister(q)
+	fams, err := pr.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range fams {
+		if strings.Contains(f.GetName(), "backlog") || strings.Contains(f.GetName(), "oldest") {
+			_, _ = expfmt.MetricFamilyToText(os.Stdout, f)
+		}
+	}
+	// Output:
+	// # HELP bulwark_queue_backlog Pending entries in the group's deferred-write queue.
+	// # TYPE bulwark_queue_backlog gauge
+	// bulwark_queue_backlog{group="orders"} 12
+	// # HELP bulwark_queue_oldest_age_seconds How long the oldest pending entry of the queue has waited (0 when empty).
+	// # TYPE bulwark_queue_oldest_age_seconds gauge
+	// bulwark_queue_oldest_age_seconds{group="orders"} 1.5
 }

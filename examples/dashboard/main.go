@@ -133,6 +133,9 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	fmt.Fprintf(out, "bulwark dashboard: http://%s/  (stream: http://%s%s)\n", ln.Addr(), ln.Addr(), dashboard.StreamPath)
 
 	var wg sync.WaitGroup
+	// Record the sparklines' history while no one watches, so the first
+	// viewer sees the last two minutes at once.
+	wg.Go(func() { _ = h.Stream().KeepHistory(ctx) })
 	if *rulesFile != "" {
 		wg.Go(func() {
 			if err := live.Watch(ctx, *rulesFile, 0); err != nil {

@@ -18,6 +18,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/bulwark-go/bulwark/dashboard"
 )
 
 // TestMain fails the run if the demo leaves a goroutine behind (the ants
@@ -256,4 +258,22 @@ func TestDemoAppliesRulesFile(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(`{"groups": {"reports": {"maxConcurent": 5}}}`), 0o600))
 	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-quiet", "-rules", path}, io.Discard)
 	require.ErrorContains(t, err, `line 1, column 25: json: unknown field "maxConcurent"`)
+}
+
+// TestDemoFirstViewerGetsHistory: the demo records the history while no
+// one watches (Stream.KeepHistory), so the first viewer's sparklines are
+// not empty: after a few seconds unwatched, its first events hold a
+// history of several points per command.
+func TestDemoFirstViewerGetsHistory(t *testing.T) {
+	d := startDemo(t, "-duration", "1m")
+	time.Sleep(3500 * time.Millisecond) // one point per second from the start: 2 at the least, under load
+	events := readEvents(t, d.url+"hystrix.stream", 20*time.Second, func(evs []map[string]any) bool {
+		return latest(evs, "HystrixCommand", "GetUser") != nil
+	})
+	hist := latest(events, dashboard.TypeBulwarkHistory, "GetUser")
+	require.NotNil(t, hist, "a BulwarkHistory event for GetUser before the first frame")
+	assert.GreaterOrEqual(t, len(hist["points"].([]any)), 2, "points recorded while no one watched")
+
+	d.stop()
+	require.NoError(t, d.wait(t, 15*time.Second))
 }
