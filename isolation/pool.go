@@ -229,6 +229,12 @@ func (p *Pool) serve(j *job) {
 		if p.slots.Load()&slotsCount <= p.size.Load() { // not shrinking
 			next = p.queue.pop()
 		}
+		if publish && from == jobStarted && j.state.Load() == jobAbandoned {
+			// Nobody waits for detached work: count it out before its slot is free,
+			// so that Detached never exceeds the calls running.
+			p.finish(j, from, err)
+			publish = false
+		}
 		if next == nil {
 			if p.raceHook != nil {
 				p.raceHook(workerIdle)
@@ -349,12 +355,13 @@ func (p *Pool) abandon(j *job, queued bool) error {
 				return dropped(cause)
 			}
 		case jobStarted:
-			// Count before the swap so that the worker's decrement can never come first.
-			p.detached.Add(1)
+			// Count after the swap: counting before it overstated the gauge whenever the
+			// swap then failed. The worker's decrement may now come first; Stats reads
+			// that brief -1 as 0, which is the truth then (the work has returned).
 			if j.state.CompareAndSwap(jobStarted, jobAbandoned) {
+				p.detached.Add(1)
 				return detached(cause)
 			}
-			p.detached.Add(-1)
 		case jobFinished:
 			<-j.done
 			return p.collect(j)
@@ -406,7 +413,7 @@ func (p *Pool) Stats() Stats {
 		QueueCapacity: p.queue.getCapacity(),
 		Active:        int(p.slots.Load() & slotsCount),
 		Queued:        int(p.queue.n.Load()),
-		Detached:      int(p.detached.Load()),
+		Detached:      int(max(p.detached.Load(), 0)),
 		LargestActive: int(p.largest.Load()),
 		Completed:     p.completed.Load(),
 		Rejected:      p.rejected.Load(),
