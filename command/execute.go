@@ -44,6 +44,7 @@ func Execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, opts ...O
 func ExecuteInfo[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, opts ...Option) (T, Info, error) {
 	var info Info
 	v, err := execute[T](ctx, g, &cmd, opts, &info)
+	info.Attempts++ // execute counts the retries: the first attempt is added here, off Execute's path
 	return v, info, err
 }
 
@@ -77,6 +78,8 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 	start := t0 // the call's start; t0 moves past a rate limiter's wait
 	c.metrics.ObserveMax(t0, c.hot.inFlight.Add(1))
 	now := t0 // the instant the call ends, read again only if Run or a fallback ran
+	attempt := t0
+retry: // a retry (see RetryConfig) comes back here for its attempt
 
 	var r result
 	var gp, cp circuit.Permit
@@ -125,6 +128,12 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 		var zero T
 		v = zero
 		c.recordError(now, r.event, r.err)
+		if rc := cs.retry; rc != nil && c.retryAgain(ctx, any(*cmd), rc, info.Attempts+1, &r) {
+			c.recordAttempt(now, attempt, &r, info)
+			t0 = g.clock.Now()
+			attempt, now = t0, t0
+			goto retry
+		}
 		e := &Error{Group: g.name, Command: c.name, Event: r.event, Err: r.err, kind: kindOf(ctx, r.event), refuser: refuser}
 		if fallsBack(r.event) {
 			v, err = fallback[T](ctx, g, cmd, e, info)
