@@ -30,6 +30,10 @@ import (
 // or a rate-limit refusal the command's Fallback, if any, runs under the
 // group's fallback limit.
 //
+// In a group with retries (GroupConfig.Retry), a FAILURE or TIMEOUT of an
+// Idempotent command is tried again, each attempt through all the steps
+// above, before the fallback; see RetryConfig.
+//
 // The error is an *Error, except for a BAD_REQUEST, whose error is returned
 // exactly as Run returned it (with Run's value). Use ExecuteInfo to learn
 // whether a value came from a fallback.
@@ -78,8 +82,6 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 	start := t0 // the call's start; t0 moves past a rate limiter's wait
 	c.metrics.ObserveMax(t0, c.hot.inFlight.Add(1))
 	now := t0 // the instant the call ends, read again only if Run or a fallback ran
-	attempt := t0
-retry: // a retry (see RetryConfig) comes back here for its attempt
 
 	var r result
 	var gp, cp circuit.Permit
@@ -129,10 +131,7 @@ retry: // a retry (see RetryConfig) comes back here for its attempt
 		v = zero
 		c.recordError(now, r.event, r.err)
 		if rc := cs.retry; rc != nil && c.retryAgain(ctx, any(*cmd), rc, info.Attempts+1, &r) {
-			c.recordAttempt(now, attempt, &r, info)
-			t0 = g.clock.Now()
-			attempt, now = t0, t0
-			goto retry
+			return retry[T](ctx, c, cmd, opts, info, &r, start, now)
 		}
 		e := &Error{Group: g.name, Command: c.name, Event: r.event, Err: r.err, kind: kindOf(ctx, r.event), refuser: refuser}
 		if fallsBack(r.event) {

@@ -264,3 +264,18 @@ func (c *commandState) recordAttempt(now, start time.Duration, r *result, info *
 	info.Events, info.Probe = 0, false
 	info.Attempts++
 }
+
+// retry makes the next attempt of a call that began at start and whose
+// attempt ended at now with r, once retryAgain has waited for it: it
+// records the ended attempt (see recordAttempt) and closes its books,
+// then runs the next one as a call of its own, whose Latency is made the
+// whole call's. Execute calls it from its failure branch, so that a call
+// that succeeds pays nothing for retries.
+func retry[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C, opts []Option, info *Info, r *result, start, now time.Duration) (T, error) {
+	c.recordAttempt(now, start, r, info)
+	c.hot.inFlight.Add(-1)
+	next := c.group.clock.Now()
+	v, err := execute[T](ctx, c.group, cmd, opts, info)
+	info.Latency += next - start
+	return v, err
+}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/metrics"
-	"github.com/bulwark-go/bulwark/ratelimit"
 )
 
 // retryOp is a test command that may declare itself idempotent; fb nil
@@ -234,9 +233,6 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 // did not fail at the dependency is final.
 func TestRetryNeverRetriesRefusalsBadRequestsOrCancellations(t *testing.T) {
 	rc := RetryConfig{MaxAttempts: 3, NoBudget: true}
-	refuse, err := ratelimit.NewTokenBucket(ratelimit.TokenBucketConfig{Rate: 1e-9, Burst: 1, Clock: new(metrics.ManualClock)})
-	require.NoError(t, err)
-	require.NoError(t, refuse.Admit(context.Background())) // its only token
 	for _, tc := range []struct {
 		name  string
 		s     Strategy
@@ -263,7 +259,7 @@ func TestRetryNeverRetriesRefusalsBadRequestsOrCancellations(t *testing.T) {
 				return ctx, nil
 			}},
 		{name: "rate limit", s: Semaphore, want: metrics.RateLimited,
-			edit: func(c *GroupConfig) { c.RateLimit = refuse },
+			edit: func(c *GroupConfig) { c.RateLimit = refusing{} },
 			setup: func(*testing.T, *Group) (context.Context, func(context.Context) (int, error)) {
 				return context.Background(), nil
 			}},
@@ -303,6 +299,11 @@ func TestRetryNeverRetriesRefusalsBadRequestsOrCancellations(t *testing.T) {
 		})
 	}
 }
+
+// refusing is a limiter that refuses every call, without a Retry-After.
+type refusing struct{}
+
+func (refusing) Admit(context.Context) error { return errors.New("over the limit") }
 
 // holdBulkhead fills a one-slot bulkhead with a call that waits until the
 // test ends.
