@@ -189,14 +189,14 @@ func (c *commandState) retryAgain(ctx context.Context, cmd any, rc *RetryConfig,
 	if n >= rc.MaxAttempts || !retryable(r.event) || ctx.Err() != nil {
 		return false
 	}
-	if id, ok := cmd.(Idempotent); !ok || !id.Idempotent() {
+	g := c.group
+	if !g.idempotent(cmd) {
 		return false
 	}
 	d, ok := rc.retryDelay(n, r.err)
 	if !ok {
 		return false
 	}
-	g := c.group
 	if dl, has := ctx.Deadline(); has && time.Until(dl) <= d+g.cfg().DeadlineReserve {
 		return false
 	}
@@ -204,6 +204,18 @@ func (c *commandState) retryAgain(ctx context.Context, cmd any, rc *RetryConfig,
 		return false
 	}
 	return rc.Sleep(ctx, d) == nil
+}
+
+// idempotent reports whether cmd may be run again: it implements
+// Idempotent and says so. A panic in its Idempotent method judges no (and
+// is logged), so that the call still ends and is counted.
+func (g *Group) idempotent(cmd any) (ok bool) {
+	id, is := cmd.(Idempotent)
+	if !is {
+		return false
+	}
+	defer g.recoverHook("Idempotent")
+	return id.Idempotent()
 }
 
 // retryBudget counts a group's retries over its metrics window, in the

@@ -164,6 +164,24 @@ func TestRetryOnlyIdempotentCommandsOfARetryingGroup(t *testing.T) {
 	})
 }
 
+// panickyIdem is a command whose Idempotent method panics.
+type panickyIdem struct{ op[int] }
+
+func (panickyIdem) Idempotent() bool { panic("Idempotent panics") }
+
+func TestRetryPanicInIdempotentMeansNoRetry(t *testing.T) {
+	g, _, sl := retryGroup(t, Semaphore, RetryConfig{MaxAttempts: 3, NoBudget: true}, nil)
+	var runs atomic.Int64
+	_, info, err := ExecuteInfo(context.Background(), g, panickyIdem{op[int]{"get", failing(100, errDep, &runs)}})
+	require.ErrorIs(t, err, errDep, "the call ends with its failure")
+	assert.Equal(t, 1, info.Attempts)
+	assert.Empty(t, sl.slept)
+	c := counts(t, g, "get")
+	assert.EqualValues(t, 1, primaryCount(c), "the call is counted")
+	assert.EqualValues(t, 1, c[metrics.ExceptionThrown])
+	assert.Zero(t, g.commands.Load().byName["get"].hot.inFlight.Load())
+}
+
 func TestRetryBackoffIsExponentialWithFullJitter(t *testing.T) {
 	rc := RetryConfig{MaxAttempts: 5, Backoff: 10 * time.Millisecond, MaxBackoff: 25 * time.Millisecond, NoBudget: true}
 	ceilings := []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 25 * time.Millisecond, 25 * time.Millisecond}
