@@ -100,6 +100,14 @@ type Info struct {
 	// dependency recovers) by returning an error matching ErrDeferred:
 	// the work is accepted, not yet done. Degraded is then true too.
 	Deferred bool
+	// Attempts is how many attempts the call made: 1, or more when it was
+	// retried (see RetryConfig). Event, Events, Probe and RunLatency are
+	// those of the last attempt; Latency covers all of them and the
+	// backoffs between. Each earlier attempt was recorded in the metrics
+	// with its own primary outcome (FAILURE or TIMEOUT), without fallback
+	// or EXCEPTION_THROWN events: the metrics count attempts, the fallback
+	// and the caller's error once per call.
+	Attempts int
 }
 
 // EventSet is a set of events, one bit per metrics.Event (Has, Len,

@@ -83,10 +83,10 @@ func pickScenario(r *rand.Rand) scenario {
 	}
 }
 
-// callProbe is what one call's command saw: whether Run started, and how
-// many times Discard got its value.
+// callProbe is what one call's command saw: how many times Run started
+// (more than once when retried), and how many times Discard got a value.
 type callProbe struct {
-	ran      atomic.Bool
+	runs     atomic.Int32
 	discards atomic.Int32
 }
 
@@ -96,12 +96,15 @@ func valued(sc scenario) bool {
 	return sc == scSuccess || sc == scError || sc == scHung
 }
 
-// chaosCmd behaves as its scenario says.
+// chaosCmd behaves as its scenario says, the same way on every attempt.
 type chaosCmd struct {
 	sc     scenario
 	cancel context.CancelFunc
 	probe  *callProbe
+	idem   bool // retried in a group with retries
 }
+
+func (c chaosCmd) Idempotent() bool { return c.idem }
 
 var (
 	errChaos         = errors.New("chaos: dependency error")
@@ -116,7 +119,7 @@ func (c chaosCmd) Discard(int) {
 }
 
 func (c chaosCmd) Run(ctx context.Context) (int, error) {
-	c.probe.ran.Store(true)
+	c.probe.runs.Add(1)
 	switch c.sc {
 	case scError:
 		return 7, errChaos
@@ -179,8 +182,9 @@ func (c chaosFB) Fallback(context.Context, error) (int, error) {
 
 // tally is what the callers of one command saw.
 type tally struct {
-	calls  int64
-	events metrics.Counts // every event of every Info
+	calls   int64          // attempts: one per call, more for a retried one
+	callers int64          // calls of Execute
+	events  metrics.Counts // every event of every Info, and the outcomes of retried attempts
 }
 
 type chaosResult struct {
@@ -211,6 +215,7 @@ func (r *chaosResult) add(key string, t *tally) {
 		r.tallies[key] = sum
 	}
 	sum.calls += t.calls
+	sum.callers += t.callers
 	for e := range sum.events {
 		sum.events[e] += t.events[e]
 	}
@@ -252,7 +257,7 @@ func chaosCall(t *testing.T, r *rand.Rand, g *Group, local map[string]*tally) (c
 	if sc == scTimeout || sc == scHung || sc == scLateBadRequest {
 		opts = append(opts, WithTimeout(time.Millisecond))
 	}
-	base := chaosCmd{sc: sc, cancel: cancel, probe: new(callProbe)}
+	base := chaosCmd{sc: sc, cancel: cancel, probe: new(callProbe), idem: r.IntN(2) == 0}
 	hasFB := r.IntN(2) == 0
 	fb := r.IntN(4)
 	var (
@@ -319,7 +324,12 @@ func chaosCall(t *testing.T, r *rand.Rand, g *Group, local map[string]*tally) (c
 		tl = &tally{}
 		local[key] = tl
 	}
-	tl.calls++
+	// A retried attempt failed as its scenario says (each attempt behaves
+	// the same, and only FAILURE and TIMEOUT are retried).
+	retried := int64(max(info.Attempts, 1) - 1)
+	tl.callers++
+	tl.calls += 1 + retried
+	tl.events[expected[sc]] += retried
 	for e := range metrics.NumEvents {
 		if info.Events.Has(e) {
 			tl.events[e]++
@@ -329,14 +339,17 @@ func chaosCall(t *testing.T, r *rand.Rand, g *Group, local map[string]*tally) (c
 }
 
 // checkDiscards checks that every non-zero value Run produced and no caller
-// got reached Discard exactly once, and no other did. Call it once the pool
-// workers are idle.
+// got (on any attempt) reached Discard exactly once, and no other did. Call
+// it once the pool workers are idle.
 func checkDiscards(t *testing.T, res *chaosResult) {
 	var want, got int64
 	for _, c := range res.calls {
 		n := int64(0)
-		if c.probe.ran.Load() && valued(c.sc) && !c.delivered {
-			n = 1
+		if runs := int64(c.probe.runs.Load()); valued(c.sc) && runs > 0 {
+			n = runs // every attempt's value, but the one delivered
+			if c.delivered {
+				n--
+			}
 		}
 		want += n
 		got += int64(c.probe.discards.Load())

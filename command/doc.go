@@ -114,6 +114,22 @@
 // ErrFallbackRejected, ErrFallbackMissing and, for CANCELLED, the context's
 // error; errors.As reaches Run's own error through it.
 //
+// # Retries
+//
+// A group with GroupConfig.Retry retries the calls of commands that
+// implement Idempotent (and answer true) whose attempt ended as FAILURE or
+// TIMEOUT: never a short-circuit, a rejection, a queue timeout, a rate-limit
+// refusal, a bad request or a cancellation. The retry waits an exponential
+// backoff with full jitter, or the dependency's Retry-After (a RetryAfterer
+// in Run's error) up to RetryConfig.MaxRetryAfter, never past the caller's
+// deadline; a budget per group holds retries to a share of the calls
+// (default 20% over the window, plus 1 per second), so that a dependency
+// that fails every call sees about 1.2 times the load, not MaxAttempts
+// times. Each attempt is a real call, through the limiters, the breakers
+// and the bulkhead, counted in the metrics with its own outcome; the
+// fallback runs once, after the last attempt, and Info.Attempts says how
+// many were made. A group without Retry pays nothing for it.
+//
 // # Fallbacks and degradation
 //
 // On FAILURE, TIMEOUT, a rejection or a short-circuit, Execute calls the

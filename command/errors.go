@@ -86,12 +86,14 @@ type Error struct {
 
 // RetryAfter returns, for a SHORT_CIRCUITED call, how long until the breaker
 // that refused it lets a probe through: its remaining open time, read now;
-// for a RATE_LIMITED call, the delay the limiter's error gave (see
-// RetryAfterer). It returns 0 for other outcomes, for a breaker that is not
-// simply open (half-open with its probes out, forced open, shedding during
-// ramp-up) and for a limiter that gave none.
+// for a RATE_LIMITED call, the delay the limiter's error gave; for a
+// FAILURE, the delay the dependency's error gave (such as the Retry-After
+// of an httpguard 5xx response). Both come from a RetryAfterer in Err's
+// chain. It returns 0 for other outcomes, for a breaker that is not simply
+// open (half-open with its probes out, forced open, shedding during
+// ramp-up) and for an error that gave none.
 func (e *Error) RetryAfter() time.Duration {
-	if e.Event == metrics.RateLimited {
+	if e.Event == metrics.RateLimited || e.Event == metrics.Failure {
 		return retryAfterOf(e.Err)
 	}
 	if e.refuser == nil {
@@ -135,7 +137,9 @@ func (e *Error) Unwrap() []error {
 }
 
 // RetryAfterer is implemented by an error that knows when a call could be
-// tried again, such as ratelimit's *LimitError.
+// tried again, such as ratelimit's *LimitError, or the error of an
+// httpguard 5xx response with a Retry-After header. A Run error that
+// implements it sets the delay of a retry (RetryConfig.MaxRetryAfter).
 type RetryAfterer interface {
 	RetryAfterDelay() time.Duration
 }

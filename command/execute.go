@@ -30,6 +30,10 @@ import (
 // or a rate-limit refusal the command's Fallback, if any, runs under the
 // group's fallback limit.
 //
+// In a group with retries (GroupConfig.Retry), a FAILURE or TIMEOUT of an
+// Idempotent command is tried again, each attempt through all the steps
+// above, before the fallback; see RetryConfig.
+//
 // The error is an *Error, except for a BAD_REQUEST, whose error is returned
 // exactly as Run returned it (with Run's value). Use ExecuteInfo to learn
 // whether a value came from a fallback.
@@ -44,6 +48,7 @@ func Execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, opts ...O
 func ExecuteInfo[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, opts ...Option) (T, Info, error) {
 	var info Info
 	v, err := execute[T](ctx, g, &cmd, opts, &info)
+	info.Attempts++ // execute counts the retries: the first attempt is added here, off Execute's path
 	return v, info, err
 }
 
@@ -125,6 +130,9 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 		var zero T
 		v = zero
 		c.recordError(now, r.event, r.err)
+		if rc := cs.retry; rc != nil && c.retryAgain(ctx, any(*cmd), rc, info.Attempts+1, &r) {
+			return retry[T](ctx, c, cmd, opts, info, &r, start, now)
+		}
 		e := &Error{Group: g.name, Command: c.name, Event: r.event, Err: r.err, kind: kindOf(ctx, r.event), refuser: refuser}
 		if fallsBack(r.event) {
 			v, err = fallback[T](ctx, g, cmd, e, info)

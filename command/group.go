@@ -160,6 +160,10 @@ type GroupConfig struct {
 	// call keeps the caller's deadline as is (Hystrix's behaviour, and no
 	// caller's budget ever shows as the dependency's timeout).
 	DeadlineReserve time.Duration
+	// Retry retries the failed calls of Idempotent commands, under a retry
+	// budget shared by the group's commands; see RetryConfig. It changes
+	// live through Reconfigure. Default: off.
+	Retry RetryConfig
 }
 
 // CommandConfig holds the settings of one command name in a group. Its zero
@@ -208,6 +212,7 @@ func (c GroupConfig) WithDefaults() GroupConfig {
 		c.SlowCallDuration = c.CommandBreaker.SlowCallDuration
 	}
 	c.Alerts = c.Alerts.withDefaults()
+	c.Retry = c.Retry.withDefaults()
 	return c
 }
 
@@ -239,6 +244,9 @@ func (c GroupConfig) Validate() error {
 		return bad("SlowCallDuration %v must not be negative", c.SlowCallDuration)
 	}
 	if err := validateReserve(c.DeadlineReserve); err != nil {
+		return err
+	}
+	if err := e.Retry.validate(); err != nil {
 		return err
 	}
 	if err := e.Window.Validate(); err != nil {
@@ -308,6 +316,8 @@ type Group struct {
 	alerts *alerter // nil: alerts off
 
 	warmEnd atomic.Int64 // group clock: end of the last WarmUp; new commands inherit the rest
+
+	retries *retryBudget // the retries made, for RetryConfig's budget
 }
 
 // groupCounters are the counters every call of a group writes. They sit on
@@ -406,6 +416,7 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 		return nil, err
 	}
 	g.commands.Store(&commandTable{})
+	g.retries = newRetryBudget(cfg.Window)
 	if cfg.Alerts.OnAlert != nil {
 		g.alerts = newAlerter(cfg.Alerts)
 	}

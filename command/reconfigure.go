@@ -35,6 +35,8 @@ type commandSettings struct {
 	keyedLimit KeyedLimiter
 	limit      Limiter
 	limited    bool
+
+	retry *RetryConfig // the group's Retry, defaults applied; nil: off
 }
 
 // cfg returns the group's config in force.
@@ -45,6 +47,9 @@ func (c *GroupConfig) commandSettings(name string) *commandSettings {
 	s := &commandSettings{timeout: c.Timeout, slowCall: c.SlowCallDuration, probeClassifier: c.ProbeClassifier,
 		groupLimit: c.RateLimit, keyedLimit: c.KeyedRateLimit}
 	s.limited = s.groupLimit != nil || s.keyedLimit != nil
+	if c.Retry.enabled() {
+		s.retry = &c.Retry
+	}
 	cc, ok := c.Commands[name]
 	if !ok {
 		return s

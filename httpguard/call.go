@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -28,6 +29,7 @@ type call struct {
 
 func (c *call) Run(ctx context.Context) (*http.Response, error) {
 	c.started.Store(true)
+	c.dropKept()
 	// ctx ends at our deadline or when the caller leaves; it must abort the
 	// exchange but not the body the caller reads after Execute returns (and
 	// cancels ctx). So the request gets its own context, cancelled by ctx
@@ -52,9 +54,9 @@ func (c *call) Run(ctx context.Context) (*http.Response, error) {
 		// A failure, whose response RoundTrip may still pass through:
 		// Execute returns no value with a FAILURE, so it goes aside.
 		c.keep(resp)
-		return nil, &statusError{resp.Status}
+		return nil, &statusError{status: resp.Status, retryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	case resp.StatusCode >= 400:
-		return resp, command.BadRequest(&statusError{resp.Status})
+		return resp, command.BadRequest(&statusError{status: resp.Status})
 	}
 	return resp, nil
 }
@@ -67,8 +69,21 @@ func (c *call) Discard(resp *http.Response) {
 	}
 }
 
+// Idempotent makes the request retryable in a group with retries
+// (command.RetryConfig) when its method is safe (GET, HEAD, OPTIONS, TRACE)
+// and it has no body to send again.
+func (c *call) Idempotent() bool {
+	switch c.req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, "":
+		return c.req.Body == nil || c.req.Body == http.NoBody
+	}
+	return false
+}
+
 // keep sets resp aside for RoundTrip, or closes it if RoundTrip has already
-// returned (the caller left at the deadline while Run went on).
+// returned (the caller left at the deadline while Run went on). A response
+// still set aside by an earlier attempt (one detached at its deadline in a
+// Thread group that answered while the next attempt ran) is closed.
 func (c *call) keep(resp *http.Response) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -76,7 +91,23 @@ func (c *call) keep(resp *http.Response) {
 		resp.Body.Close()
 		return
 	}
+	if c.upstream != nil {
+		c.upstream.Body.Close()
+	}
 	c.upstream = resp
+}
+
+// dropKept closes the 5xx response an earlier attempt of a retried
+// request set aside: only the last attempt's can reach the caller, and an
+// open body would hold its connection while the next attempt waits for
+// one.
+func (c *call) dropKept() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.upstream != nil {
+		c.upstream.Body.Close()
+		c.upstream = nil
+	}
 }
 
 // take returns the response Run set aside, if any; from then on Run closes
@@ -161,6 +192,25 @@ func retryAfterSeconds(d time.Duration) int64 {
 		s++
 	}
 	return max(s, 1)
+}
+
+// parseRetryAfter returns the delay a Retry-After header value asks for,
+// in seconds or as an HTTP date (read against now), or 0 when v is empty,
+// malformed or in the past.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if s <= 0 || s > int64(math.MaxInt64/time.Second) {
+			return 0
+		}
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }
 
 // cancelOnClose releases the request's context when the body is closed.

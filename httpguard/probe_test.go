@@ -102,5 +102,5 @@ func TestProbeReachableClosesOnA500(t *testing.T) {
 // the probe.
 func TestProbeReachableFailsWithoutAnAnswer(t *testing.T) {
 	require.Equal(t, circuit.Failure, ProbeReachable(http.ErrServerClosed))
-	require.Equal(t, circuit.Success, ProbeReachable(&statusError{"502 Bad Gateway"}))
+	require.Equal(t, circuit.Success, ProbeReachable(&statusError{status: "502 Bad Gateway"}))
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"time"
 
 	"github.com/bulwark-go/bulwark/command"
 	"github.com/bulwark-go/bulwark/metrics"
@@ -44,8 +45,9 @@ type Config struct {
 	// Such a response is a fallback value: FALLBACK_SUCCESS, Info.Degraded.
 	Degrade bool
 	// DegradeServerErrors replaces a 5xx response (still a FAILURE for the
-	// breakers) with the same synthetic 503, X-Degraded "failure" and
-	// Retry-After 1; the upstream response is closed unread. Default: the
+	// breakers) with the same synthetic 503, X-Degraded "failure" and the
+	// upstream's Retry-After (rounded up to whole seconds), or 1 without
+	// one; the upstream response is closed unread. Default: the
 	// 5xx response is returned to the caller as it came, body and headers
 	// (Retry-After...) included, as an http.RoundTripper must; its metrics
 	// are those of a failure that got no fallback value (FAILURE,
@@ -95,6 +97,12 @@ type Config struct {
 // refusals.
 // Every response the caller does not get (one that came after the deadline,
 // or a replaced 5xx) is closed by the Transport, once.
+//
+// Retries: with Config.Group.Retry set, a request with a safe method (GET,
+// HEAD, OPTIONS, TRACE) and no body is idempotent, and its network errors,
+// timeouts and 5xx responses are retried as command.RetryConfig says,
+// honouring a 5xx's Retry-After; the caller gets the last attempt's
+// response. Other requests are never retried.
 type Transport struct {
 	reg    *command.Registry
 	base   http.RoundTripper
@@ -202,6 +210,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // statusError is the error of a response that the Transport counts as a
 // failure (5xx) or classifies as a bad request (4xx). It is the cause the
 // breakers and a fallback see; RoundTrip's caller gets the response itself.
-type statusError struct{ status string }
+// A 5xx's Retry-After header is its RetryAfterDelay (command.RetryAfterer),
+// which a retry honours (command.RetryConfig) and command.Error.RetryAfter
+// reports.
+type statusError struct {
+	status     string
+	retryAfter time.Duration
+}
 
 func (e *statusError) Error() string { return "http status " + e.status }
+
+// RetryAfterDelay returns the delay the response's Retry-After header asked
+// for, or 0.
+func (e *statusError) RetryAfterDelay() time.Duration { return e.retryAfter }

@@ -1,0 +1,293 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// Defaults of RetryConfig.
+const (
+	DefaultRetryBackoff       = 50 * time.Millisecond
+	DefaultRetryMaxBackoff    = time.Second
+	DefaultRetryBudgetRatio   = 0.2
+	DefaultRetryBudgetMinRate = 1.0 // retries per second always allowed
+	// MaxRetryAttempts bounds RetryConfig.MaxAttempts: more attempts than
+	// this is a configuration mistake, never a resilience strategy.
+	MaxRetryAttempts = 10
+)
+
+// Idempotent is implemented by a command that may be run again after a
+// failure: Execute retries only such a command, and only when its
+// Idempotent method returns true (a command may depend on its request, as
+// httpguard's does on the HTTP method). A command without it is never
+// retried: a write that half happened must not happen twice.
+type Idempotent interface {
+	Idempotent() bool
+}
+
+// RetryConfig turns on retries in a group (GroupConfig.Retry): a call of an
+// Idempotent command whose attempt ended as FAILURE or TIMEOUT is tried
+// again, up to MaxAttempts attempts in all, after a backoff, while the
+// group's retry budget allows. Its zero value is off.
+//
+// Each attempt is a real call: it goes through the rate limiters, both
+// breakers and the bulkhead again, so a retry storm cannot escape them,
+// and it is counted in the command's metrics and in the breakers with its
+// own primary outcome. A SHORT_CIRCUITED, *_REJECTED, QUEUE_TIMEOUT,
+// RATE_LIMITED, BAD_REQUEST or CANCELLED attempt is never retried: bulwark's
+// own refusals and the caller's mistakes or departure are final. The
+// fallback runs once, after the last attempt. The caller's deadline bounds
+// the whole call: a retry whose backoff (plus GroupConfig.DeadlineReserve)
+// would not end before it is not made, and the last attempt's answer
+// stands.
+type RetryConfig struct {
+	// MaxAttempts is the most attempts a call makes, the first included:
+	// 0 or 1 is off, at most MaxRetryAttempts.
+	MaxAttempts int
+	// Backoff is the base delay before the first retry; the n-th retry
+	// waits a random duration in [0, min(MaxBackoff, Backoff × 2^(n-1)))
+	// ("full jitter", so that callers failing together do not retry
+	// together). Default 50 ms.
+	Backoff time.Duration
+	// MaxBackoff caps the backoff before jitter. Default 1 s; it must not
+	// be below Backoff.
+	MaxBackoff time.Duration
+	// MaxRetryAfter is the longest Retry-After honoured: when the failed
+	// attempt's error says when to come back (a RetryAfterer in its chain,
+	// such as an httpguard 5xx with a Retry-After header), the retry waits
+	// exactly that long instead of the backoff; a longer Retry-After ends
+	// the retries (the dependency asked for more time than the call is
+	// worth), and the caller's Error.RetryAfter still tells it. Default:
+	// MaxBackoff.
+	MaxRetryAfter time.Duration
+	// BudgetRatio caps the retries of the group (all its commands) at this
+	// share of its calls over the group's metrics Window, plus
+	// BudgetMinPerSecond × the window's length in seconds (as Finagle's
+	// retry budget and gRPC's retry throttling do): a dependency that fails
+	// every call then sees about 1 + BudgetRatio times the callers' load,
+	// not MaxAttempts times. A retry the budget refuses is not made. It
+	// must be in (0, 1]. Default 0.2.
+	BudgetRatio float64
+	// BudgetMinPerSecond is the retry rate always allowed, so that a group
+	// with few calls can retry at all. Default 1.
+	BudgetMinPerSecond float64
+	// NoBudget lifts the budget: every failed attempt of an idempotent
+	// command is retried up to MaxAttempts, which multiplies the load on a
+	// failing dependency by MaxAttempts. For tests and measurements.
+	NoBudget bool
+	// Sleep waits d before a retry, or until ctx ends (then it returns
+	// ctx's error and the call ends with the last attempt's answer).
+	// Default: a timer. Tests and simulations set it to move a
+	// metrics.ManualClock instead.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Rand returns a number in [0, 1) for the jitter. Default
+	// math/rand/v2.Float64.
+	Rand func() float64
+}
+
+// enabled reports whether c turns retries on.
+func (c RetryConfig) enabled() bool { return c.MaxAttempts > 1 }
+
+// withDefaults returns c with its zero fields defaulted, when retries are
+// on.
+func (c RetryConfig) withDefaults() RetryConfig {
+	if !c.enabled() {
+		return c
+	}
+	if c.Backoff == 0 {
+		c.Backoff = DefaultRetryBackoff
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = max(DefaultRetryMaxBackoff, c.Backoff)
+	}
+	if c.MaxRetryAfter == 0 {
+		c.MaxRetryAfter = c.MaxBackoff
+	}
+	if c.BudgetRatio == 0 {
+		c.BudgetRatio = DefaultRetryBudgetRatio
+	}
+	if c.BudgetMinPerSecond == 0 {
+		c.BudgetMinPerSecond = DefaultRetryBudgetMinRate
+	}
+	if c.Sleep == nil {
+		c.Sleep = sleep
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Float64
+	}
+	return c
+}
+
+// validate reports the first invalid field of c (defaults applied), named
+// as GroupConfig.Retry's.
+func (c RetryConfig) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: Retry."+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	switch {
+	case c.MaxAttempts < 0 || c.MaxAttempts > MaxRetryAttempts:
+		return bad("MaxAttempts %d must be between 0 and %d (0 or 1: no retries)", c.MaxAttempts, MaxRetryAttempts)
+	case !c.enabled():
+		return nil
+	case c.Backoff < 0:
+		return bad("Backoff %v must not be negative", c.Backoff)
+	case c.MaxBackoff < c.Backoff:
+		return bad("MaxBackoff %v must not be below Backoff %v", c.MaxBackoff, c.Backoff)
+	case c.MaxRetryAfter < 0:
+		return bad("MaxRetryAfter %v must not be negative", c.MaxRetryAfter)
+	case !(c.BudgetRatio > 0 && c.BudgetRatio <= 1):
+		return bad("BudgetRatio %v must be in (0, 1]", c.BudgetRatio)
+	case !(c.BudgetMinPerSecond > 0) || math.IsInf(c.BudgetMinPerSecond, 0):
+		return bad("BudgetMinPerSecond %v must be a positive number", c.BudgetMinPerSecond)
+	}
+	return nil
+}
+
+// sleep is RetryConfig's default Sleep.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// retryable reports whether an attempt with primary outcome e may be
+// retried: only the dependency's own failures.
+func retryable(e metrics.Event) bool {
+	return e == metrics.Failure || e == metrics.Timeout
+}
+
+// retryDelay returns how long to wait before retry number n (1 for the
+// first) of an attempt that failed with err, and false when it must not be
+// retried because err's Retry-After exceeds MaxRetryAfter.
+func (c *RetryConfig) retryDelay(n int, err error) (time.Duration, bool) {
+	if ra := retryAfterOf(err); ra > 0 {
+		return ra, ra <= c.MaxRetryAfter
+	}
+	ceiling := c.MaxBackoff
+	if n-1 < 62 && c.Backoff <= c.MaxBackoff>>(n-1) {
+		ceiling = c.Backoff << (n - 1)
+	}
+	return time.Duration(c.Rand() * float64(ceiling)), true
+}
+
+// retryAgain decides, after attempt number n of a call ended with r, whether
+// to make another, and waits for it: it checks the command and the
+// outcome, the delay against the caller's deadline, and the group's budget
+// (which it charges), then sleeps. It reports whether to go on.
+func (c *commandState) retryAgain(ctx context.Context, cmd any, rc *RetryConfig, n int, r *result) bool {
+	if n >= rc.MaxAttempts || !retryable(r.event) || ctx.Err() != nil {
+		return false
+	}
+	g := c.group
+	if !g.idempotent(cmd) {
+		return false
+	}
+	d, ok := rc.retryDelay(n, r.err)
+	if !ok {
+		return false
+	}
+	if dl, has := ctx.Deadline(); has && time.Until(dl) <= d+g.cfg().DeadlineReserve {
+		return false
+	}
+	if !rc.NoBudget && !g.retries.spend(g, rc) {
+		return false
+	}
+	return rc.Sleep(ctx, d) == nil
+}
+
+// idempotent reports whether cmd may be run again: it implements
+// Idempotent and says so. A panic in its Idempotent method judges no (and
+// is logged), so that the call still ends and is counted.
+func (g *Group) idempotent(cmd any) (ok bool) {
+	id, is := cmd.(Idempotent)
+	if !is {
+		return false
+	}
+	defer g.recoverHook("Idempotent")
+	return id.Idempotent()
+}
+
+// retryBudget counts a group's retries over its metrics window, in the
+// window's buckets; the group's calls come from its commands' windows
+// (each attempt is counted there, so calls = attempts − retries). It takes
+// a lock: it is only on the path of a failed attempt of a retrying group.
+type retryBudget struct {
+	mu      sync.Mutex
+	width   time.Duration
+	epochs  []int64 // bucket i holds the retries of epoch epochs[i]
+	retries []int64
+}
+
+func newRetryBudget(w metrics.Window) *retryBudget {
+	return &retryBudget{width: w.BucketWidth(), epochs: make([]int64, w.Buckets), retries: make([]int64, w.Buckets)}
+}
+
+// spend charges one retry to the budget if the group's window leaves room:
+// fewer retries than BudgetRatio × calls + BudgetMinPerSecond × window
+// seconds. Concurrent failing calls may overshoot it by the number that
+// decide at once.
+func (b *retryBudget) spend(g *Group, rc *RetryConfig) bool {
+	now := g.clock.Now()
+	w := g.window(now)
+	attempts := primaryCount(w.Counts)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ep := int64(now / b.width)
+	var retries int64
+	for i, e := range b.epochs {
+		if ep-e < int64(len(b.epochs)) && e <= ep {
+			retries += b.retries[i]
+		}
+	}
+	calls := attempts + 1 - retries // the attempt that failed is recorded after this decision
+	allowed := rc.BudgetRatio*float64(calls) + rc.BudgetMinPerSecond*g.cfg().Window.Length.Seconds()
+	if float64(retries)+1 > allowed {
+		return false
+	}
+	i := int(ep % int64(len(b.epochs)))
+	if b.epochs[i] != ep {
+		b.epochs[i], b.retries[i] = ep, 0
+	}
+	b.retries[i]++
+	return true
+}
+
+// recordAttempt records in the command's metrics an attempt, begun at
+// start and ended at now with r, that is being retried: its primary outcome
+// (and probe events), as its own call; the caller never sees it (no
+// fallback, no EXCEPTION_THROWN). It clears info for the next attempt.
+func (c *commandState) recordAttempt(now, start time.Duration, r *result, info *Info) {
+	run := metrics.NoLatency
+	if r.ran {
+		run = r.run
+	}
+	c.metrics.Record(now, info.Events, run, now-start)
+	info.Events, info.Probe = 0, false
+	info.Attempts++
+}
+
+// retry makes the next attempt of a call that began at start and whose
+// attempt ended at now with r, once retryAgain has waited for it: it
+// records the ended attempt (see recordAttempt) and closes its books,
+// then runs the next one as a call of its own, whose Latency is made the
+// whole call's. Execute calls it from its failure branch, so that a call
+// that succeeds pays nothing for retries.
+func retry[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C, opts []Option, info *Info, r *result, start, now time.Duration) (T, error) {
+	c.recordAttempt(now, start, r, info)
+	c.hot.inFlight.Add(-1)
+	next := c.group.clock.Now()
+	v, err := execute[T](ctx, c.group, cmd, opts, info)
+	info.Latency += next - start
+	return v, err
+}
