@@ -26,6 +26,7 @@ type liveConfig struct {
 type commandSettings struct {
 	timeout  time.Duration // default timeout of a call
 	slowCall time.Duration // a success slower than this also emits SLOW; 0: off
+	reserve  time.Duration // the group's DeadlineReserve; 0: off
 
 	probeClassifier func(err error) circuit.Outcome // judges failed probes; nil: as any call
 
@@ -42,8 +43,8 @@ func (g *Group) cfg() *liveConfig { return g.live.Load() }
 
 // commandSettings returns the settings of the command called name under c.
 func (c *GroupConfig) commandSettings(name string) *commandSettings {
-	s := &commandSettings{timeout: c.Timeout, slowCall: c.SlowCallDuration, probeClassifier: c.ProbeClassifier,
-		groupLimit: c.RateLimit, keyedLimit: c.KeyedRateLimit}
+	s := &commandSettings{timeout: c.Timeout, slowCall: c.SlowCallDuration, reserve: c.DeadlineReserve,
+		probeClassifier: c.ProbeClassifier, groupLimit: c.RateLimit, keyedLimit: c.KeyedRateLimit}
 	s.limited = s.groupLimit != nil || s.keyedLimit != nil
 	cc, ok := c.Commands[name]
 	if !ok {
