@@ -31,11 +31,13 @@ type commandSettings struct {
 	probeClassifier func(err error) circuit.Outcome // judges failed probes; nil: as any call
 
 	// The call's rate limiters, asked in this order (see admitLimits);
-	// limited is set when there is any.
+	// limited is set when there is any, limitWaits when one may wait (see
+	// NonWaiting).
 	groupLimit Limiter
 	keyedLimit KeyedLimiter
 	limit      Limiter
 	limited    bool
+	limitWaits bool
 }
 
 // cfg returns the group's config in force.
@@ -46,12 +48,14 @@ func (c *GroupConfig) commandSettings(name string) *commandSettings {
 	s := &commandSettings{timeout: c.Timeout, slowCall: c.SlowCallDuration, reserve: c.DeadlineReserve,
 		probeClassifier: c.ProbeClassifier, groupLimit: c.RateLimit, keyedLimit: c.KeyedRateLimit}
 	s.limited = s.groupLimit != nil || s.keyedLimit != nil
+	s.limitWaits = mayWait(s.groupLimit) || mayWait(s.keyedLimit)
 	cc, ok := c.Commands[name]
 	if !ok {
 		return s
 	}
 	if cc.RateLimit != nil {
 		s.limit, s.limited = cc.RateLimit, true
+		s.limitWaits = s.limitWaits || mayWait(cc.RateLimit)
 	}
 	if cc.ProbeClassifier != nil {
 		s.probeClassifier = cc.ProbeClassifier
