@@ -6,11 +6,14 @@ import (
 	"time"
 )
 
-// reserved is timed for a group with a deadline reserve: the caller's
-// deadline less the reserve bounds the call, if ctx has a deadline.
-func reserved(ctx context.Context, timeout, reserve time.Duration) (context.Context, context.CancelFunc) {
-	if last, ok := ctx.Deadline(); ok {
-		return budgeted(ctx, timeout, last.Add(-reserve))
+// deadlined is timed for a call with a timeout or a deadline reserve: with
+// a reserve, the caller's deadline less the reserve bounds the call, if ctx
+// has a deadline.
+func deadlined(ctx context.Context, timeout, reserve time.Duration) (context.Context, context.CancelFunc) {
+	if reserve > 0 {
+		if last, ok := ctx.Deadline(); ok {
+			return budgeted(ctx, timeout, last.Add(-reserve))
+		}
 	}
 	if timeout <= 0 {
 		return ctx, nil

@@ -100,3 +100,33 @@ func TestDeadlineReserveNegativeIsAnError(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidConfig)
 	require.ErrorContains(t, err, "DeadlineReserve -1ms")
 }
+
+// The reserve is part of each command's settings: a Reconfigure that sets
+// or clears it applies to a command that already ran, on either strategy,
+// also with NoTimeout.
+func TestDeadlineReserveChangesLive(t *testing.T) {
+	strategies(t, func(t *testing.T, s Strategy) {
+		cfg := GroupConfig{Strategy: s, Timeout: NoTimeout}
+		g, _ := newTestGroup(t, cfg)
+		cmd := opFB[int]{op[int]{"get", func(context.Context) (int, error) { return 1, nil }}, fallbackValue}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		v, err := Execute(ctx, g, cmd)
+		require.NoError(t, err)
+		require.Equal(t, 1, v)
+
+		cfg.DeadlineReserve = time.Minute
+		require.NoError(t, g.Reconfigure(cfg))
+		v, info, err := ExecuteInfo(ctx, g, cmd)
+		require.NoError(t, err)
+		require.Equal(t, -1, v, "the reserve leaves no time for Run: the fallback answered")
+		require.Equal(t, metrics.QueueTimeout, info.Event)
+
+		cfg.DeadlineReserve = 0
+		require.NoError(t, g.Reconfigure(cfg))
+		v, info, err = ExecuteInfo(ctx, g, cmd)
+		require.NoError(t, err)
+		require.Equal(t, 1, v)
+		require.Equal(t, metrics.Success, info.Event)
+	})
+}

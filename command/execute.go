@@ -98,9 +98,9 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 			runCtx, info.Probe = probeContext(ctx), true
 		}
 		if g.sem != nil {
-			v, r, now = runOnCaller[T](runCtx, c, cmd, timeout, t0, gp, cp)
+			v, r, now = runOnCaller[T](runCtx, c, cmd, timeout, cs.reserve, t0, gp, cp)
 		} else {
-			v, r, now = runInPool[T](runCtx, c, cmd, timeout, t0)
+			v, r, now = runInPool[T](runCtx, c, cmd, timeout, cs.reserve, t0)
 		}
 		o, lat := breakerOutcome(r.event), r.run
 		if !r.ran {
@@ -236,15 +236,14 @@ func recordAt(p circuit.Permit, at bool, now time.Duration, o circuit.Outcome, l
 // when there is no timeout: no timer, no allocation). With a deadline
 // reserve (GroupConfig.DeadlineReserve) and a caller's deadline, the call's
 // deadline is the earlier of the timeout and the caller's deadline less the
-// reserve (see budgeted).
-func timed(ctx context.Context, timeout, reserve time.Duration) (context.Context, context.CancelFunc) {
-	if reserve > 0 {
-		return reserved(ctx, timeout, reserve)
-	}
-	if timeout <= 0 {
+// reserve (see budgeted). It is kept small enough to inline (hence the
+// named results): a call with neither costs a comparison.
+func timed(ctx context.Context, timeout, reserve time.Duration) (runCtx context.Context, cancel context.CancelFunc) {
+	if max(timeout, reserve) <= 0 {
 		return ctx, nil
 	}
-	return context.WithTimeoutCause(ctx, timeout, errDeadline)
+	runCtx, cancel = deadlined(ctx, timeout, reserve)
+	return runCtx, cancel
 }
 
 // runOnCaller runs cmd on the caller's goroutine under the group's
@@ -254,9 +253,9 @@ func timed(ctx context.Context, timeout, reserve time.Duration) (context.Context
 // to spare the call path a closure: an ended context, a full or a closed
 // semaphore get Execute's errors all the same. gp and cp are the breakers'
 // permits, for a Run that calls runtime.Goexit (see commandState.goexit).
-func runOnCaller[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C, timeout, t0 time.Duration, gp, cp circuit.Permit) (v T, r result, t1 time.Duration) {
+func runOnCaller[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C, timeout, reserve, t0 time.Duration, gp, cp circuit.Permit) (v T, r result, t1 time.Duration) {
 	g := c.group
-	runCtx, cancel := timed(ctx, timeout, g.cfg().DeadlineReserve)
+	runCtx, cancel := timed(ctx, timeout, reserve)
 	var runErr error
 	berr := g.sem.Enter(runCtx)
 	if berr == nil {
@@ -371,9 +370,9 @@ func (p *poolCall[T, C]) finish(c *commandState) {
 // runInPool runs cmd on a worker of the group's pool; the caller leaves at
 // the deadline (or when ctx ends) even if Run goes on: the call is then
 // detached, counted in the command's Detached until Run returns.
-func runInPool[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C, timeout, t0 time.Duration) (v T, r result, t1 time.Duration) {
+func runInPool[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C, timeout, reserve, t0 time.Duration) (v T, r result, t1 time.Duration) {
 	g := c.group
-	runCtx, cancel := timed(ctx, timeout, g.cfg().DeadlineReserve)
+	runCtx, cancel := timed(ctx, timeout, reserve)
 	p := newPoolCall[T, C](c)
 	p.c, p.cmd, p.start = c, *cmd, t0
 	berr := g.pool.Execute(runCtx, p.work)

@@ -16,6 +16,28 @@ type Limiter interface {
 	Admit(ctx context.Context) error
 }
 
+// NonWaiting is an optional interface of a Limiter or a KeyedLimiter:
+// NeverWaits reports that Admit (AdmitKey) never waits, it admits or
+// refuses at once, as ratelimit's TokenBucket, SlidingWindow and WarmUp do.
+// When every limiter of a call never waits, Execute takes the call's first
+// clock reading as the instant the limiters were done (a refusal's too),
+// and reads the clock once less; otherwise (a Pacer, or a limiter that does
+// not tell) it reads the clock again after them, so that a wait is not
+// counted in Run's latency.
+type NonWaiting interface {
+	NeverWaits() bool
+}
+
+// mayWait reports whether limiter l, a Limiter or a KeyedLimiter (nil:
+// none), may wait in Admit: unless it says it never does.
+func mayWait(l any) bool {
+	if l == nil {
+		return false
+	}
+	nw, ok := l.(NonWaiting)
+	return !ok || !nw.NeverWaits()
+}
+
 // KeyedLimiter is a rate limit per key (per caller, per tenant), such as
 // *ratelimit.PerKey: AdmitKey is Limiter.Admit for the call's key (WithKey).
 type KeyedLimiter interface {
@@ -35,8 +57,9 @@ func WithKey(key string) Option { return Option{key: key} }
 // limiter has used the quota of the earlier ones. It sets *t0 to the
 // instant the limiters were done (a limiter may wait, as a pacer does):
 // Run's latency and the breakers' reckoning start there; the call's Latency
-// still counts from its start. Execute calls it only for a command with a
-// limiter (limited).
+// still counts from its start. If no limiter of the call may wait
+// (NonWaiting), *t0 stays the call's start and the clock is not read. Execute
+// calls it only for a command with a limiter (limited).
 func (c *commandState) refusedByLimits(ctx context.Context, cs *commandSettings, opts []Option, r *result, t0 *time.Duration) bool {
 	var key string
 	for _, o := range opts {
@@ -45,7 +68,9 @@ func (c *commandState) refusedByLimits(ctx context.Context, cs *commandSettings,
 		}
 	}
 	err := cs.admitLimits(ctx, key)
-	*t0 = c.group.clock.Now()
+	if cs.limitWaits {
+		*t0 = c.group.clock.Now()
+	}
 	switch {
 	case err == nil:
 		return false

@@ -189,3 +189,64 @@ func TestConservationWithRateLimit(t *testing.T) {
 	assert.Positive(t, lim.admitted.Load())
 	t.Logf("%d of %d calls rate limited", limited, total)
 }
+
+// countingClock is a manual clock that counts its readings.
+type countingClock struct {
+	metrics.ManualClock
+	reads atomic.Int64
+}
+
+func (c *countingClock) Now() time.Duration {
+	c.reads.Add(1)
+	return c.ManualClock.Now()
+}
+
+// admitFunc is a Limiter that does not say whether it waits.
+type admitFunc func(context.Context) error
+
+func (f admitFunc) Admit(ctx context.Context) error { return f(ctx) }
+
+// waitSays is a Limiter that says whether it waits.
+type waitSays struct {
+	admitFunc
+	never bool
+}
+
+func (w waitSays) NeverWaits() bool { return w.never }
+
+// A call whose limiters all never wait reads the group's clock twice, as a
+// call without limiters does: the limiters add no clock reading of
+// Execute's. A limiter that may wait (or does not say) costs one more, the
+// instant it was done.
+func TestRateLimitNonWaitingReadsTheClockOnceLess(t *testing.T) {
+	admit := admitFunc(func(context.Context) error { return nil })
+	bucket, err := ratelimit.NewTokenBucket(ratelimit.TokenBucketConfig{Rate: 1e9, Burst: 1 << 20, Clock: new(metrics.ManualClock)})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name  string
+		limit Limiter
+		reads int64
+	}{
+		{"none", nil, 2},
+		{"token bucket", bucket, 2},
+		{"says never waits", waitSays{admit, true}, 2},
+		{"says may wait", waitSays{admit, false}, 3},
+		{"does not say", admit, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := new(countingClock)
+			reg := NewRegistry(RegistryConfig{Clock: clock, Logger: discardLogger})
+			t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+			g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore, Timeout: NoTimeout, RateLimit: tc.limit})
+			require.NoError(t, err)
+			cmd := op[int]{"get", func(context.Context) (int, error) { return 1, nil }}
+			_, err = Execute(context.Background(), g, cmd) // creates the command
+			require.NoError(t, err)
+			clock.reads.Store(0)
+			_, info, err := ExecuteInfo(context.Background(), g, cmd)
+			require.NoError(t, err)
+			require.Equal(t, metrics.Success, info.Event)
+			require.Equal(t, tc.reads, clock.reads.Load())
+		})
+	}
+}

@@ -26,15 +26,18 @@ type liveConfig struct {
 type commandSettings struct {
 	timeout  time.Duration // default timeout of a call
 	slowCall time.Duration // a success slower than this also emits SLOW; 0: off
+	reserve  time.Duration // the group's DeadlineReserve; 0: off
 
 	probeClassifier func(err error) circuit.Outcome // judges failed probes; nil: as any call
 
 	// The call's rate limiters, asked in this order (see admitLimits);
-	// limited is set when there is any.
+	// limited is set when there is any, limitWaits when one may wait (see
+	// NonWaiting).
 	groupLimit Limiter
 	keyedLimit KeyedLimiter
 	limit      Limiter
 	limited    bool
+	limitWaits bool
 
 	retry *RetryConfig // the group's Retry, defaults applied; nil: off
 }
@@ -44,9 +47,10 @@ func (g *Group) cfg() *liveConfig { return g.live.Load() }
 
 // commandSettings returns the settings of the command called name under c.
 func (c *GroupConfig) commandSettings(name string) *commandSettings {
-	s := &commandSettings{timeout: c.Timeout, slowCall: c.SlowCallDuration, probeClassifier: c.ProbeClassifier,
-		groupLimit: c.RateLimit, keyedLimit: c.KeyedRateLimit}
+	s := &commandSettings{timeout: c.Timeout, slowCall: c.SlowCallDuration, reserve: c.DeadlineReserve,
+		probeClassifier: c.ProbeClassifier, groupLimit: c.RateLimit, keyedLimit: c.KeyedRateLimit}
 	s.limited = s.groupLimit != nil || s.keyedLimit != nil
+	s.limitWaits = mayWait(s.groupLimit) || mayWait(s.keyedLimit)
 	if c.Retry.enabled() {
 		s.retry = &c.Retry
 	}
@@ -56,6 +60,7 @@ func (c *GroupConfig) commandSettings(name string) *commandSettings {
 	}
 	if cc.RateLimit != nil {
 		s.limit, s.limited = cc.RateLimit, true
+		s.limitWaits = s.limitWaits || mayWait(cc.RateLimit)
 	}
 	if cc.ProbeClassifier != nil {
 		s.probeClassifier = cc.ProbeClassifier

@@ -79,6 +79,10 @@ func (b *TokenBucket) Admit(_ context.Context) error {
 	return b.admitAt(int64(b.clock.Now()))
 }
 
+// NeverWaits returns true: Admit admits or refuses at once. Callers such
+// as command.Execute use it to skip a clock reading (command.NonWaiting).
+func (b *TokenBucket) NeverWaits() bool { return true }
+
 func (b *TokenBucket) admitAt(now int64) error {
 	for {
 		tat := b.tat.Load()

@@ -93,6 +93,10 @@ func (w *WarmUp) Admit(_ context.Context) error {
 	return w.admitAt(w.cfg.Clock.Now())
 }
 
+// NeverWaits returns true: Admit admits or refuses at once. Callers such
+// as command.Execute use it to skip a clock reading (command.NonWaiting).
+func (w *WarmUp) NeverWaits() bool { return true }
+
 func (w *WarmUp) admitAt(now time.Duration) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -86,6 +86,10 @@ func (w *SlidingWindow) Admit(_ context.Context) error {
 	return w.admitAt(w.clock.Now())
 }
 
+// NeverWaits returns true: Admit admits or refuses at once. Callers such
+// as command.Execute use it to skip a clock reading (command.NonWaiting).
+func (w *SlidingWindow) NeverWaits() bool { return true }
+
 func (w *SlidingWindow) admitAt(now time.Duration) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
