@@ -393,19 +393,10 @@ func TestConservationUnderChaos(t *testing.T) {
 		var groupHealth circuit.Health
 		for name, c := range g.commands.Load().byName {
 			seen := res.tallies[g.name+"/"+name]
-			require.NotNil(t, seen, name)
-			assert.Equal(t, seen.events, c.metrics.Counts(now), "%s/%s: window == what callers saw", g.name, name)
-			assert.Equal(t, seen.events, c.metrics.Cumulative(), "%s/%s: cumulative == what callers saw", g.name, name)
-			assert.Equal(t, seen.calls, primaryCount(seen.events), "%s/%s: one primary outcome per call", g.name, name)
+			h := checkCommandCounts(t, g, name, c, seen, now)
 			assert.Zero(t, c.hot.inFlight.Load())
 			assert.Zero(t, c.hot.detached.Load(), "%s/%s: every detached call was counted back", g.name, name)
 			assert.Zero(t, seen.events[metrics.ShortCircuited])
-
-			h := c.breaker.Snapshot().Health
-			reached := seen.events[metrics.Success] + seen.events[metrics.Failure] + seen.events[metrics.Timeout]
-			assert.Equal(t, reached, h.Requests, "%s/%s: the breaker counts only calls that reached the dependency", g.name, name)
-			assert.Equal(t, seen.events[metrics.Failure], h.Failures)
-			assert.Equal(t, seen.events[metrics.Timeout], h.Timeouts)
 			addCounts(&groupSeen, seen.events)
 			groupHealth.Requests += h.Requests
 			groupHealth.Failures += h.Failures
@@ -429,6 +420,25 @@ func TestConservationUnderChaos(t *testing.T) {
 		}
 	}
 	assert.Equal(t, int64(chaosCalls/chaosGoroutines*chaosGoroutines), total)
+}
+
+// checkCommandCounts checks that command name of g (state c) counted what
+// its callers saw (seen) at instant now: its window and cumulative counts
+// equal seen's events, each attempt has one primary outcome, and its breaker
+// (forced closed, so it keeps every outcome) counted exactly the attempts
+// that reached the dependency. It returns the breaker's health.
+func checkCommandCounts(t *testing.T, g *Group, name string, c *commandState, seen *tally, now time.Duration) circuit.Health {
+	t.Helper()
+	require.NotNil(t, seen, name)
+	assert.Equal(t, seen.events, c.metrics.Counts(now), "%s/%s: window == what callers saw", g.name, name)
+	assert.Equal(t, seen.events, c.metrics.Cumulative(), "%s/%s: cumulative == what callers saw", g.name, name)
+	assert.Equal(t, seen.calls, primaryCount(seen.events), "%s/%s: one primary outcome per attempt", g.name, name)
+	h := c.breaker.Snapshot().Health
+	reached := seen.events[metrics.Success] + seen.events[metrics.Failure] + seen.events[metrics.Timeout]
+	assert.Equal(t, reached, h.Requests, "%s/%s: the breaker counts only attempts that reached the dependency", g.name, name)
+	assert.Equal(t, seen.events[metrics.Failure], h.Failures, "%s/%s: breaker failures", g.name, name)
+	assert.Equal(t, seen.events[metrics.Timeout], h.Timeouts, "%s/%s: breaker timeouts", g.name, name)
+	return h
 }
 
 // TestBalanceWithLiveBreakers: with real breakers (which open, go half-open

@@ -171,13 +171,7 @@ func TestConservationWithRateLimit(t *testing.T) {
 		now := g.clock.Now()
 		for name, c := range g.commands.Load().byName {
 			seen := res.tallies[g.name+"/"+name]
-			require.NotNil(t, seen, name)
-			assert.Equal(t, seen.events, c.metrics.Counts(now), "%s/%s: window == what callers saw", g.name, name)
-			assert.Equal(t, seen.events, c.metrics.Cumulative(), "%s/%s: cumulative == what callers saw", g.name, name)
-			assert.Equal(t, seen.calls, primaryCount(seen.events), "%s/%s: one primary outcome per call", g.name, name)
-			h := c.breaker.Snapshot().Health
-			reached := seen.events[metrics.Success] + seen.events[metrics.Failure] + seen.events[metrics.Timeout]
-			assert.Equal(t, reached, h.Requests, "%s/%s: the breaker counts only calls that reached the dependency", g.name, name)
+			checkCommandCounts(t, g, name, c, seen, now)
 			total += seen.calls
 			limited += seen.events[metrics.RateLimited]
 		}

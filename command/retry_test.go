@@ -468,15 +468,7 @@ func TestConservationWithRetries(t *testing.T) {
 		now := g.clock.Now()
 		for name, c := range g.commands.Load().byName {
 			seen := res.tallies[g.name+"/"+name]
-			require.NotNil(t, seen, name)
-			assert.Equal(t, seen.events, c.metrics.Counts(now), "%s/%s: window == what callers saw", g.name, name)
-			assert.Equal(t, seen.events, c.metrics.Cumulative(), "%s/%s: cumulative == what callers saw", g.name, name)
-			assert.Equal(t, seen.calls, primaryCount(seen.events), "%s/%s: one primary outcome per attempt", g.name, name)
-			h := c.breaker.Snapshot().Health
-			reached := seen.events[metrics.Success] + seen.events[metrics.Failure] + seen.events[metrics.Timeout]
-			assert.Equal(t, reached, h.Requests, "%s/%s: the breaker counts every attempt that reached the dependency", g.name, name)
-			assert.Equal(t, seen.events[metrics.Failure], h.Failures)
-			assert.Equal(t, seen.events[metrics.Timeout], h.Timeouts)
+			checkCommandCounts(t, g, name, c, seen, now)
 			callers += seen.callers
 			attempts += seen.calls
 		}
