@@ -177,42 +177,20 @@ func (s *Store) Lease(ctx context.Context, now time.Time, max int) ([]Entry, err
 
 // Update implements Queue.
 func (s *Store) Update(ctx context.Context, e Entry) error {
-	k, err := idKey(e.ID)
-	if err != nil {
-		return err
-	}
-	return s.update(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketPending)
-		old, ok, err := getEntry(b, k)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w: pending id %s", ErrNotFound, e.ID)
-		}
+	return s.withEntry(ctx, e.ID, bucketPending, nil, func(tx *bolt.Tx, b *bolt.Bucket, k []byte, old Entry) error {
 		old.Attempts, old.NotBefore, old.LastError = e.Attempts, e.NotBefore, e.LastError
 		return putEntry(b, k, old)
 	})
 }
 
-// Ack implements Queue.
+// Ack implements Queue. Acking an entry that was acked already (its key is
+// applied with this ID) succeeds.
 func (s *Store) Ack(ctx context.Context, e Entry) error {
-	k, err := idKey(e.ID)
-	if err != nil {
-		return err
+	acked := func(tx *bolt.Tx) bool {
+		id := tx.Bucket(bucketApplied).Get([]byte(e.Key))
+		return id != nil && string(id) == e.ID
 	}
-	return s.update(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketPending)
-		old, ok, err := getEntry(b, k)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			if id := tx.Bucket(bucketApplied).Get([]byte(e.Key)); id != nil && string(id) == e.ID {
-				return nil
-			}
-			return fmt.Errorf("%w: pending id %s", ErrNotFound, e.ID)
-		}
+	return s.withEntry(ctx, e.ID, bucketPending, acked, func(tx *bolt.Tx, b *bolt.Bucket, k []byte, old Entry) error {
 		key := []byte(old.Key)
 		if err := tx.Bucket(bucketApplied).Put(key, []byte(e.ID)); err != nil {
 			return err
@@ -250,24 +228,37 @@ func (s *Store) Requeue(ctx context.Context, id string) error {
 
 // move moves entry id from bucket from to bucket to, changed by edit.
 func (s *Store) move(ctx context.Context, id string, from, to []byte, edit func(*Entry)) error {
-	k, err := idKey(id)
-	if err != nil {
-		return err
-	}
-	return s.update(ctx, func(tx *bolt.Tx) error {
-		src := tx.Bucket(from)
-		e, ok, err := getEntry(src, k)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w: %s id %s", ErrNotFound, from, id)
-		}
+	return s.withEntry(ctx, id, from, nil, func(tx *bolt.Tx, src *bolt.Bucket, k []byte, e Entry) error {
 		edit(&e)
 		if err := src.Delete(k); err != nil {
 			return err
 		}
 		return putEntry(tx.Bucket(to), k, e)
+	})
+}
+
+// withEntry runs fn in one write transaction on the entry id of bucket
+// name (b, its key k and its value e). Without such an entry it returns an
+// error wrapping ErrNotFound, unless done reports that the work is done
+// already (then nil).
+func (s *Store) withEntry(ctx context.Context, id string, name []byte, done func(*bolt.Tx) bool,
+	fn func(tx *bolt.Tx, b *bolt.Bucket, k []byte, e Entry) error) error {
+	k, err := idKey(id)
+	if err != nil {
+		return err
+	}
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(name)
+		e, ok, err := getEntry(b, k)
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			return fn(tx, b, k, e)
+		case done != nil && done(tx):
+			return nil
+		}
+		return fmt.Errorf("%w: %s id %s", ErrNotFound, name, id)
 	})
 }
 
