@@ -199,11 +199,7 @@ func NewStream(src Source, cfg Config) (*Stream, error) {
 		return nil, err
 	}
 	return newStream(cfg, func(e *encoder, sizeHint int) ([]byte, error) {
-		data, err := e.encode(src.Snapshot(), sizeHint)
-		if err != nil || cfg.Extra == nil {
-			return data, err
-		}
-		return appendExtra(data, cfg.Extra())
+		return e.encode(src.Snapshot(), sizeHint)
 	})
 }
 
@@ -211,12 +207,23 @@ func NewStream(src Source, cfg Config) (*Stream, error) {
 // previous frame's length.
 type frameFunc func(e *encoder, sizeHint int) ([]byte, error)
 
-// newStream returns a stream whose hubs build their frames with frames.
+// newStream returns a stream whose hubs build their frames with frames,
+// followed by the events of cfg.Extra.
 func newStream(cfg Config, frames frameFunc) (*Stream, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
+	if extra := cfg.Extra; extra != nil {
+		own := frames
+		frames = func(e *encoder, sizeHint int) ([]byte, error) {
+			data, err := own(e, sizeHint)
+			if err != nil {
+				return data, err
+			}
+			return appendExtra(data, extra())
+		}
+	}
 	return &Stream{
 		frames:  frames,
 		cfg:     cfg,
