@@ -130,7 +130,7 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 		var zero T
 		v = zero
 		c.recordError(now, r.event, r.err)
-		if rc := cs.retry; rc != nil && c.retryAgain(ctx, any(*cmd), rc, info.Attempts+1, &r) {
+		if rc := cs.retry; rc != nil && rc.allows(info.Attempts+1, r.event) && c.retryAgain(ctx, any(*cmd), rc, cs, info.Attempts+1, &r, now) {
 			return retry[T](ctx, c, cmd, opts, info, &r, start, now)
 		}
 		e := &Error{Group: g.name, Command: c.name, Event: r.event, Err: r.err, kind: kindOf(ctx, r.event), refuser: refuser}

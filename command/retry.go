@@ -181,12 +181,21 @@ func (c *RetryConfig) retryDelay(n int, err error) (time.Duration, bool) {
 	return time.Duration(c.Rand() * float64(ceiling)), true
 }
 
-// retryAgain decides, after attempt number n of a call ended with r, whether
-// to make another, and waits for it: it checks the command and the
-// outcome, the delay against the caller's deadline, and the group's budget
-// (which it charges), then sleeps. It reports whether to go on.
-func (c *commandState) retryAgain(ctx context.Context, cmd any, rc *RetryConfig, n int, r *result) bool {
-	if n >= rc.MaxAttempts || !retryable(r.event) || ctx.Err() != nil {
+// allows reports whether an attempt number n that ended with event e may
+// be followed by another, as far as the count and the outcome go: the
+// check Execute makes before anything that costs (such as converting the
+// command to an interface for retryAgain).
+func (rc *RetryConfig) allows(n int, e metrics.Event) bool {
+	return n < rc.MaxAttempts && retryable(e)
+}
+
+// retryAgain decides, after attempt number n of a call ended with r, which
+// rc.allows, whether to make another, and waits for it: it checks the
+// caller's context, the command, the delay against the caller's deadline
+// (less the reserve), and the group's budget (which it charges at now),
+// then sleeps. It reports whether to go on.
+func (c *commandState) retryAgain(ctx context.Context, cmd any, rc *RetryConfig, cs *commandSettings, n int, r *result, now time.Duration) bool {
+	if ctx.Err() != nil {
 		return false
 	}
 	g := c.group
@@ -197,10 +206,10 @@ func (c *commandState) retryAgain(ctx context.Context, cmd any, rc *RetryConfig,
 	if !ok {
 		return false
 	}
-	if dl, has := ctx.Deadline(); has && time.Until(dl) <= d+g.cfg().DeadlineReserve {
+	if dl, has := ctx.Deadline(); has && time.Until(dl) <= d+cs.reserve {
 		return false
 	}
-	if !rc.NoBudget && !g.retries.spend(g, rc) {
+	if !rc.NoBudget && !g.retries.spend(g, rc, now) {
 		return false
 	}
 	return rc.Sleep(ctx, d) == nil
@@ -225,22 +234,25 @@ func (g *Group) idempotent(cmd any) (ok bool) {
 type retryBudget struct {
 	mu      sync.Mutex
 	width   time.Duration
+	seconds float64 // the window's length in seconds
 	epochs  []int64 // bucket i holds the retries of epoch epochs[i]
 	retries []int64
 }
 
 func newRetryBudget(w metrics.Window) *retryBudget {
-	return &retryBudget{width: w.BucketWidth(), epochs: make([]int64, w.Buckets), retries: make([]int64, w.Buckets)}
+	return &retryBudget{width: w.BucketWidth(), seconds: w.Length.Seconds(),
+		epochs: make([]int64, w.Buckets), retries: make([]int64, w.Buckets)}
 }
 
 // spend charges one retry to the budget if the group's window leaves room:
 // fewer retries than BudgetRatio × calls + BudgetMinPerSecond × window
 // seconds. Concurrent failing calls may overshoot it by the number that
 // decide at once.
-func (b *retryBudget) spend(g *Group, rc *RetryConfig) bool {
-	now := g.clock.Now()
-	w := g.window(now)
-	attempts := primaryCount(w.Counts)
+func (b *retryBudget) spend(g *Group, rc *RetryConfig, now time.Duration) bool {
+	var attempts int64
+	for _, c := range g.commands.Load().byName {
+		attempts += primaryCount(c.metrics.Counts(now))
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	ep := int64(now / b.width)
@@ -251,7 +263,7 @@ func (b *retryBudget) spend(g *Group, rc *RetryConfig) bool {
 		}
 	}
 	calls := attempts + 1 - retries // the attempt that failed is recorded after this decision
-	allowed := rc.BudgetRatio*float64(calls) + rc.BudgetMinPerSecond*g.cfg().Window.Length.Seconds()
+	allowed := rc.BudgetRatio*float64(calls) + rc.BudgetMinPerSecond*b.seconds
 	if float64(retries)+1 > allowed {
 		return false
 	}
