@@ -248,58 +248,60 @@ func (c Config) WithDefaults() Config {
 // naming the field and its value. The error wraps ErrInvalidConfig.
 func (c Config) Validate() error {
 	e := c.WithDefaults()
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
-	}
 	if err := e.Window.Validate(); err != nil {
 		return fmt.Errorf("%w: Window {Length: %v, Buckets: %d}: %w",
 			ErrInvalidConfig, c.Window.Length, c.Window.Buckets, err)
 	}
 	switch {
 	case e.MinRequests < 0:
-		return bad("MinRequests %d must not be negative", c.MinRequests)
+		return invalid("MinRequests %d must not be negative", c.MinRequests)
 	case !inUnit(e.FailureRatio):
-		return bad("FailureRatio %v must be in (0, 1]", c.FailureRatio)
+		return invalid("FailureRatio %v must be in (0, 1]", c.FailureRatio)
 	case e.SlowCallDuration < 0:
-		return bad("SlowCallDuration %v must not be negative", c.SlowCallDuration)
+		return invalid("SlowCallDuration %v must not be negative", c.SlowCallDuration)
 	case e.SlowCallDuration > 0 && !inUnit(e.SlowCallRatio):
-		return bad("SlowCallRatio %v must be in (0, 1] when SlowCallDuration is set (%v)",
+		return invalid("SlowCallRatio %v must be in (0, 1] when SlowCallDuration is set (%v)",
 			c.SlowCallRatio, c.SlowCallDuration)
 	case e.SlowCallDuration == 0 && e.SlowCallRatio != 0:
-		return bad("SlowCallRatio %v is set but SlowCallDuration is 0 (slow-call detection off)",
+		return invalid("SlowCallRatio %v is set but SlowCallDuration is 0 (slow-call detection off)",
 			c.SlowCallRatio)
 	case e.OpenDuration < 0:
-		return bad("OpenDuration %v must not be negative", c.OpenDuration)
+		return invalid("OpenDuration %v must not be negative", c.OpenDuration)
 	case math.IsNaN(e.BackoffMultiplier) || math.IsInf(e.BackoffMultiplier, 0) ||
 		e.BackoffMultiplier < 0 || (e.BackoffMultiplier > 0 && e.BackoffMultiplier < 1):
-		return bad("BackoffMultiplier %v must be 0 or 1 (no backoff) or greater than 1", c.BackoffMultiplier)
+		return invalid("BackoffMultiplier %v must be 0 or 1 (no backoff) or greater than 1", c.BackoffMultiplier)
 	case e.MaxOpenDuration < 0:
-		return bad("MaxOpenDuration %v must not be negative", c.MaxOpenDuration)
+		return invalid("MaxOpenDuration %v must not be negative", c.MaxOpenDuration)
 	case e.MaxOpenDuration < e.OpenDuration:
-		return bad("MaxOpenDuration %v must not be below OpenDuration %v", c.MaxOpenDuration, e.OpenDuration)
+		return invalid("MaxOpenDuration %v must not be below OpenDuration %v", c.MaxOpenDuration, e.OpenDuration)
 	case e.HalfOpenProbes < 0 || e.HalfOpenProbes > maxProbes:
-		return bad("HalfOpenProbes %d must be between 1 and %d", c.HalfOpenProbes, maxProbes)
+		return invalid("HalfOpenProbes %d must be between 1 and %d", c.HalfOpenProbes, maxProbes)
 	case e.HalfOpenSuccesses < 0:
-		return bad("HalfOpenSuccesses %d must not be negative", c.HalfOpenSuccesses)
+		return invalid("HalfOpenSuccesses %d must not be negative", c.HalfOpenSuccesses)
 	case e.HalfOpenMaxWait < 0:
-		return bad("HalfOpenMaxWait %v must not be negative", c.HalfOpenMaxWait)
+		return invalid("HalfOpenMaxWait %v must not be negative", c.HalfOpenMaxWait)
 	case e.RampUp < 0:
-		return bad("RampUp %v must not be negative", c.RampUp)
+		return invalid("RampUp %v must not be negative", c.RampUp)
 	case e.RampUp > 0 && e.RampFunc == nil && !inUnit(e.RampUpFloor):
-		return bad("RampUpFloor %v must be in (0, 1]", c.RampUpFloor)
+		return invalid("RampUpFloor %v must be in (0, 1]", c.RampUpFloor)
 	case e.RampUp == 0 && e.RampUpFloor != 0:
-		return bad("RampUpFloor %v is set but RampUp is 0 (ramp-up off)", c.RampUpFloor)
+		return invalid("RampUpFloor %v is set but RampUp is 0 (ramp-up off)", c.RampUpFloor)
 	case e.WarmUp < 0:
-		return bad("WarmUp %v must not be negative", c.WarmUp)
+		return invalid("WarmUp %v must not be negative", c.WarmUp)
 	case e.Mode > ObserveOnly:
-		return bad("Mode %d is not a known mode", c.Mode)
+		return invalid("Mode %d is not a known mode", c.Mode)
 	case e.HalfOpenFailures < 0:
-		return bad("HalfOpenFailures %d must not be negative", c.HalfOpenFailures)
+		return invalid("HalfOpenFailures %d must not be negative", c.HalfOpenFailures)
 	}
 	if err := c.validateRamp(e); err != nil {
 		return err
 	}
 	return c.validateHealthCheck(e)
+}
+
+// invalid returns a configuration error wrapping ErrInvalidConfig.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 }
 
 // inUnit reports whether r lies in (0, 1]; false for NaN.

@@ -65,19 +65,16 @@ func (c Config) healthCheckDefaults() Config {
 // validateHealthCheck reports the first invalid health check field of c,
 // whose effective configuration is e.
 func (c Config) validateHealthCheck(e Config) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
-	}
 	switch {
 	case e.HealthCheck == nil && (e.HealthCheckInterval != 0 || e.HealthCheckTimeout != 0):
-		return bad("HealthCheckInterval %v or HealthCheckTimeout %v is set but HealthCheck is nil",
+		return invalid("HealthCheckInterval %v or HealthCheckTimeout %v is set but HealthCheck is nil",
 			c.HealthCheckInterval, c.HealthCheckTimeout)
 	case e.HealthCheck != nil && e.HealthCheckInterval == 0:
-		return bad("HealthCheckInterval must be set when HealthCheck is (HealthCheckManual: checks only on CheckHealth)")
+		return invalid("HealthCheckInterval must be set when HealthCheck is (HealthCheckManual: checks only on CheckHealth)")
 	case e.HealthCheckInterval < 0 && e.HealthCheckInterval != HealthCheckManual:
-		return bad("HealthCheckInterval %v must not be negative (HealthCheckManual schedules none)", c.HealthCheckInterval)
+		return invalid("HealthCheckInterval %v must not be negative (HealthCheckManual schedules none)", c.HealthCheckInterval)
 	case e.HealthCheckTimeout < 0:
-		return bad("HealthCheckTimeout %v must not be negative", c.HealthCheckTimeout)
+		return invalid("HealthCheckTimeout %v must not be negative", c.HealthCheckTimeout)
 	}
 	return nil
 }

@@ -56,27 +56,24 @@ func (c Config) rampDefaults() Config {
 // validateRamp reports the first invalid ramp schedule field of c, whose
 // effective configuration is e.
 func (c Config) validateRamp(e Config) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
-	}
 	switch {
 	case e.RampSchedule > RampDoubling:
-		return bad("RampSchedule %d is not a known schedule", c.RampSchedule)
+		return invalid("RampSchedule %d is not a known schedule", c.RampSchedule)
 	case e.RampUp == 0 && (e.RampSchedule != RampLinear || e.RampFunc != nil):
-		return bad("RampSchedule %v or RampFunc is set but RampUp is 0 (ramp-up off)", c.RampSchedule)
+		return invalid("RampSchedule %v or RampFunc is set but RampUp is 0 (ramp-up off)", c.RampSchedule)
 	case e.RampDoublingInterval < 0:
-		return bad("RampDoublingInterval %v must not be negative", c.RampDoublingInterval)
+		return invalid("RampDoublingInterval %v must not be negative", c.RampDoublingInterval)
 	case e.RampSchedule != RampDoubling && e.RampDoublingInterval != 0:
-		return bad("RampDoublingInterval %v is set but RampSchedule is %v", c.RampDoublingInterval, e.RampSchedule)
+		return invalid("RampDoublingInterval %v is set but RampSchedule is %v", c.RampDoublingInterval, e.RampSchedule)
 	case e.RampFunc != nil && e.RampSchedule != RampLinear:
-		return bad("RampFunc is set, so RampSchedule %v must be left zero", c.RampSchedule)
+		return invalid("RampFunc is set, so RampSchedule %v must be left zero", c.RampSchedule)
 	case e.RampFunc != nil && e.RampUpFloor != 0:
-		return bad("RampUpFloor %v is set but RampFunc gives the schedule", c.RampUpFloor)
+		return invalid("RampUpFloor %v is set but RampFunc gives the schedule", c.RampUpFloor)
 	case e.RampFunc != nil:
 		if s, err := callRampFunc(e.RampFunc, 0); err != nil {
-			return bad("RampFunc(0): %v", err)
+			return invalid("RampFunc(0): %v", err)
 		} else if !inUnit(s) {
-			return bad("RampFunc(0) = %v must be in (0, 1]", s)
+			return invalid("RampFunc(0) = %v must be in (0, 1]", s)
 		}
 	}
 	return nil

@@ -56,19 +56,16 @@ func (b *Breaker) effective(cfg Config) (Config, error) {
 	if cfg.OnTransition == nil {
 		cfg.OnTransition = cur.OnTransition
 	}
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
-	}
 	switch {
 	case cfg.Name != cur.Name:
-		return Config{}, bad("Name %q cannot change live (the breaker is %q)", cfg.Name, cur.Name)
+		return Config{}, invalid("Name %q cannot change live (the breaker is %q)", cfg.Name, cur.Name)
 	case cfg.Clock != cur.Clock:
-		return Config{}, bad("Clock cannot change live")
+		return Config{}, invalid("Clock cannot change live")
 	case cfg.Mode != cur.Mode:
-		return Config{}, bad("Mode %v differs from the initial mode %v: Reconfigure keeps the mode, use SetMode",
+		return Config{}, invalid("Mode %v differs from the initial mode %v: Reconfigure keeps the mode, use SetMode",
 			cfg.Mode, cur.Mode)
 	case cfg.WarmUp != cur.WarmUp:
-		return Config{}, bad("WarmUp %v differs from %v: it counts from the breaker's creation, use WarmUp(d) to start a warm-up now",
+		return Config{}, invalid("WarmUp %v differs from %v: it counts from the breaker's creation, use WarmUp(d) to start a warm-up now",
 			cfg.WarmUp, cur.WarmUp)
 	}
 	if err := cfg.Validate(); err != nil {

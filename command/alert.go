@@ -123,31 +123,28 @@ func (c AlertConfig) validate() error {
 		return nil
 	}
 	e := c.withDefaults()
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: Alerts."+format, append([]any{ErrInvalidConfig}, args...)...)
-	}
 	switch {
 	case math.IsNaN(e.DegradedRate) || e.DegradedRate <= 0 || e.DegradedRate > 1:
-		return bad("DegradedRate %v must be in (0, 1]", c.DegradedRate)
+		return invalid("Alerts.DegradedRate %v must be in (0, 1]", c.DegradedRate)
 	case e.DegradedMinCalls < 0:
-		return bad("DegradedMinCalls %d must not be negative", c.DegradedMinCalls)
+		return invalid("Alerts.DegradedMinCalls %d must not be negative", c.DegradedMinCalls)
 	case e.Interval < 0:
-		return bad("Interval %v must not be negative", c.Interval)
+		return invalid("Alerts.Interval %v must not be negative", c.Interval)
 	case e.ErrorSamples < 0:
-		return bad("ErrorSamples %d must not be negative", c.ErrorSamples)
+		return invalid("Alerts.ErrorSamples %d must not be negative", c.ErrorSamples)
 	case e.ErrorSampleLen < 0:
-		return bad("ErrorSampleLen %d must not be negative", c.ErrorSampleLen)
+		return invalid("Alerts.ErrorSampleLen %d must not be negative", c.ErrorSampleLen)
 	}
 	for i, t := range e.Tiers {
 		switch {
 		case t.Name == "":
-			return bad("Tiers[%d].Name must not be empty", i)
+			return invalid("Alerts.Tiers[%d].Name must not be empty", i)
 		case t.After <= 0:
-			return bad("Tiers[%d].After %v must be positive", i, t.After)
+			return invalid("Alerts.Tiers[%d].After %v must be positive", i, t.After)
 		case i > 0 && t.After <= e.Tiers[i-1].After:
-			return bad("Tiers[%d].After %v must be greater than Tiers[%d].After %v", i, t.After, i-1, e.Tiers[i-1].After)
+			return invalid("Alerts.Tiers[%d].After %v must be greater than Tiers[%d].After %v", i, t.After, i-1, e.Tiers[i-1].After)
 		case slices.ContainsFunc(e.Tiers[:i], func(p AlertTier) bool { return p.Name == t.Name }):
-			return bad("Tiers[%d].Name %q is used twice", i, t.Name)
+			return invalid("Alerts.Tiers[%d].Name %q is used twice", i, t.Name)
 		}
 	}
 	return nil

@@ -220,28 +220,25 @@ func (c GroupConfig) WithDefaults() GroupConfig {
 // value. The error wraps ErrInvalidConfig.
 func (c GroupConfig) Validate() error {
 	e := c.WithDefaults()
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
-	}
 	switch {
 	case e.Strategy > Semaphore:
-		return bad("Strategy %d is not a known strategy", c.Strategy)
+		return invalid("Strategy %d is not a known strategy", c.Strategy)
 	case e.MaxConcurrent < 0 || e.MaxConcurrent > math.MaxInt32:
-		return bad("MaxConcurrent %d must be between 0 and %d", c.MaxConcurrent, math.MaxInt32)
+		return invalid("MaxConcurrent %d must be between 0 and %d", c.MaxConcurrent, math.MaxInt32)
 	case e.QueueSize < 0 || e.QueueSize > math.MaxInt32:
-		return bad("QueueSize %d must be between 0 and %d", c.QueueSize, math.MaxInt32)
+		return invalid("QueueSize %d must be between 0 and %d", c.QueueSize, math.MaxInt32)
 	case e.QueueSize > 0 && e.Strategy == Semaphore:
-		return bad("QueueSize %d is set but Strategy is SEMAPHORE (no queue)", c.QueueSize)
+		return invalid("QueueSize %d is set but Strategy is SEMAPHORE (no queue)", c.QueueSize)
 	case e.Timeout < 0 && e.Timeout != NoTimeout:
-		return bad("Timeout %v must not be negative (NoTimeout disables it)", c.Timeout)
+		return invalid("Timeout %v must not be negative (NoTimeout disables it)", c.Timeout)
 	case e.FallbackLimit < 0 || e.FallbackLimit > math.MaxInt32:
-		return bad("FallbackLimit %d must be between 0 and %d", c.FallbackLimit, math.MaxInt32)
+		return invalid("FallbackLimit %d must be between 0 and %d", c.FallbackLimit, math.MaxInt32)
 	case e.MaxCommands < 0:
-		return bad("MaxCommands %d must not be negative", c.MaxCommands)
+		return invalid("MaxCommands %d must not be negative", c.MaxCommands)
 	case e.MaxCommands < len(c.Commands):
-		return bad("MaxCommands %d is less than the %d declared Commands", c.MaxCommands, len(c.Commands))
+		return invalid("MaxCommands %d is less than the %d declared Commands", c.MaxCommands, len(c.Commands))
 	case e.SlowCallDuration < 0:
-		return bad("SlowCallDuration %v must not be negative", c.SlowCallDuration)
+		return invalid("SlowCallDuration %v must not be negative", c.SlowCallDuration)
 	}
 	if err := validateReserve(c.DeadlineReserve); err != nil {
 		return err
@@ -265,15 +262,15 @@ func (c GroupConfig) Validate() error {
 		cc := c.Commands[name]
 		switch t := cc.Timeout; {
 		case name == "":
-			return bad("Commands: a command name must not be empty")
+			return invalid("Commands: a command name must not be empty")
 		case t < 0 && t != NoTimeout:
-			return bad("Commands[%q].Timeout %v must not be negative (NoTimeout disables it)", name, t)
+			return invalid("Commands[%q].Timeout %v must not be negative (NoTimeout disables it)", name, t)
 		case cc.SlowCallDuration < 0:
-			return bad("Commands[%q].SlowCallDuration %v must not be negative", name, cc.SlowCallDuration)
+			return invalid("Commands[%q].SlowCallDuration %v must not be negative", name, cc.SlowCallDuration)
 		case cc.Breaker != nil && cc.Breaker.Clock != nil:
-			return bad("Commands[%q].Breaker.Clock must be nil: command breakers use CommandBreaker.Clock", name)
+			return invalid("Commands[%q].Breaker.Clock must be nil: command breakers use CommandBreaker.Clock", name)
 		case cc.Breaker != nil && cc.Breaker.Mode != circuit.Normal:
-			return bad("Commands[%q].Breaker.Mode %v must be unset: command breakers start in CommandBreaker.Mode (SetMode changes one)",
+			return invalid("Commands[%q].Breaker.Mode %v must be unset: command breakers start in CommandBreaker.Mode (SetMode changes one)",
 				name, cc.Breaker.Mode)
 		}
 		if cc.Breaker != nil {
@@ -716,4 +713,9 @@ func (c *commandState) snapshot(now time.Duration) CommandSnapshot {
 		s.AlertTier, s.DegradedAlarm = a.tierOf(c.breaker), a.degradedAlarm(c)
 	}
 	return s
+}
+
+// invalid returns a configuration error wrapping ErrInvalidConfig.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 }

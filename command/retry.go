@@ -2,7 +2,6 @@ package command
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -127,24 +126,21 @@ func (c RetryConfig) withDefaults() RetryConfig {
 // validate reports the first invalid field of c (defaults applied), named
 // as GroupConfig.Retry's.
 func (c RetryConfig) validate() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: Retry."+format, append([]any{ErrInvalidConfig}, args...)...)
-	}
 	switch {
 	case c.MaxAttempts < 0 || c.MaxAttempts > MaxRetryAttempts:
-		return bad("MaxAttempts %d must be between 0 and %d (0 or 1: no retries)", c.MaxAttempts, MaxRetryAttempts)
+		return invalid("Retry.MaxAttempts %d must be between 0 and %d (0 or 1: no retries)", c.MaxAttempts, MaxRetryAttempts)
 	case !c.enabled():
 		return nil
 	case c.Backoff < 0:
-		return bad("Backoff %v must not be negative", c.Backoff)
+		return invalid("Retry.Backoff %v must not be negative", c.Backoff)
 	case c.MaxBackoff < c.Backoff:
-		return bad("MaxBackoff %v must not be below Backoff %v", c.MaxBackoff, c.Backoff)
+		return invalid("Retry.MaxBackoff %v must not be below Backoff %v", c.MaxBackoff, c.Backoff)
 	case c.MaxRetryAfter < 0:
-		return bad("MaxRetryAfter %v must not be negative", c.MaxRetryAfter)
+		return invalid("Retry.MaxRetryAfter %v must not be negative", c.MaxRetryAfter)
 	case !(c.BudgetRatio > 0 && c.BudgetRatio <= 1):
-		return bad("BudgetRatio %v must be in (0, 1]", c.BudgetRatio)
+		return invalid("Retry.BudgetRatio %v must be in (0, 1]", c.BudgetRatio)
 	case !(c.BudgetMinPerSecond > 0) || math.IsInf(c.BudgetMinPerSecond, 0):
-		return bad("BudgetMinPerSecond %v must be a positive number", c.BudgetMinPerSecond)
+		return invalid("Retry.BudgetMinPerSecond %v must be a positive number", c.BudgetMinPerSecond)
 	}
 	return nil
 }

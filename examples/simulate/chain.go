@@ -143,40 +143,37 @@ func SimulateChain(p ChainParams) (ChainResult, error) {
 }
 
 func (p ChainParams) validate() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
-	}
 	share := func(v float64) bool { return v >= 0 && v <= 1 }
 	switch {
 	case p.Services < 2 || p.Services > 26:
-		return bad("-services %d must be from 2 to 26", p.Services)
+		return usage("-services %d must be from 2 to 26", p.Services)
 	case !(p.Rate > 0) || math.IsInf(p.Rate, 0):
-		return bad("-rate %v must be a positive number", p.Rate)
+		return usage("-rate %v must be a positive number", p.Rate)
 	case p.Duration < time.Second || p.Duration%time.Second != 0:
-		return bad("-duration %v must be a whole number of seconds, at least 1s", p.Duration)
+		return usage("-duration %v must be a whole number of seconds, at least 1s", p.Duration)
 	case p.Rate*p.Duration.Seconds() > maxRequests:
-		return bad("-rate %v for -duration %v is more than %d requests", p.Rate, p.Duration, maxRequests)
+		return usage("-rate %v for -duration %v is more than %d requests", p.Rate, p.Duration, maxRequests)
 	case p.Workers < 1:
-		return bad("-workers %d must be at least 1", p.Workers)
+		return usage("-workers %d must be at least 1", p.Workers)
 	case p.Work < 0:
-		return bad("-work %v must not be negative", p.Work)
+		return usage("-work %v must not be negative", p.Work)
 	case p.Latency < 0:
-		return bad("-latency %v must not be negative", p.Latency)
+		return usage("-latency %v must not be negative", p.Latency)
 	case p.SlowLatency < 0:
-		return bad("-slowlatency %v must not be negative", p.SlowLatency)
+		return usage("-slowlatency %v must not be negative", p.SlowLatency)
 	case !share(p.Errors) || !share(p.Slow) || p.Errors+p.Slow > 1:
-		return bad("-errors %v and -slow %v must be shares from 0 to 1 that add up to at most 1", p.Errors, p.Slow)
+		return usage("-errors %v and -slow %v must be shares from 0 to 1 that add up to at most 1", p.Errors, p.Slow)
 	case p.FaultStart < 2*time.Second || p.FaultEnd <= p.FaultStart || p.FaultEnd >= p.Duration ||
 		p.FaultStart%time.Second != 0 || p.FaultEnd%time.Second != 0:
-		return bad("-fault %v-%v must be START-END in whole seconds, with 2s <= START < END < -duration %v",
+		return usage("-fault %v-%v must be START-END in whole seconds, with 2s <= START < END < -duration %v",
 			p.FaultStart, p.FaultEnd, p.Duration)
 	case p.Timeout <= 0:
-		return bad("-timeout %v must be positive", p.Timeout)
+		return usage("-timeout %v must be positive", p.Timeout)
 	case p.ClientTimeout <= 0:
-		return bad("-client-timeout %v must be positive", p.ClientTimeout)
+		return usage("-client-timeout %v must be positive", p.ClientTimeout)
 	}
 	if err := p.config("", nil, nil).Validate(); err != nil {
-		return bad("%w", err)
+		return usage("%w", err)
 	}
 	return nil
 }

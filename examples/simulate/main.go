@@ -427,22 +427,19 @@ func Simulate(p Params) (Result, error) {
 }
 
 func (p Params) validate() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
-	}
 	switch {
 	case !(p.QPS > 0) || math.IsInf(p.QPS, 0):
-		return bad("-qps %v must be a positive number", p.QPS)
+		return usage("-qps %v must be a positive number", p.QPS)
 	case p.Duration <= 0:
-		return bad("-duration %v must be positive", p.Duration)
+		return usage("-duration %v must be positive", p.Duration)
 	case p.QPS*p.Duration.Seconds() > maxRequests:
-		return bad("-qps %v for -duration %v is more than %d requests", p.QPS, p.Duration, maxRequests)
+		return usage("-qps %v for -duration %v is more than %d requests", p.QPS, p.Duration, maxRequests)
 	case p.OutageStart < 0 || p.OutageEnd <= p.OutageStart:
-		return bad("-outage %v-%v must be START-END with 0 <= START < END", p.OutageStart, p.OutageEnd)
+		return usage("-outage %v-%v must be START-END with 0 <= START < END", p.OutageStart, p.OutageEnd)
 	case p.LatencyOK < 0:
-		return bad("-latency-ok %v must not be negative", p.LatencyOK)
+		return usage("-latency-ok %v must not be negative", p.LatencyOK)
 	case p.LatencyFail < 0:
-		return bad("-latency-fail %v must not be negative", p.LatencyFail)
+		return usage("-latency-fail %v must not be negative", p.LatencyFail)
 	}
 	return p.Policies.validate()
 }
@@ -467,3 +464,8 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// usage returns a usage error (it wraps errUsage).
+func usage(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"time"
 
 	"github.com/bulwark-go/bulwark/circuit"
@@ -45,22 +44,19 @@ func addPolicyFlags(fs *flag.FlagSet, pp *Policies) {
 
 // validate reports the first bad policy flag.
 func (pp Policies) validate() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
-	}
 	switch {
 	case pp.HalfOpenFailures < 0:
-		return bad("-halfopen-failures %d must not be negative", pp.HalfOpenFailures)
+		return usage("-halfopen-failures %d must not be negative", pp.HalfOpenFailures)
 	case pp.Ramp != rampLinear && pp.Ramp != rampDoubling:
-		return bad("-ramp %q must be linear or doubling", pp.Ramp)
+		return usage("-ramp %q must be linear or doubling", pp.Ramp)
 	case pp.RampUp < 0:
-		return bad("-ramp-up %v must not be negative", pp.RampUp)
+		return usage("-ramp-up %v must not be negative", pp.RampUp)
 	case pp.Ramp == rampDoubling && pp.RampUp == 0:
-		return bad("-ramp doubling needs -ramp-up (the longest the ramp lasts)")
+		return usage("-ramp doubling needs -ramp-up (the longest the ramp lasts)")
 	case pp.WarmUp < 0:
-		return bad("-warmup %v must not be negative", pp.WarmUp)
+		return usage("-warmup %v must not be negative", pp.WarmUp)
 	case pp.HealthCheck < 0:
-		return bad("-health-check %v must not be negative", pp.HealthCheck)
+		return usage("-health-check %v must not be negative", pp.HealthCheck)
 	}
 	return nil
 }
