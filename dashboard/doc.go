@@ -157,8 +157,10 @@
 // carry data-command, data-group and data-state attributes (and pool tiles
 // data-pool) for scripts and browser tests, e.g.
 // [data-command="GetUser"] .state. The page reconnects by itself and shows
-// a "reconnecting" badge while the stream is down. It offers no control
-// action: nothing on it can change a breaker.
+// a "reconnecting" badge while the stream is down. It offers control
+// actions (force open or closed, reset, apply rules) only when the handler
+// has a control endpoint (Config.Control with a token) and the operator
+// has entered that token; otherwise nothing on it can change a breaker.
 //
 // # History
 //

@@ -46,7 +46,7 @@ func (c TokenBucketConfig) Validate() error {
 // bucket would next be empty, moved by compare-and-swap, so Admit takes no
 // lock. (A first version on golang.org/x/time/rate measured about 2.5 times
 // the cost per call, a mutex and time.Time arithmetic, and needed float
-// tokens: see BenchmarkAdmit.)
+// tokens; that comparison was measured once and its version not kept.)
 type TokenBucket struct {
 	tat      atomic.Int64 // theoretical arrival time: the bucket is empty at tat
 	interval int64        // ns per token

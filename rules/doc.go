@@ -26,7 +26,10 @@
 // halfOpenMaxWait, rampUp, rampUpFloor, warmUp. Command fields: timeout,
 // slowCallDuration, breaker. Durations are Go duration strings ("80ms",
 // "1m30s"); a timeout may be "none" (command.NoTimeout). The meaning of
-// each field is that of command.GroupConfig and circuit.Config.
+// each field is that of command.GroupConfig and circuit.Config. warmUp
+// counts from a breaker's creation, so it takes effect for groups and
+// commands the rules create; a document that changes it for a breaker that
+// runs already is rejected whole (Group.WarmUp starts a warm-up now).
 //
 // What a group's settings become: the base is the preset when one is named,
 // else the group's baseline (its config when the rules first touched it;
