@@ -86,13 +86,13 @@ func (h *healthChecker) init() {
 
 // healthStatus returns the checker's part of a Snapshot.
 func (b *Breaker) healthStatus() HealthCheckStatus {
-	h := &b.health
-	if b.cfg().HealthCheck == nil {
+	h, c := &b.health, b.cfg()
+	if c.HealthCheck == nil {
 		return HealthCheckStatus{}
 	}
 	s := HealthCheckStatus{
 		Enabled:  true,
-		Interval: b.cfg().HealthCheckInterval,
+		Interval: c.HealthCheckInterval,
 		Checks:   h.checks.Load(),
 		Failures: h.failures.Load(),
 	}
@@ -165,8 +165,8 @@ func (b *Breaker) checkableLocked() bool {
 // HealthCheckManual it is the only way checks run: on a virtual clock, a
 // simulation or test calls it every interval itself.
 func (b *Breaker) CheckHealth(ctx context.Context) error {
-	h := &b.health
-	if b.cfg().HealthCheck == nil {
+	h, c := &b.health, b.cfg() // one configuration for the whole check
+	if c.HealthCheck == nil {
 		return fmt.Errorf("%w: no HealthCheck configured", ErrHealthCheckSkipped)
 	}
 	if !h.busy.CompareAndSwap(false, true) {
@@ -179,15 +179,15 @@ func (b *Breaker) CheckHealth(ctx context.Context) error {
 	ok, gen := b.checkableLocked(), word(b.word.Load()).gen()
 	b.unlockAndEmit()
 	if !ok {
-		return fmt.Errorf("%w: breaker %q is not open", ErrHealthCheckSkipped, b.cfg().Name)
+		return fmt.Errorf("%w: breaker %q is not open", ErrHealthCheckSkipped, c.Name)
 	}
-	err := b.runCheck(ctx)
+	err := c.runCheck(ctx)
 	h.checks.Add(1)
 	if err != nil {
 		h.failures.Add(1)
 		msg := err.Error()
 		h.lastErr.Store(&msg)
-		return fmt.Errorf("%w: breaker %q: %w", ErrHealthCheckFailed, b.cfg().Name, err)
+		return fmt.Errorf("%w: breaker %q: %w", ErrHealthCheckFailed, c.Name, err)
 	}
 	h.lastErr.Store(nil)
 	now = b.clock.Now()
@@ -200,20 +200,20 @@ func (b *Breaker) CheckHealth(ctx context.Context) error {
 	return nil
 }
 
-// runCheck calls the health check with its timeout, turning a panic into
-// an error (logged at Error level with its stack).
-func (b *Breaker) runCheck(ctx context.Context) (err error) {
-	ctx, cancel := context.WithTimeout(ctx, b.cfg().HealthCheckTimeout)
+// runCheck calls the health check of settings c with its timeout, turning
+// a panic into an error (logged at Error level with its stack).
+func (c *settings) runCheck(ctx context.Context) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, c.HealthCheckTimeout)
 	defer cancel()
 	defer func() {
 		if v := recover(); v != nil {
 			stack := string(debug.Stack())
-			b.cfg().Logger.LogAttrs(context.Background(), slog.LevelError, "circuit breaker HealthCheck panicked",
-				slog.String("breaker", b.cfg().Name), slog.Any("panic", v), slog.String("stack", stack))
+			c.Logger.LogAttrs(context.Background(), slog.LevelError, "circuit breaker HealthCheck panicked",
+				slog.String("breaker", c.Name), slog.Any("panic", v), slog.String("stack", stack))
 			err = fmt.Errorf("panic: %v", v)
 		}
 	}()
-	return b.cfg().HealthCheck(ctx)
+	return c.HealthCheck(ctx)
 }
 
 // Close stops the breaker's health checks: it cancels a check in
