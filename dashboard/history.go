@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -158,7 +159,7 @@ func (s *Stream) KeepHistory(ctx context.Context) error {
 	enc := encoder{hist: s.hist}
 	size := 0
 	for {
-		if data, err := s.recordFrame(&enc, size); err == nil {
+		if data, err := s.safeFrame(&enc, size); err == nil {
 			size = len(data)
 		}
 		select {
@@ -169,12 +170,13 @@ func (s *Stream) KeepHistory(ctx context.Context) error {
 	}
 }
 
-// recordFrame builds a frame with enc, which records its points, turning a
-// panic into an error.
-func (s *Stream) recordFrame(enc *encoder, sizeHint int) (data []byte, err error) {
+// safeFrame builds one frame with enc (which records its history points),
+// turning a panic in the Source's Snapshot or in the encoder into an error
+// carrying its value and stack.
+func (s *Stream) safeFrame(enc *encoder, sizeHint int) (data []byte, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = fmt.Errorf("dashboard: stream frame panicked: %v", v)
+			err = fmt.Errorf("dashboard: stream frame panicked: %v\n%s", v, debug.Stack())
 		}
 	}()
 	return s.frames(enc, sizeHint)

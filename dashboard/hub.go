@@ -1,9 +1,7 @@
 package dashboard
 
 import (
-	"fmt"
 	"net/http"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,7 +120,7 @@ func (h *hub) run() {
 // with its value and stack), the recovery at Info, so a Source that fails
 // on every tick does not flood the log.
 func (h *hub) publish() {
-	data, err := h.frameData()
+	data, err := h.s.safeFrame(&h.enc, h.size)
 	switch {
 	case err != nil && !h.failing:
 		h.failing = true
@@ -144,15 +142,4 @@ func (h *hub) publish() {
 	for c := range h.clients {
 		c.offer(f)
 	}
-}
-
-// frameData encodes one snapshot of the Source, turning a panic in
-// Snapshot or in the encoder into an error carrying its value and stack.
-func (h *hub) frameData() (data []byte, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("dashboard: stream frame panicked: %v\n%s", v, debug.Stack())
-		}
-	}()
-	return h.s.frames(&h.enc, h.size)
 }
