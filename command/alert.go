@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"maps"
 	"math"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -223,24 +222,30 @@ func newErrorRing(size, maxLen int) *errorRing {
 	return &errorRing{buf: make([]ErrorSample, size), maxLen: maxLen}
 }
 
-// add keeps err's text, cut to maxLen bytes at a character boundary.
-func (r *errorRing) add(at time.Duration, err error) {
-	if len(r.buf) == 0 || err == nil {
+// add keeps text, a sample made by sampleText.
+func (r *errorRing) add(at time.Duration, text string) {
+	if len(r.buf) == 0 {
 		return
-	}
-	text := err.Error()
-	if len(text) > r.maxLen {
-		cut := r.maxLen
-		for cut > 0 && !utf8.RuneStart(text[cut]) {
-			cut--
-		}
-		text = text[:cut]
 	}
 	r.mu.Lock()
 	r.buf[r.next] = ErrorSample{At: at, Err: text}
 	r.next = (r.next + 1) % len(r.buf)
 	r.full = r.full || r.next == 0
 	r.mu.Unlock()
+}
+
+// sampleText returns err's text, cut to maxLen bytes at a character
+// boundary.
+func sampleText(err error, maxLen int) string {
+	text := err.Error()
+	if len(text) > maxLen {
+		cut := maxLen
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut]
+	}
+	return text
 }
 
 // samples returns the samples kept, oldest first.
@@ -313,11 +318,12 @@ func (g *Group) stopAlerts() {
 // recordError keeps a failed call's error for alerts (FAILURE or TIMEOUT
 // only: the calls that reached the dependency).
 func (c *commandState) recordError(now time.Duration, e metrics.Event, err error) {
-	if c.errors == nil || (e != metrics.Failure && e != metrics.Timeout) {
+	if c.errors == nil || err == nil || (e != metrics.Failure && e != metrics.Timeout) {
 		return
 	}
-	c.errors.add(now, err)
-	c.group.alerts.errors.add(now, err)
+	text := sampleText(err, c.errors.maxLen) // one text for the command's ring and the group's
+	c.errors.add(now, text)
+	c.group.alerts.errors.add(now, text)
 }
 
 // CheckAlerts evaluates the group's alerts now (see AlertConfig) and
@@ -508,11 +514,6 @@ func (g *Group) deliverAlert(al Alert) {
 		slog.Float64("degraded_rate", al.DegradedRate),
 		slog.Any("errors", errs),
 	)
-	defer func() {
-		if p := recover(); p != nil {
-			g.logger.Error("bulwark: OnAlert panicked", slog.String("group", g.name),
-				slog.String("kind", al.Kind.String()), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
-		}
-	}()
+	defer g.recoverHook("OnAlert") // the alert's own record above names its kind
 	g.alerts.cfg.OnAlert(al)
 }
