@@ -67,12 +67,16 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 			name = o.name
 		}
 	}
-	if err := checkCall(ctx, g, cmd); err != nil {
-		info.Group, info.Event = g.name, metrics.BadRequest
-		info.Events = metrics.SetOf(metrics.BadRequest, metrics.ExceptionThrown)
-		return v, err
+	if ctx == nil || g == nil {
+		badArgs(ctx)
 	}
 	c := commandOf[T](g, cmd, name)
+	if c == nil {
+		info.Group, info.Event = g.name, metrics.BadRequest
+		info.Events = metrics.SetOf(metrics.BadRequest, metrics.ExceptionThrown)
+		return v, fmt.Errorf("%w: Execute called with a nil command (%v) in group %q: pass a command value",
+			ErrInvalidConfig, reflect.TypeFor[C](), g.name)
+	}
 	cs := c.settings.Load()
 	if timeout == 0 {
 		timeout = cs.timeout
@@ -110,8 +114,8 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 		if info.Probe {
 			gout, cout = c.judgeProbe(gp, cp, o, r.err, info)
 		}
-		recordAt(gp, g.breakerAt, now, gout, lat)
-		recordAt(cp, g.cmdBreakerAt, now, cout, lat)
+		gp.RecordAt(instant(g.breakerClock, now), gout, lat)
+		cp.RecordAt(instant(g.cmdBreakerClock, now), cout, lat)
 	}
 
 	info.Event = r.event
@@ -162,40 +166,32 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 func (c *commandState) goexit(gp, cp circuit.Permit, t0 time.Duration) {
 	g := c.group
 	now := g.clock.Now()
-	recordAt(gp, g.breakerAt, now, circuit.Failure, now-t0)
-	recordAt(cp, g.cmdBreakerAt, now, circuit.Failure, now-t0)
+	gp.RecordAt(instant(g.breakerClock, now), circuit.Failure, now-t0)
+	cp.RecordAt(instant(g.cmdBreakerClock, now), circuit.Failure, now-t0)
 	c.metrics.Record(now, metrics.SetOf(metrics.Failure, metrics.ExceptionThrown), metrics.NoLatency, now-t0)
 	c.hot.inFlight.Add(-1)
 	g.logger.Error("bulwark: Run called runtime.Goexit; the call counts as a FAILURE",
 		slog.String("group", g.name), slog.String("command", c.name))
 }
 
-// checkCall checks Execute's arguments. A nil ctx or group is a programming
-// error: it panics with a message saying what to pass, as
-// http.Request.WithContext does for a nil context. A nil command (a nil
-// interface, or a nil pointer, to which Run could only answer with a nil
-// dereference) is refused with an error wrapping ErrInvalidConfig, before
-// anything is counted: it is the caller's bug, not the dependency's failure.
-func checkCall[C any](ctx context.Context, g *Group, cmd *C) error {
-	if k := reflect.TypeFor[C]().Kind(); ctx != nil && g != nil && k != reflect.Pointer && k != reflect.Interface {
-		return nil // the common case: a command struct passed by value
-	}
-	return checkArgs(ctx, g, any(*cmd), reflect.TypeFor[C]())
-}
-
-// checkArgs is checkCall for a command that might be nil (typ is C).
-func checkArgs(ctx context.Context, g *Group, cmd any, typ reflect.Type) error {
+// badArgs panics for a call of Execute with a nil ctx or a nil group (g is
+// nil unless ctx is): a programming error, answered with a message saying
+// what to pass, as http.Request.WithContext does for a nil context. (A nil
+// command is refused with an error wrapping ErrInvalidConfig, before
+// anything is counted: it is the caller's bug, not the dependency's
+// failure; see commandOf.)
+func badArgs(ctx context.Context) {
 	if ctx == nil {
 		panic("command: Execute called with a nil context.Context; pass context.Background() or the request's context")
 	}
-	if g == nil {
-		panic("command: Execute called with a nil *Group; create one with Registry.NewGroup")
-	}
-	if v := reflect.ValueOf(cmd); !v.IsValid() || v.Kind() == reflect.Pointer && v.IsNil() {
-		return fmt.Errorf("%w: Execute called with a nil command (%v) in group %q: pass a command value",
-			ErrInvalidConfig, typ, g.name)
-	}
-	return nil
+	panic("command: Execute called with a nil *Group; create one with Registry.NewGroup")
+}
+
+// isNil reports whether cmd is a nil command: a nil interface, or an
+// interface holding a nil pointer.
+func isNil(cmd any) bool {
+	v := reflect.ValueOf(cmd)
+	return !v.IsValid() || v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // admit asks both breakers, the group's first, at instant now. A refusal by
@@ -203,33 +199,14 @@ func checkArgs(ctx context.Context, g *Group, cmd any, typ reflect.Type) error {
 // the refusing breaker with its error.
 func (c *commandState) admit(now time.Duration) (gp, cp circuit.Permit, refuser *circuit.Breaker, err error) {
 	g := c.group
-	if gp, err = allowAt(g.breaker, g.breakerAt, now); err != nil {
+	if gp, err = g.breaker.AllowAt(instant(g.breakerClock, now)); err != nil {
 		return gp, cp, g.breaker, err
 	}
-	if cp, err = allowAt(c.breaker, g.cmdBreakerAt, now); err != nil {
+	if cp, err = c.breaker.AllowAt(instant(g.cmdBreakerClock, now)); err != nil {
 		gp.Record(circuit.Ignored, 0) // not counted: reads no clock
 		return gp, cp, c.breaker, err
 	}
 	return gp, cp, nil, nil
-}
-
-// allowAt asks b to admit a call at instant now, a reading of the group's
-// clock, if b shares that clock (at); otherwise b reads its own.
-func allowAt(b *circuit.Breaker, at bool, now time.Duration) (circuit.Permit, error) {
-	if at {
-		return b.AllowAt(now)
-	}
-	return b.Allow()
-}
-
-// recordAt records o on p at instant now, a reading of the group's clock, if
-// p's breaker shares that clock (at); otherwise the breaker reads its own.
-func recordAt(p circuit.Permit, at bool, now time.Duration, o circuit.Outcome, latency time.Duration) {
-	if at {
-		p.RecordAt(now, o, latency)
-	} else {
-		p.Record(o, latency)
-	}
 }
 
 // timed returns ctx with the call's timeout, and its cancel function (nil

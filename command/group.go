@@ -299,10 +299,11 @@ type Group struct {
 	metrics  *metrics.Rolling // Max only: peak running (counts are the commands', see window)
 	rejected metrics.Event    // ThreadPoolRejected or SemaphoreRejected
 
-	// breakerAt and cmdBreakerAt say that the group's breaker and the
-	// commands' breakers read the group's clock (their config set none), so
-	// Execute hands them its own readings instead of letting them read.
-	breakerAt, cmdBreakerAt bool
+	// breakerClock and cmdBreakerClock are the clocks of the group's
+	// breaker and of the commands' breakers when their config sets one other
+	// than the group's; nil (the common case) when they read the group's
+	// clock, so that Execute hands them its own readings (see instant).
+	breakerClock, cmdBreakerClock metrics.Clock
 
 	mu       sync.Mutex                   // serialises command creation, Reconfigure and Close
 	commands atomic.Pointer[commandTable] // copy on write: lookups take no lock
@@ -337,11 +338,13 @@ type commandTable struct {
 // typeEntry says how commands of one type are named: by Namer, or by their
 // type name (then c is that command). The entry of an interface type (a
 // command passed to Execute as a Runner) is dynamic: its commands are
-// named by their dynamic type's entry.
+// named by their dynamic type's entry. A command of a nilable type (a
+// pointer or an interface) may be nil, which Execute refuses.
 type typeEntry struct {
 	typ     reflect.Type
 	namer   bool
 	dynamic bool
+	nilable bool
 	c       *commandState
 }
 
@@ -390,7 +393,7 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 		cfg.Logger = r.logger
 	}
 	g := &Group{name: name, reg: r, clock: r.clock, logger: cfg.Logger,
-		breakerAt: cfg.Breaker.Clock == nil, cmdBreakerAt: cfg.CommandBreaker.Clock == nil}
+		breakerClock: ownClock(cfg.Breaker.Clock, r.clock), cmdBreakerClock: ownClock(cfg.CommandBreaker.Clock, r.clock)}
 	g.live.Store(&liveConfig{GroupConfig: cfg, changed: r.clock.Now()})
 	var err error
 	if g.breaker, err = circuit.New(g.breakerConfig(cfg.Breaker, name)); err != nil {
@@ -418,6 +421,25 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 		g.alerts = newAlerter(cfg.Alerts)
 	}
 	return g, nil
+}
+
+// ownClock returns a breaker's configured clock c, or nil if it is the
+// group's clock (or none: the breaker then gets the group's).
+func ownClock(c, group metrics.Clock) metrics.Clock {
+	if c == nil || metrics.SameClock(c, group) {
+		return nil
+	}
+	return c
+}
+
+// instant returns the instant of a breaker whose own clock is own (nil:
+// the group's) for a call at now, a reading of the group's clock: now
+// itself, or a reading of the breaker's own clock.
+func instant(own metrics.Clock, now time.Duration) time.Duration {
+	if own == nil {
+		return now
+	}
+	return own.Now()
 }
 
 // breakerConfig fills in what the group decides in a breaker config.
@@ -454,16 +476,24 @@ func (g *Group) CommandBreaker(name string) (*circuit.Breaker, bool) {
 }
 
 // commandOf returns the command state for a call of cmd: by explicit name
-// (WithName), by Namer, or by the command's type. Lookups read an immutable
-// table and neither lock nor allocate (except that calling the Name method
-// of a Namer converts the command to an interface: an allocation for a
-// struct with fields); the first call of a new name or type takes the
-// group's lock to add it.
+// (WithName), by Namer, or by the command's type; nil if cmd is nil (a nil
+// interface, or a nil pointer, to which Run could only answer with a nil
+// dereference). Lookups read an immutable table and neither lock nor
+// allocate (except that calling the Name method of a Namer converts the
+// command to an interface: an allocation for a struct with fields); the
+// first call of a new name or type takes the group's lock to add it.
 func commandOf[T any, C Runner[T]](g *Group, cmd *C, name string) *commandState {
 	t := g.commands.Load()
-	if name == "" {
+	if name != "" {
+		if nilable(reflect.TypeFor[C]()) && isNil(any(*cmd)) {
+			return nil
+		}
+	} else {
 		static := reflect.TypeFor[C]()
 		e := t.typeEntry(static)
+		if (e == nil || e.nilable) && nilable(static) && isNil(any(*cmd)) {
+			return nil // and its type is not recorded: nothing is counted
+		}
 		if e == nil {
 			e = g.addType(static, any(*cmd), hookMismatches[T](static, any(*cmd)))
 		}
@@ -487,10 +517,17 @@ func commandOf[T any, C Runner[T]](g *Group, cmd *C, name string) *commandState 
 	return g.addCommand(name)
 }
 
+// nilable reports whether a command of type typ may be nil: a pointer or an
+// interface.
+func nilable(typ reflect.Type) bool {
+	k := typ.Kind()
+	return k == reflect.Pointer || k == reflect.Interface
+}
+
 // addType records how commands of type typ, such as cmd, are named. The
 // first to record typ logs its hook mismatches (see hookMismatches).
 func (g *Group) addType(typ reflect.Type, cmd any, mismatches []string) *typeEntry {
-	entry := typeEntry{typ: typ, dynamic: typ.Kind() == reflect.Interface}
+	entry := typeEntry{typ: typ, dynamic: typ.Kind() == reflect.Interface, nilable: nilable(typ)}
 	if !entry.dynamic {
 		_, entry.namer = cmd.(Namer)
 		if !entry.namer {

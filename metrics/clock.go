@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"reflect"
 	"sync/atomic"
 	"time"
 )
@@ -12,16 +13,31 @@ type Clock interface {
 	Now() time.Duration
 }
 
-// SystemClock returns a Clock backed by the runtime's monotonic clock. Its
-// origin is the moment SystemClock was called. It reads only the monotonic
-// clock (time.Since of a fixed start), which costs about half of time.Now.
-func SystemClock() Clock {
-	return systemClock{origin: time.Now()}
+// SystemClock returns the Clock backed by the runtime's monotonic clock. Its
+// origin is the moment the package was initialised, and every call returns
+// the same Clock: readings taken by different users of SystemClock (a
+// group, a rate limiter) are comparable, and two such clocks are equal
+// (==), so a user can tell that a reading of one is valid for the other.
+// It reads only the monotonic clock (time.Since of a fixed start), which
+// costs about half of time.Now.
+func SystemClock() Clock { return system }
+
+// SameClock reports whether a and b are one clock, so that a reading of
+// one is a reading of the other: the same pointer, as SystemClock() is to
+// itself and a *ManualClock to itself. A clock that is not a pointer is
+// never the same as another, not even an equal copy (comparing such values
+// could panic). A component that takes its caller's clock readings
+// (circuit.Breaker.AllowAt) is given them only when its clock is the same.
+func SameClock(a, b Clock) bool {
+	return a != nil && reflect.TypeOf(a).Kind() == reflect.Pointer && a == b
 }
+
+// system is the one SystemClock.
+var system = &systemClock{origin: time.Now()}
 
 type systemClock struct{ origin time.Time }
 
-func (c systemClock) Now() time.Duration { return time.Since(c.origin) }
+func (c *systemClock) Now() time.Duration { return time.Since(c.origin) }
 
 // ManualClock is a Clock that moves only when told to, for tests and
 // deterministic simulations. Its zero value reads 0 and is ready to use. It
