@@ -624,7 +624,7 @@ func (g *Group) addCommandLocked(name string) *commandState {
 func (g *Group) newCommand(name string) *commandState {
 	cfg := g.cfg()
 	c := &commandState{name: name, group: g}
-	c.settings.Store(cfg.commandSettings(name))
+	c.settings.Store(cfg.commandSettings(name, g.clock))
 	if a := g.alerts; a != nil {
 		c.errors = newErrorRing(a.cfg.ErrorSamples, a.cfg.ErrorSampleLen)
 	}

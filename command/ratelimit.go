@@ -28,6 +28,44 @@ type NonWaiting interface {
 	NeverWaits() bool
 }
 
+// ClockedLimiter is an optional interface of a Limiter that never waits
+// and can take its caller's clock reading: Clock returns the limiter's
+// clock, and AdmitAt is Admit at instant now, a reading of that clock. When
+// a limiter's Clock is its group's (metrics.SameClock: by default both are
+// metrics.SystemClock()), Execute calls AdmitAt with the reading it takes
+// at the call's start anyway, and spares the limiter one of its own. The
+// TokenBucket, SlidingWindow and WarmUp of package ratelimit implement it.
+type ClockedLimiter interface {
+	AdmitAt(now time.Duration) error
+	Clock() metrics.Clock
+}
+
+// limitStage is one Limiter of a call, with its ClockedLimiter side when
+// the limiter reads the group's clock.
+type limitStage struct {
+	Limiter
+	at ClockedLimiter // nil: Admit reads the limiter's own clock, or waits
+}
+
+// stageOf returns the stage of limiter l (nil: none) in a group whose
+// clock is clock.
+func stageOf(l Limiter, clock metrics.Clock) limitStage {
+	s := limitStage{Limiter: l}
+	if at, ok := l.(ClockedLimiter); ok && metrics.SameClock(at.Clock(), clock) {
+		s.at = at
+	}
+	return s
+}
+
+// admit asks the stage's limiter to admit a call that started at now, a
+// reading of the group's clock.
+func (s *limitStage) admit(ctx context.Context, now time.Duration) error {
+	if s.at != nil {
+		return s.at.AdmitAt(now)
+	}
+	return s.Admit(ctx)
+}
+
 // mayWait reports whether limiter l, a Limiter or a KeyedLimiter (nil:
 // none), may wait in Admit: unless it says it never does.
 func mayWait(l any) bool {
@@ -51,23 +89,26 @@ func WithKey(key string) Option { return Option{key: key} }
 
 // refusedByLimits asks the call's limiters, in order (the group's
 // RateLimit, its KeyedRateLimit with the key of opts, the command's
-// RateLimit), to admit the call, before the breakers see it, and reports
-// whether one refused it: then *r is the call's result, RATE_LIMITED, or
-// CANCELLED if ctx ended while a limiter waited. A call refused by a later
-// limiter has used the quota of the earlier ones. It sets *t0 to the
-// instant the limiters were done (a limiter may wait, as a pacer does):
-// Run's latency and the breakers' reckoning start there; the call's Latency
-// still counts from its start. If no limiter of the call may wait
-// (NonWaiting), *t0 stays the call's start and the clock is not read. Execute
-// calls it only for a command with a limiter (limited).
+// RateLimit), to admit a call that started at *t0, before the breakers see
+// it, and reports whether one refused it: then *r is the call's result,
+// RATE_LIMITED, or CANCELLED if ctx ended while a limiter waited. A call
+// refused by a later limiter has used the quota of the earlier ones. It
+// sets *t0 to the instant the limiters were done (a limiter may wait, as a
+// pacer does): Run's latency and the breakers' reckoning start there; the
+// call's Latency still counts from its start. If no limiter of the call may
+// wait (NonWaiting), *t0 stays the call's start and the clock is not read.
+// Execute calls it only for a command with a limiter (limited).
 func (c *commandState) refusedByLimits(ctx context.Context, cs *commandSettings, opts []Option, r *result, t0 *time.Duration) bool {
-	var key string
-	for _, o := range opts {
-		if o.key != "" {
-			key = o.key
-		}
+	var err error
+	if cs.groupLimit.Limiter != nil {
+		err = cs.groupLimit.admit(ctx, *t0)
 	}
-	err := cs.admitLimits(ctx, key)
+	if err == nil && cs.keyedLimit != nil {
+		err = cs.keyedLimit.AdmitKey(ctx, keyOf(opts))
+	}
+	if err == nil && cs.limit.Limiter != nil {
+		err = cs.limit.admit(ctx, *t0)
+	}
 	if cs.limitWaits {
 		*t0 = c.group.clock.Now()
 	}
@@ -82,21 +123,13 @@ func (c *commandState) refusedByLimits(ctx context.Context, cs *commandSettings,
 	return true
 }
 
-// admitLimits asks each limiter of the call in turn; the first refusal
-// ends it.
-func (cs *commandSettings) admitLimits(ctx context.Context, key string) error {
-	if cs.groupLimit != nil {
-		if err := cs.groupLimit.Admit(ctx); err != nil {
-			return err
+// keyOf returns the call's key (WithKey; the last one given), or "".
+func keyOf(opts []Option) string {
+	var key string
+	for _, o := range opts {
+		if o.key != "" {
+			key = o.key
 		}
 	}
-	if cs.keyedLimit != nil {
-		if err := cs.keyedLimit.AdmitKey(ctx, key); err != nil {
-			return err
-		}
-	}
-	if cs.limit != nil {
-		return cs.limit.Admit(ctx)
-	}
-	return nil
+	return key
 }

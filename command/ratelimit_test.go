@@ -244,3 +244,35 @@ func TestRateLimitNonWaitingReadsTheClockOnceLess(t *testing.T) {
 		})
 	}
 }
+
+// clockedSpy is a ClockedLimiter that notes how it was asked.
+type clockedSpy struct {
+	clock metrics.Clock
+	at    []time.Duration // the instants AdmitAt was given
+	plain int             // Admit calls
+}
+
+func (s *clockedSpy) Admit(context.Context) error     { s.plain++; return nil }
+func (s *clockedSpy) AdmitAt(now time.Duration) error { s.at = append(s.at, now); return nil }
+func (s *clockedSpy) Clock() metrics.Clock            { return s.clock }
+
+func TestClockedLimiterGetsTheCallsReadingOnlyOnTheGroupsClock(t *testing.T) {
+	reg, clock := newTestRegistry(t)
+	clock.Set(7 * time.Second)
+	same := &clockedSpy{clock: clock}
+	other := &clockedSpy{clock: new(metrics.ManualClock)}
+	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore, RateLimit: same,
+		Commands: map[string]CommandConfig{"get": {RateLimit: other}}})
+	require.NoError(t, err)
+	cmd := op[int]{"get", func(context.Context) (int, error) { clock.Advance(time.Second); return 1, nil }}
+
+	for range 2 {
+		_, err = Execute(context.Background(), g, cmd)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, []time.Duration{7 * time.Second, 8 * time.Second}, same.at,
+		"a limiter on the group's clock is handed each call's start")
+	assert.Zero(t, same.plain)
+	assert.Empty(t, other.at, "a limiter on another clock reads its own")
+	assert.Equal(t, 2, other.plain)
+}

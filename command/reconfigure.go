@@ -10,6 +10,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/internal/confdiff"
+	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // liveConfig is a group's effective config with its generation: what
@@ -33,9 +34,9 @@ type commandSettings struct {
 	// The call's rate limiters, asked in this order (see admitLimits);
 	// limited is set when there is any, limitWaits when one may wait (see
 	// NonWaiting).
-	groupLimit Limiter
+	groupLimit limitStage
 	keyedLimit KeyedLimiter
-	limit      Limiter
+	limit      limitStage
 	limited    bool
 	limitWaits bool
 
@@ -45,12 +46,13 @@ type commandSettings struct {
 // cfg returns the group's config in force.
 func (g *Group) cfg() *liveConfig { return g.live.Load() }
 
-// commandSettings returns the settings of the command called name under c.
-func (c *GroupConfig) commandSettings(name string) *commandSettings {
+// commandSettings returns the settings of the command called name under c,
+// in a group whose clock is clock.
+func (c *GroupConfig) commandSettings(name string, clock metrics.Clock) *commandSettings {
 	s := &commandSettings{timeout: c.Timeout, slowCall: c.SlowCallDuration, reserve: c.DeadlineReserve,
-		probeClassifier: c.ProbeClassifier, groupLimit: c.RateLimit, keyedLimit: c.KeyedRateLimit}
-	s.limited = s.groupLimit != nil || s.keyedLimit != nil
-	s.limitWaits = mayWait(s.groupLimit) || mayWait(s.keyedLimit)
+		probeClassifier: c.ProbeClassifier, groupLimit: stageOf(c.RateLimit, clock), keyedLimit: c.KeyedRateLimit}
+	s.limited = c.RateLimit != nil || c.KeyedRateLimit != nil
+	s.limitWaits = mayWait(c.RateLimit) || mayWait(c.KeyedRateLimit)
 	if c.Retry.enabled() {
 		s.retry = &c.Retry
 	}
@@ -59,7 +61,7 @@ func (c *GroupConfig) commandSettings(name string) *commandSettings {
 		return s
 	}
 	if cc.RateLimit != nil {
-		s.limit, s.limited = cc.RateLimit, true
+		s.limit, s.limited = stageOf(cc.RateLimit, clock), true
 		s.limitWaits = s.limitWaits || mayWait(cc.RateLimit)
 	}
 	if cc.ProbeClassifier != nil {
@@ -213,7 +215,7 @@ func (g *Group) reconfigureLocked(cfg GroupConfig) error {
 	g.declareLocked()
 	for name, c := range g.commands.Load().byName {
 		must(c.breaker.Reconfigure(g.commandBreakerConfig(&next.GroupConfig, name)))
-		c.settings.Store(next.commandSettings(name))
+		c.settings.Store(next.commandSettings(name, g.clock))
 	}
 	attrs := append([]slog.Attr{slog.String("group", g.name), slog.Uint64("generation", next.generation)},
 		confdiff.Diff(old.GroupConfig, next.GroupConfig)...)

@@ -76,14 +76,22 @@ func NewTokenBucket(c TokenBucketConfig) (*TokenBucket, error) {
 // Admit takes a token, or refuses with a *LimitError whose RetryAfter is
 // the time until the next token. It ignores ctx (it never waits).
 func (b *TokenBucket) Admit(_ context.Context) error {
-	return b.admitAt(int64(b.clock.Now()))
+	return b.AdmitAt(b.clock.Now())
 }
 
 // NeverWaits returns true: Admit admits or refuses at once. Callers such
 // as command.Execute use it to skip a clock reading (command.NonWaiting).
 func (b *TokenBucket) NeverWaits() bool { return true }
 
-func (b *TokenBucket) admitAt(now int64) error {
+// Clock returns the bucket's clock, the one AdmitAt's instant is read on.
+func (b *TokenBucket) Clock() metrics.Clock { return b.clock }
+
+// AdmitAt is Admit at instant now, a reading of the bucket's Clock taken
+// for this call, for a caller that has just read that clock
+// (command.Execute does, when its group's clock is the bucket's: see
+// command.ClockedLimiter): the bucket does not read it again.
+func (b *TokenBucket) AdmitAt(at time.Duration) error {
+	now := int64(at)
 	for {
 		tat := b.tat.Load()
 		t := max(tat, now)

@@ -180,6 +180,49 @@ func TestWarmUpRisesFromColdToFullRate(t *testing.T) {
 	require.InDelta(t, 29, count(time.Second), 2, "cold again after IdleAfter")
 }
 
+func TestAdmitAtDecidesAsAdmitAtThatInstant(t *testing.T) {
+	type clocked interface {
+		Limiter
+		AdmitAt(now time.Duration) error
+		Clock() metrics.Clock
+	}
+	for name, build := range map[string]func(metrics.Clock) (clocked, error){
+		"TokenBucket": func(c metrics.Clock) (clocked, error) {
+			return NewTokenBucket(TokenBucketConfig{Rate: 3, Burst: 2, Clock: c})
+		},
+		"SlidingWindow": func(c metrics.Clock) (clocked, error) {
+			return NewSlidingWindow(SlidingWindowConfig{Limit: 3, Clock: c})
+		},
+		"WarmUp": func(c metrics.Clock) (clocked, error) {
+			return NewWarmUp(WarmUpConfig{Rate: 4, Burst: 2, ColdFactor: 0.5, Period: time.Second, Clock: c})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			// byAdmitAt's clock stays at 0: if AdmitAt read it instead of
+			// taking now, its answers would differ from byAdmit's.
+			var clock, unused metrics.ManualClock
+			byAdmit, err := build(&clock)
+			require.NoError(t, err)
+			byAdmitAt, err := build(&unused)
+			require.NoError(t, err)
+			require.Same(t, &clock, byAdmit.Clock(), "Clock returns the configured clock")
+			admitted := 0
+			for i := range 200 {
+				now := time.Duration(i) * 37 * time.Millisecond
+				clock.Set(now)
+				want := byAdmit.Admit(context.Background())
+				got := byAdmitAt.AdmitAt(now)
+				require.Equal(t, want, got, "call %d at %v", i, now)
+				if got == nil {
+					admitted++
+				}
+			}
+			require.Positive(t, admitted)
+			require.Less(t, admitted, 200, "the limit refused some calls")
+		})
+	}
+}
+
 func TestPerKeyBoundsKeysWithOneMillionDistinctKeys(t *testing.T) {
 	const maxKeys = 1000
 	var clock metrics.ManualClock

@@ -90,14 +90,20 @@ func NewWarmUp(c WarmUpConfig) (*WarmUp, error) {
 // the time until the next token at the current rate. It ignores ctx (it
 // never waits).
 func (w *WarmUp) Admit(_ context.Context) error {
-	return w.admitAt(w.cfg.Clock.Now())
+	return w.AdmitAt(w.cfg.Clock.Now())
 }
 
 // NeverWaits returns true: Admit admits or refuses at once. Callers such
 // as command.Execute use it to skip a clock reading (command.NonWaiting).
 func (w *WarmUp) NeverWaits() bool { return true }
 
-func (w *WarmUp) admitAt(now time.Duration) error {
+// Clock returns the limiter's clock, the one AdmitAt's instant is read on.
+func (w *WarmUp) Clock() metrics.Clock { return w.cfg.Clock }
+
+// AdmitAt is Admit at instant now, a reading of the limiter's Clock taken
+// for this call, for a caller that has just read that clock (see
+// command.ClockedLimiter): the limiter does not read it again.
+func (w *WarmUp) AdmitAt(now time.Duration) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.started || now-w.lastAdmit >= w.cfg.IdleAfter {

@@ -83,14 +83,20 @@ var admitted = metrics.SetOf(metrics.Success)
 // oldest sub-window leaves the window (the earliest instant a call could be
 // admitted). It ignores ctx (it never waits).
 func (w *SlidingWindow) Admit(_ context.Context) error {
-	return w.admitAt(w.clock.Now())
+	return w.AdmitAt(w.clock.Now())
 }
 
 // NeverWaits returns true: Admit admits or refuses at once. Callers such
 // as command.Execute use it to skip a clock reading (command.NonWaiting).
 func (w *SlidingWindow) NeverWaits() bool { return true }
 
-func (w *SlidingWindow) admitAt(now time.Duration) error {
+// Clock returns the window's clock, the one AdmitAt's instant is read on.
+func (w *SlidingWindow) Clock() metrics.Clock { return w.clock }
+
+// AdmitAt is Admit at instant now, a reading of the window's Clock taken
+// for this call, for a caller that has just read that clock (see
+// command.ClockedLimiter): the window does not read it again.
+func (w *SlidingWindow) AdmitAt(now time.Duration) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.ring.Counts(now)[metrics.Success] >= w.limit {
