@@ -28,9 +28,6 @@ type Handler struct {
 // fails, wrapping ErrInvalidConfig, if cfg is invalid. To mount the page
 // and the stream apart, use NewPage and NewStream (and NewControl).
 func New(src Source, cfg Config) (*Handler, error) {
-	if err := cfg.Control.Validate(); err != nil {
-		return nil, err
-	}
 	stream, err := NewStream(src, cfg)
 	if err != nil {
 		return nil, err
