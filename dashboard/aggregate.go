@@ -362,14 +362,13 @@ func (a *Aggregate) frame(e *encoder, sizeHint int) ([]byte, error) {
 			} else {
 				merged = mergeNative(byKey[k])
 			}
-			start := buf.Len()
 			buf.Write(dataPrefix)
 			if err := enc.Encode(merged); err != nil {
 				return nil, err
 			}
 			buf.WriteByte('\n')
 			if typ == TypeHystrixCommand && e.hist != nil {
-				a.record(e.hist, now, buf.Bytes()[start+len(dataPrefix):], hostsOf(merged))
+				recordMerged(e.hist, now, merged)
 			}
 		}
 	}
@@ -377,15 +376,26 @@ func (a *Aggregate) frame(e *encoder, sizeHint int) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// record adds a merged command's rates to h, from its encoded event.
-func (a *Aggregate) record(h *history, now time.Time, data []byte, hosts float64) {
-	var hc hystrixCommand
-	if json.Unmarshal(data, &hc) != nil {
-		return
+// recordMerged adds the rates of a merged HystrixCommand event to h. The
+// event carries the window times its reportingHosts (for the Hystrix
+// Dashboard to divide); the rates are over one instance's window.
+func recordMerged(h *history, now time.Time, merged event) {
+	count := func(key string) int64 { return int64(numberOf(merged[key])) }
+	hc := hystrixCommand{
+		RollingCountSuccess:            count("rollingCountSuccess"),
+		RollingCountFailure:            count("rollingCountFailure"),
+		RollingCountTimeout:            count("rollingCountTimeout"),
+		RollingCountBadRequests:        count("rollingCountBadRequests"),
+		RollingCountShortCircuited:     count("rollingCountShortCircuited"),
+		RollingCountThreadPoolRejected: count("rollingCountThreadPoolRejected"),
+		RollingCountSemaphoreRejected:  count("rollingCountSemaphoreRejected"),
+		MetricsRollingStatisticalWindowInMillis: int64(
+			numberOf(merged["propertyValue_metricsRollingStatisticalWindowInMilliseconds"]) / hostsOf(merged)),
 	}
-	hc.MetricsRollingStatisticalWindowInMillis = int64(float64(hc.MetricsRollingStatisticalWindowInMillis) / hosts)
+	group, _ := merged["group"].(string)
+	name, _ := merged["name"].(string)
 	rate, errs := rates(&hc)
-	h.add(now.UnixMilli(), hc.Group, hc.Name, rate, errs)
+	h.add(now.UnixMilli(), group, name, rate, errs)
 }
 
 // Close stops reading the instances, ends the merged stream's clients (see
