@@ -169,8 +169,7 @@ type Aggregate struct {
 	log    *slog.Logger
 	client *http.Client
 	own    *http.Transport // the default client's transport; nil with Config.Client
-	stream *Stream
-	page   http.Handler
+	h      *Handler        // the merged stream and the page, routed as by New
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -194,16 +193,16 @@ func NewAggregate(cfg AggregateConfig) (*Aggregate, error) {
 		a.own = &http.Transport{DisableKeepAlives: true, Proxy: http.ProxyFromEnvironment}
 		a.client = &http.Client{Transport: a.own}
 	}
-	var err error
-	if a.stream, err = newStream(cfg.Stream, a.frame); err != nil {
+	stream, err := newStream(cfg.Stream, a.frame)
+	if err != nil {
 		return nil, err
 	}
-	if a.page, err = NewPage(PageConfig{StreamURL: DefaultStreamURL}); err != nil {
+	if a.h, err = newHandler(stream, nil); err != nil {
 		return nil, err
 	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.follow(cfg.Instances)
-	a.wg.Go(func() { _ = a.stream.KeepHistory(a.ctx) })
+	a.wg.Go(func() { _ = stream.KeepHistory(a.ctx) })
 	if cfg.Discover != nil {
 		a.wg.Go(a.discover)
 	}
@@ -211,17 +210,12 @@ func NewAggregate(cfg AggregateConfig) (*Aggregate, error) {
 }
 
 // Stream returns the merged stream's handler, for its Clients count.
-func (a *Aggregate) Stream() *Stream { return a.stream }
+func (a *Aggregate) Stream() *Stream { return a.h.Stream() }
 
-// ServeHTTP serves the merged stream at paths ending in StreamPath, the
-// page elsewhere.
-func (a *Aggregate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasSuffix(r.URL.Path, StreamPath) {
-		a.stream.ServeHTTP(w, r)
-		return
-	}
-	a.page.ServeHTTP(w, r)
-}
+// ServeHTTP routes a request as the handler of New does, without a control
+// endpoint: the merged stream at paths ending in StreamPath, the page
+// elsewhere.
+func (a *Aggregate) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.h.ServeHTTP(w, r) }
 
 // Hosts returns the number of instances connected now.
 func (a *Aggregate) Hosts() int {
@@ -411,7 +405,7 @@ func (a *Aggregate) Close(ctx context.Context) error {
 	}
 	a.mu.Unlock()
 	a.cancel()
-	err := a.stream.Close(ctx)
+	err := a.h.Close(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

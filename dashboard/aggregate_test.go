@@ -311,3 +311,47 @@ func TestAggregateHistoryHasFleetRates(t *testing.T) {
 	assert.InDelta(t, 6/10.0, rate, 0.001, "6 calls in the fleet over a 10 s window")
 	assert.InDelta(t, 1/10.0, errs, 0.001, "1 failure over a 10 s window")
 }
+
+// An aggregate answers every request the way the handler of New does
+// (without a control endpoint): the same page, the same assets, the same
+// refusals, and the stream at any path ending in StreamPath.
+func TestAggregateRoutesAsHandler(t *testing.T) {
+	h, err := New(&fakeSource{snap: sampleSnapshot()}, Config{Logger: quietLog})
+	require.NoError(t, err)
+	defer h.Close(context.Background())
+	agg, err := NewAggregate(AggregateConfig{
+		Discover: func(context.Context) ([]string, error) { return nil, nil },
+		Stream:   Config{Logger: quietLog},
+	})
+	require.NoError(t, err)
+	defer agg.Close(context.Background())
+
+	for _, tc := range []struct {
+		method, path string
+		status       int
+	}{
+		{http.MethodGet, "/", http.StatusOK},
+		{http.MethodGet, "/ops/", http.StatusOK},
+		{http.MethodGet, "/index.html", http.StatusOK},
+		{http.MethodHead, "/", http.StatusOK},
+		{http.MethodGet, "/app.js", http.StatusOK},
+		{http.MethodGet, "/ops/style.css", http.StatusOK},
+		{http.MethodGet, "/secret.txt", http.StatusNotFound},
+		{http.MethodGet, "/control", http.StatusNotFound},
+		{http.MethodPost, "/control", http.StatusMethodNotAllowed},
+		{http.MethodPost, "/", http.StatusMethodNotAllowed},
+		{http.MethodPost, StreamPath, http.StatusMethodNotAllowed},
+		{http.MethodGet, "/ops" + StreamPath + "?delay=soon", http.StatusBadRequest},
+	} {
+		want, got := httptest.NewRecorder(), httptest.NewRecorder()
+		h.ServeHTTP(want, httptest.NewRequest(tc.method, tc.path, nil))
+		agg.ServeHTTP(got, httptest.NewRequest(tc.method, tc.path, nil))
+		name := tc.method + " " + tc.path
+		assert.Equal(t, tc.status, want.Code, name)
+		assert.Equal(t, want.Code, got.Code, name)
+		for _, k := range []string{"Content-Type", "Allow", "ETag", "Content-Security-Policy"} {
+			assert.Equal(t, want.Header().Get(k), got.Header().Get(k), "%s: %s", name, k)
+		}
+		assert.Equal(t, want.Body.String(), got.Body.String(), name)
+	}
+}
