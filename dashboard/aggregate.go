@@ -169,8 +169,7 @@ type Aggregate struct {
 	log    *slog.Logger
 	client *http.Client
 	own    *http.Transport // the default client's transport; nil with Config.Client
-	stream *Stream
-	page   http.Handler
+	h      *Handler        // the merged stream and the page, routed as by New
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -194,16 +193,16 @@ func NewAggregate(cfg AggregateConfig) (*Aggregate, error) {
 		a.own = &http.Transport{DisableKeepAlives: true, Proxy: http.ProxyFromEnvironment}
 		a.client = &http.Client{Transport: a.own}
 	}
-	var err error
-	if a.stream, err = newStream(cfg.Stream, a.frame); err != nil {
+	stream, err := newStream(cfg.Stream, a.frame)
+	if err != nil {
 		return nil, err
 	}
-	if a.page, err = NewPage(PageConfig{StreamURL: DefaultStreamURL}); err != nil {
+	if a.h, err = newHandler(stream, nil); err != nil {
 		return nil, err
 	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.follow(cfg.Instances)
-	a.wg.Go(func() { _ = a.stream.KeepHistory(a.ctx) })
+	a.wg.Go(func() { _ = stream.KeepHistory(a.ctx) })
 	if cfg.Discover != nil {
 		a.wg.Go(a.discover)
 	}
@@ -211,17 +210,12 @@ func NewAggregate(cfg AggregateConfig) (*Aggregate, error) {
 }
 
 // Stream returns the merged stream's handler, for its Clients count.
-func (a *Aggregate) Stream() *Stream { return a.stream }
+func (a *Aggregate) Stream() *Stream { return a.h.Stream() }
 
-// ServeHTTP serves the merged stream at paths ending in StreamPath, the
-// page elsewhere.
-func (a *Aggregate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasSuffix(r.URL.Path, StreamPath) {
-		a.stream.ServeHTTP(w, r)
-		return
-	}
-	a.page.ServeHTTP(w, r)
-}
+// ServeHTTP routes a request as the handler of New does, without a control
+// endpoint: the merged stream at paths ending in StreamPath, the page
+// elsewhere.
+func (a *Aggregate) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.h.ServeHTTP(w, r) }
 
 // Hosts returns the number of instances connected now.
 func (a *Aggregate) Hosts() int {
@@ -362,14 +356,13 @@ func (a *Aggregate) frame(e *encoder, sizeHint int) ([]byte, error) {
 			} else {
 				merged = mergeNative(byKey[k])
 			}
-			start := buf.Len()
 			buf.Write(dataPrefix)
 			if err := enc.Encode(merged); err != nil {
 				return nil, err
 			}
 			buf.WriteByte('\n')
 			if typ == TypeHystrixCommand && e.hist != nil {
-				a.record(e.hist, now, buf.Bytes()[start+len(dataPrefix):], hostsOf(merged))
+				recordMerged(e.hist, now, merged)
 			}
 		}
 	}
@@ -377,15 +370,26 @@ func (a *Aggregate) frame(e *encoder, sizeHint int) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// record adds a merged command's rates to h, from its encoded event.
-func (a *Aggregate) record(h *history, now time.Time, data []byte, hosts float64) {
-	var hc hystrixCommand
-	if json.Unmarshal(data, &hc) != nil {
-		return
+// recordMerged adds the rates of a merged HystrixCommand event to h. The
+// event carries the window times its reportingHosts (for the Hystrix
+// Dashboard to divide); the rates are over one instance's window.
+func recordMerged(h *history, now time.Time, merged event) {
+	count := func(key string) int64 { return int64(numberOf(merged[key])) }
+	hc := hystrixCommand{
+		RollingCountSuccess:            count("rollingCountSuccess"),
+		RollingCountFailure:            count("rollingCountFailure"),
+		RollingCountTimeout:            count("rollingCountTimeout"),
+		RollingCountBadRequests:        count("rollingCountBadRequests"),
+		RollingCountShortCircuited:     count("rollingCountShortCircuited"),
+		RollingCountThreadPoolRejected: count("rollingCountThreadPoolRejected"),
+		RollingCountSemaphoreRejected:  count("rollingCountSemaphoreRejected"),
+		MetricsRollingStatisticalWindowInMillis: int64(
+			numberOf(merged["propertyValue_metricsRollingStatisticalWindowInMilliseconds"]) / hostsOf(merged)),
 	}
-	hc.MetricsRollingStatisticalWindowInMillis = int64(float64(hc.MetricsRollingStatisticalWindowInMillis) / hosts)
+	group, _ := merged["group"].(string)
+	name, _ := merged["name"].(string)
 	rate, errs := rates(&hc)
-	h.add(now.UnixMilli(), hc.Group, hc.Name, rate, errs)
+	h.add(now.UnixMilli(), group, name, rate, errs)
 }
 
 // Close stops reading the instances, ends the merged stream's clients (see
@@ -401,7 +405,7 @@ func (a *Aggregate) Close(ctx context.Context) error {
 	}
 	a.mu.Unlock()
 	a.cancel()
-	err := a.stream.Close(ctx)
+	err := a.h.Close(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

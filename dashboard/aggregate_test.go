@@ -271,3 +271,87 @@ func TestAggregateConfigValidated(t *testing.T) {
 		assert.ErrorIs(t, err, ErrInvalidConfig, "%+v", cfg)
 	}
 }
+
+// The merged stream keeps a history like any stream: a new client gets one
+// BulwarkHistory event per merged command, its rates those of the fleet
+// over one instance's window (not the window times reportingHosts that the
+// merged event carries for the Hystrix Dashboard).
+func TestAggregateHistoryHasFleetRates(t *testing.T) {
+	a, b := startInstance(t), startInstance(t)
+	a.call(3, 0)
+	b.call(2, 1)
+	agg, err := NewAggregate(AggregateConfig{
+		Instances: []string{a.url(), b.url()},
+		Stream: Config{Interval: 50 * time.Millisecond, MinInterval: 10 * time.Millisecond, Logger: quietLog,
+			History: 10 * time.Second, HistoryStep: 10 * time.Millisecond},
+	})
+	require.NoError(t, err)
+	defer agg.Close(context.Background())
+	ts := httptest.NewServer(agg)
+	defer ts.Close()
+	c := openStream(t, newTestClient(), ts.URL+StreamPath)
+	waitTotals(t, c, 10*time.Second, 2, 5, 1)
+	for range 3 { // frames built after the totals, each recording a point
+		_, err = c.sse.frame()
+		require.NoError(t, err)
+	}
+	c.Close()
+
+	second := openStream(t, newTestClient(), ts.URL+StreamPath)
+	defer second.Close()
+	f, err := second.sse.frame()
+	require.NoError(t, err)
+	h := f.find(TypeBulwarkHistory, "Get", "api")
+	require.NotNil(t, h, "history of the merged command")
+	points := h["points"].([]any)
+	require.NotEmpty(t, points)
+	newest := points[len(points)-1].([]any)
+	rate, _ := newest[1].(json.Number).Float64()
+	errs, _ := newest[2].(json.Number).Float64()
+	assert.InDelta(t, 6/10.0, rate, 0.001, "6 calls in the fleet over a 10 s window")
+	assert.InDelta(t, 1/10.0, errs, 0.001, "1 failure over a 10 s window")
+}
+
+// An aggregate answers every request the way the handler of New does
+// (without a control endpoint): the same page, the same assets, the same
+// refusals, and the stream at any path ending in StreamPath.
+func TestAggregateRoutesAsHandler(t *testing.T) {
+	h, err := New(&fakeSource{snap: sampleSnapshot()}, Config{Logger: quietLog})
+	require.NoError(t, err)
+	defer h.Close(context.Background())
+	agg, err := NewAggregate(AggregateConfig{
+		Discover: func(context.Context) ([]string, error) { return nil, nil },
+		Stream:   Config{Logger: quietLog},
+	})
+	require.NoError(t, err)
+	defer agg.Close(context.Background())
+
+	for _, tc := range []struct {
+		method, path string
+		status       int
+	}{
+		{http.MethodGet, "/", http.StatusOK},
+		{http.MethodGet, "/ops/", http.StatusOK},
+		{http.MethodGet, "/index.html", http.StatusOK},
+		{http.MethodHead, "/", http.StatusOK},
+		{http.MethodGet, "/app.js", http.StatusOK},
+		{http.MethodGet, "/ops/style.css", http.StatusOK},
+		{http.MethodGet, "/secret.txt", http.StatusNotFound},
+		{http.MethodGet, "/control", http.StatusNotFound},
+		{http.MethodPost, "/control", http.StatusMethodNotAllowed},
+		{http.MethodPost, "/", http.StatusMethodNotAllowed},
+		{http.MethodPost, StreamPath, http.StatusMethodNotAllowed},
+		{http.MethodGet, "/ops" + StreamPath + "?delay=soon", http.StatusBadRequest},
+	} {
+		want, got := httptest.NewRecorder(), httptest.NewRecorder()
+		h.ServeHTTP(want, httptest.NewRequest(tc.method, tc.path, nil))
+		agg.ServeHTTP(got, httptest.NewRequest(tc.method, tc.path, nil))
+		name := tc.method + " " + tc.path
+		assert.Equal(t, tc.status, want.Code, name)
+		assert.Equal(t, want.Code, got.Code, name)
+		for _, k := range []string{"Content-Type", "Allow", "ETag", "Content-Security-Policy"} {
+			assert.Equal(t, want.Header().Get(k), got.Header().Get(k), "%s: %s", name, k)
+		}
+		assert.Equal(t, want.Body.String(), got.Body.String(), name)
+	}
+}

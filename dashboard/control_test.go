@@ -139,3 +139,16 @@ func TestNativeGroupCarriesConfigGeneration(t *testing.T) {
 	assert.Equal(t, uint64(3), e.ConfigGeneration)
 	assert.Equal(t, int64(1500), e.ConfigAgeMs)
 }
+
+// Config.Validate alone reports a bad control token, as New does: the
+// check lives with every other field's.
+func TestConfigValidateChecksControlToken(t *testing.T) {
+	err := Config{Control: ControlConfig{Token: "short"}}.Validate()
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "Control.Token")
+	require.NoError(t, Config{Control: ControlConfig{Token: testToken}}.Validate())
+	require.NoError(t, Config{}.Validate(), "no token: no endpoint, nothing to check")
+
+	_, err = NewStream(&fakeSource{}, Config{Control: ControlConfig{Token: "short"}})
+	require.ErrorIs(t, err, ErrInvalidConfig, "a short token is a mistake wherever the Config goes")
+}

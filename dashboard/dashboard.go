@@ -13,8 +13,10 @@ import (
 const StreamPath = "/hystrix.stream"
 
 // Handler serves the dashboard page and its stream together: the stream at
-// any path ending in StreamPath, the page everywhere else. It is what New
-// returns; mount it at a path ending in "/" (with http.StripPrefix or not).
+// any path ending in StreamPath, the control endpoint (when there is one) at
+// any path ending in ControlPath, the page everywhere else. It is what New
+// returns, and an Aggregate routes its requests through one too; mount it
+// at a path ending in "/" (with http.StripPrefix or not).
 type Handler struct {
 	page    http.Handler
 	stream  *Stream
@@ -28,15 +30,11 @@ type Handler struct {
 // fails, wrapping ErrInvalidConfig, if cfg is invalid. To mount the page
 // and the stream apart, use NewPage and NewStream (and NewControl).
 func New(src Source, cfg Config) (*Handler, error) {
-	if err := cfg.Control.Validate(); err != nil {
-		return nil, err
-	}
 	stream, err := NewStream(src, cfg)
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{stream: stream}
-	pc := PageConfig{StreamURL: DefaultStreamURL}
+	var control http.Handler
 	if cfg.Control.Token != "" {
 		reg, ok := src.(*command.Registry)
 		if !ok {
@@ -45,15 +43,26 @@ func New(src Source, cfg Config) (*Handler, error) {
 		if cfg.Control.Logger == nil {
 			cfg.Control.Logger = cfg.Logger
 		}
-		if h.control, err = NewControl(reg, cfg.Control); err != nil {
+		if control, err = NewControl(reg, cfg.Control); err != nil {
 			return nil, err
 		}
+	}
+	return newHandler(stream, control)
+}
+
+// newHandler returns the handler serving stream, the page that reads it
+// and, if control is not nil, the control endpoint the page then offers:
+// the routing New and Aggregate share.
+func newHandler(stream *Stream, control http.Handler) (*Handler, error) {
+	pc := PageConfig{StreamURL: DefaultStreamURL}
+	if control != nil {
 		pc.ControlURL = strings.TrimPrefix(ControlPath, "/")
 	}
-	if h.page, err = NewPage(pc); err != nil {
+	page, err := NewPage(pc)
+	if err != nil {
 		return nil, err
 	}
-	return h, nil
+	return &Handler{page: page, stream: stream, control: control}, nil
 }
 
 // Stream returns the stream handler New built, for its Clients count.
@@ -62,7 +71,7 @@ func (h *Handler) Stream() *Stream { return h.stream }
 // Close closes the stream: see Stream.Close. The page keeps being served.
 func (h *Handler) Close(ctx context.Context) error { return h.stream.Close(ctx) }
 
-// ServeHTTP routes a request to the stream or to the page.
+// ServeHTTP routes a request to the stream, the control endpoint or the page.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasSuffix(r.URL.Path, StreamPath) {
 		h.stream.ServeHTTP(w, r)

@@ -1,9 +1,12 @@
 package dashboard
 
 import (
+	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Latencies merge as request-weighted averages (the maximum as the
@@ -54,4 +57,29 @@ func TestUpstreamBoundsKeys(t *testing.T) {
 	assert.False(t, u.store(map[string]event{"c": {}}))
 	assert.True(t, u.store(map[string]event{"a": {"x": 1.0}}), "a known key is updated")
 	assert.Len(t, u.events, 2)
+}
+
+// recordMerged reads every count the rates need from the merged event, by
+// the keys the stream encodes them under, and one instance's window.
+func TestRecordMergedMatchesRatesOfTheEvent(t *testing.T) {
+	hc := hystrixCommand{Name: "Get", Group: "api",
+		RollingCountSuccess: 1, RollingCountFailure: 2, RollingCountTimeout: 4, RollingCountBadRequests: 8,
+		RollingCountShortCircuited: 16, RollingCountThreadPoolRejected: 32, RollingCountSemaphoreRejected: 64,
+		MetricsRollingStatisticalWindowInMillis: 5000}
+	wantRate, wantErrs := rates(&hc)
+	data, err := json.Marshal(&hc)
+	require.NoError(t, err)
+	var merged event
+	require.NoError(t, json.Unmarshal(data, &merged))
+	merged["reportingHosts"] = 2.0
+	merged["propertyValue_metricsRollingStatisticalWindowInMilliseconds"] = 2 * 5000.0
+
+	h := newHistory(time.Minute, time.Second)
+	recordMerged(h, time.UnixMilli(1000), merged)
+	s := h.series["api\x00Get"]
+	require.NotNil(t, s)
+	p := s.newest()
+	assert.Equal(t, wantRate, p.rate)
+	assert.Equal(t, wantErrs, p.errs)
+	assert.Equal(t, 127/5.0, p.rate, "every count, over one instance's 5 s window")
 }

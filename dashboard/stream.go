@@ -101,7 +101,9 @@ type Config struct {
 	// goroutine: it must be quick, returning values already computed.
 	Extra func() []any
 	// Control enables the control endpoint of New (see NewControl) when
-	// its Token is set; off by default. NewStream ignores it.
+	// its Token is set; off by default. NewStream serves no endpoint, but
+	// Validate checks Control wherever the Config goes, so NewStream too
+	// refuses a token too short to be one rather than ignore a mistake.
 	Control ControlConfig
 }
 
@@ -139,7 +141,7 @@ func (c Config) WithDefaults() Config {
 }
 
 // Validate reports the first invalid field of the effective configuration,
-// wrapping ErrInvalidConfig.
+// Control included (see ControlConfig.Validate), wrapping ErrInvalidConfig.
 func (c Config) Validate() error {
 	e := c.WithDefaults()
 	switch {
@@ -168,7 +170,7 @@ func (c Config) Validate() error {
 	case e.HistoryStep > e.History:
 		return fmt.Errorf("%w: HistoryStep %v is above History %v", ErrInvalidConfig, e.HistoryStep, e.History)
 	}
-	return nil
+	return c.Control.Validate()
 }
 
 // Stream is the http.Handler of the hystrix.stream: Server-Sent Events
