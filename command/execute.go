@@ -52,10 +52,13 @@ func ExecuteInfo[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, opts 
 	return v, info, err
 }
 
-// execute is Execute. The clock is read at the start (t0) and when Run
+// execute is Execute. The clock is read at the start (start) and when Run
 // returns or the call is refused (now); both readings are handed to the
-// breakers (when they share the group's clock) and to the metrics, so that
-// a call that needs no fallback reads the clock twice in all.
+// rate limiters and breakers (when they share the group's clock) and to the
+// metrics, so that a call that needs no fallback reads the clock twice in
+// all. A retry (see retryAgain) goes round the loop again: each attempt is
+// counted as a call of its own, and the call leaves the in-flight count
+// once, when its last attempt ends.
 func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []Option, info *Info) (v T, err error) {
 	var timeout time.Duration
 	var name string
@@ -82,80 +85,89 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 		timeout = cs.timeout
 	}
 	info.Command, info.Group = c.name, g.name
-	t0 := g.clock.Now()
-	start := t0 // the call's start; t0 moves past a rate limiter's wait
-	c.metrics.ObserveMax(t0, c.hot.inFlight.Add(1))
-	now := t0 // the instant the call ends, read again only if Run or a fallback ran
-
-	var r result
-	var gp, cp circuit.Permit
-	var refuser *circuit.Breaker
-	if timeout < 0 && timeout != NoTimeout {
-		r = result{event: metrics.BadRequest, err: fmt.Errorf("%w: WithTimeout(%v): negative (NoTimeout disables the timeout)", ErrInvalidConfig, timeout)}
-	} else if cs.limited && c.refusedByLimits(ctx, cs, opts, &r, &t0) {
-		now = t0
-	} else if gp, cp, refuser, r.err = c.admit(t0); r.err != nil {
-		r.event = metrics.ShortCircuited
-	} else {
-		runCtx := ctx
-		if gp.IsProbe() || cp.IsProbe() {
-			runCtx, info.Probe = probeContext(ctx), true
-		}
-		if g.sem != nil {
-			v, r, now = runOnCaller[T](runCtx, c, cmd, timeout, cs.reserve, t0, gp, cp)
+	start := g.clock.Now() // the attempt's start: the call's, until a retry
+	first := start         // the call's start, for its Latency
+	c.metrics.ObserveMax(start, c.hot.inFlight.Add(1))
+	for {
+		t0 := start // Run's start: moves past a rate limiter's wait
+		now := t0   // the instant the attempt ends, read again only if Run or a fallback ran
+		var r result
+		var gp, cp circuit.Permit
+		var refuser *circuit.Breaker
+		if timeout < 0 && timeout != NoTimeout {
+			r = result{event: metrics.BadRequest, err: fmt.Errorf("%w: WithTimeout(%v): negative (NoTimeout disables the timeout)", ErrInvalidConfig, timeout)}
+		} else if cs.limited && c.refusedByLimits(ctx, cs, opts, &r, &t0) {
+			now = t0
+		} else if gp, cp, refuser, r.err = c.admit(t0); r.err != nil {
+			r.event = metrics.ShortCircuited
 		} else {
-			v, r, now = runInPool[T](runCtx, c, cmd, timeout, cs.reserve, t0)
+			runCtx := ctx
+			if gp.IsProbe() || cp.IsProbe() {
+				runCtx, info.Probe = probeContext(ctx), true
+			}
+			if g.sem != nil {
+				v, r, now = runOnCaller[T](runCtx, c, cmd, timeout, cs.reserve, t0, gp, cp)
+			} else {
+				v, r, now = runInPool[T](runCtx, c, cmd, timeout, cs.reserve, t0)
+			}
+			o, lat := breakerOutcome(r.event), r.run
+			if !r.ran {
+				lat = now - t0
+			}
+			gout, cout := o, o
+			if info.Probe {
+				gout, cout = c.judgeProbe(gp, cp, o, r.err, info)
+			}
+			gp.RecordAt(instant(g.breakerClock, now), gout, lat)
+			cp.RecordAt(instant(g.cmdBreakerClock, now), cout, lat)
 		}
-		o, lat := breakerOutcome(r.event), r.run
-		if !r.ran {
-			lat = now - t0
-		}
-		gout, cout := o, o
-		if info.Probe {
-			gout, cout = c.judgeProbe(gp, cp, o, r.err, info)
-		}
-		gp.RecordAt(instant(g.breakerClock, now), gout, lat)
-		cp.RecordAt(instant(g.cmdBreakerClock, now), cout, lat)
-	}
 
-	info.Event = r.event
-	info.Events.Add(r.event)
-	switch r.event {
-	case metrics.Success:
-		if cs.slowCall > 0 && r.run > cs.slowCall {
-			info.Events.Add(metrics.Slow)
+		info.Event = r.event
+		info.Events.Add(r.event)
+		switch r.event {
+		case metrics.Success:
+			if cs.slowCall > 0 && r.run > cs.slowCall {
+				info.Events.Add(metrics.Slow)
+			}
+		case metrics.BadRequest:
+			err = r.err
+		default:
+			if r.ran {
+				discard(g, cmd, v) // Run's value, returned with its error or too late: nobody gets it
+			}
+			var zero T
+			v = zero
+			c.recordError(now, r.event, r.err)
+			if rc := cs.retry; rc != nil && rc.allows(info.Attempts+1, r.event) && c.retryAgain(ctx, any(*cmd), rc, cs, info.Attempts+1, &r, now) {
+				start = c.retried(start, now, &r, info)
+				continue
+			}
+			e := &Error{Group: g.name, Command: c.name, Event: r.event, Err: r.err, kind: kindOf(ctx, r.event), refuser: refuser}
+			if fallsBack(r.event) {
+				v, err = fallback[T](ctx, g, cmd, e, info)
+				now = g.clock.Now()
+			} else {
+				err = e
+			}
 		}
-	case metrics.BadRequest:
-		err = r.err
-	default:
+		if err != nil {
+			info.Events.Add(metrics.ExceptionThrown)
+		}
+		info.Latency = now - first
+		run := metrics.NoLatency
 		if r.ran {
-			discard(g, cmd, v) // Run's value, returned with its error or too late: nobody gets it
+			info.RunLatency, run = r.run, r.run
 		}
-		var zero T
-		v = zero
-		c.recordError(now, r.event, r.err)
-		if rc := cs.retry; rc != nil && rc.allows(info.Attempts+1, r.event) && c.retryAgain(ctx, any(*cmd), rc, cs, info.Attempts+1, &r, now) {
-			return retry[T](ctx, c, cmd, opts, info, &r, start, now)
-		}
-		e := &Error{Group: g.name, Command: c.name, Event: r.event, Err: r.err, kind: kindOf(ctx, r.event), refuser: refuser}
-		if fallsBack(r.event) {
-			v, err = fallback[T](ctx, g, cmd, e, info)
-			now = g.clock.Now()
-		} else {
-			err = e
-		}
+		c.finish(now, info.Events, run, now-start)
+		return v, err
 	}
-	if err != nil {
-		info.Events.Add(metrics.ExceptionThrown)
-	}
-	info.Latency = now - start
-	run := metrics.NoLatency
-	if r.ran {
-		info.RunLatency, run = r.run, r.run
-	}
-	c.metrics.Record(now, info.Events, run, info.Latency)
+}
+
+// finish closes the books of a call of c (its last attempt): it records
+// the events and latencies ended at now, and leaves the in-flight count.
+func (c *commandState) finish(now time.Duration, events metrics.EventSet, run, total time.Duration) {
+	c.metrics.Record(now, events, run, total)
 	c.hot.inFlight.Add(-1)
-	return v, err
 }
 
 // goexit closes the books of a call whose Run called runtime.Goexit on the
@@ -168,8 +180,7 @@ func (c *commandState) goexit(gp, cp circuit.Permit, t0 time.Duration) {
 	now := g.clock.Now()
 	gp.RecordAt(instant(g.breakerClock, now), circuit.Failure, now-t0)
 	cp.RecordAt(instant(g.cmdBreakerClock, now), circuit.Failure, now-t0)
-	c.metrics.Record(now, metrics.SetOf(metrics.Failure, metrics.ExceptionThrown), metrics.NoLatency, now-t0)
-	c.hot.inFlight.Add(-1)
+	c.finish(now, metrics.SetOf(metrics.Failure, metrics.ExceptionThrown), metrics.NoLatency, now-t0)
 	g.logger.Error("bulwark: Run called runtime.Goexit; the call counts as a FAILURE",
 		slog.String("group", g.name), slog.String("command", c.name))
 }

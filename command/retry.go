@@ -271,11 +271,15 @@ func (b *retryBudget) spend(g *Group, rc *RetryConfig, now time.Duration) bool {
 	return true
 }
 
-// recordAttempt records in the command's metrics an attempt, begun at
-// start and ended at now with r, that is being retried: its primary outcome
-// (and probe events), as its own call; the caller never sees it (no
-// fallback, no EXCEPTION_THROWN). It clears info for the next attempt.
-func (c *commandState) recordAttempt(now, start time.Duration, r *result, info *Info) {
+// retried records in the command's metrics an attempt, begun at start and
+// ended at now with r, that is being retried: its primary outcome (and
+// probe events), as a call of its own; the caller never sees it (no
+// fallback, no EXCEPTION_THROWN). It clears info for the next attempt and
+// returns the next attempt's start, which it reads (after the backoff
+// retryAgain waited).
+// Execute calls it from its failure branch, so that a call that succeeds
+// pays nothing for retries.
+func (c *commandState) retried(start, now time.Duration, r *result, info *Info) time.Duration {
 	run := metrics.NoLatency
 	if r.ran {
 		run = r.run
@@ -283,19 +287,5 @@ func (c *commandState) recordAttempt(now, start time.Duration, r *result, info *
 	c.metrics.Record(now, info.Events, run, now-start)
 	info.Events, info.Probe = 0, false
 	info.Attempts++
-}
-
-// retry makes the next attempt of a call that began at start and whose
-// attempt ended at now with r, once retryAgain has waited for it: it
-// records the ended attempt (see recordAttempt) and closes its books,
-// then runs the next one as a call of its own, whose Latency is made the
-// whole call's. Execute calls it from its failure branch, so that a call
-// that succeeds pays nothing for retries.
-func retry[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C, opts []Option, info *Info, r *result, start, now time.Duration) (T, error) {
-	c.recordAttempt(now, start, r, info)
-	c.hot.inFlight.Add(-1)
-	next := c.group.clock.Now()
-	v, err := execute[T](ctx, c.group, cmd, opts, info)
-	info.Latency += next - start
-	return v, err
+	return c.group.clock.Now()
 }
