@@ -148,4 +148,6 @@ func TestWarmUpByRules(t *testing.T) {
 	assert.Equal(t, metrics.Failure, event(t, g, fail))
 	assert.Equal(t, circuit.Open, g.Breaker().Snapshot().State, "after the warm-up, failures count")
 
+	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {}}`)), "a group created with a warm-up can leave the document")
+	assert.Equal(t, time.Minute, g.Breaker().Config().WarmUp)
 }

@@ -149,7 +149,11 @@ func (m *Manager) applyLocked(doc *Document) error {
 			if p.group != nil {
 				m.baselines[p.name] = p.group.Config()
 			} else {
-				m.baselines[p.name] = command.GroupConfig{Strategy: p.cfg.Strategy}
+				// The zero config, but for what cannot change live: the
+				// strategy and the breakers' warm-up.
+				base := command.GroupConfig{Strategy: p.cfg.Strategy}
+				base.Breaker.WarmUp, base.CommandBreaker.WarmUp = p.cfg.Breaker.WarmUp, p.cfg.CommandBreaker.WarmUp
+				m.baselines[p.name] = base
 			}
 		}
 		var err error
