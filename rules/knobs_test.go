@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -150,4 +151,135 @@ func TestWarmUpByRules(t *testing.T) {
 
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {}}`)), "a group created with a warm-up can leave the document")
 	assert.Equal(t, time.Minute, g.Breaker().Config().WarmUp)
+}
+
+// TestNewKnobsTakeEffect applies each new knob to real groups on a manual
+// clock and shows its effect on calls.
+func TestNewKnobsTakeEffect(t *testing.T) {
+	reg, clock := manualRegistry(t)
+	var slept []time.Duration
+	_, err := reg.NewGroup("retrying", command.GroupConfig{Strategy: command.Semaphore,
+		Retry: command.RetryConfig{Sleep: func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }}})
+	require.NoError(t, err)
+	m := NewManager(reg, quiet, WithClock(clock))
+	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {
+		"bucket":   {"strategy": "semaphore", "rateLimit": {"tokenBucket": {"rate": 1, "burst": 3}}},
+		"window":   {"strategy": "semaphore", "commands": {"q": {"rateLimit": {"slidingWindow": {"limit": 2, "window": "10s", "buckets": 10}}}}},
+		"keyed":    {"strategy": "semaphore", "keyedRateLimit": {"maxKeys": 2, "tokenBucket": {"rate": 1}}},
+		"retrying": {"retry": {"maxAttempts": 3, "backoff": "10ms", "budgetMinPerSecond": 100}},
+		"reserved": {"strategy": "semaphore", "deadlineReserve": "1h"}
+	}}`)))
+	group := func(name string) *command.Group {
+		g, ok := reg.Group(name)
+		require.True(t, ok, name)
+		return g
+	}
+
+	bucket := group("bucket")
+	for i := range 3 {
+		require.Equal(t, metrics.Success, event(t, bucket, op{name: "q", run: succeed}), "burst call %d", i+1)
+	}
+	assert.Equal(t, metrics.RateLimited, event(t, bucket, op{name: "q", run: succeed}), "the (burst+1)th call")
+	clock.Advance(time.Second)
+	assert.Equal(t, metrics.Success, event(t, bucket, op{name: "q", run: succeed}), "a token a second, on the registry's clock")
+
+	window := group("window")
+	for range 2 {
+		require.Equal(t, metrics.Success, event(t, window, op{name: "q", run: succeed}))
+	}
+	assert.Equal(t, metrics.RateLimited, event(t, window, op{name: "q", run: succeed}), "the command's limit")
+	assert.Equal(t, metrics.Success, event(t, window, op{name: "r", run: succeed}), "another command is not limited")
+	clock.Advance(10 * time.Second)
+	assert.Equal(t, metrics.Success, event(t, window, op{name: "q", run: succeed}), "the window moved on")
+
+	keyed := group("keyed")
+	assert.Equal(t, metrics.Success, event(t, keyed, op{name: "q", run: succeed}, command.WithKey("alice")))
+	assert.Equal(t, metrics.RateLimited, event(t, keyed, op{name: "q", run: succeed}, command.WithKey("alice")))
+	assert.Equal(t, metrics.Success, event(t, keyed, op{name: "q", run: succeed}, command.WithKey("bob")), "each key its own quota")
+
+	attempts := 0
+	failing := op{name: "q", idem: true, run: func(context.Context) (int, error) { attempts++; return 0, errors.New("down") }}
+	_, info, err := command.ExecuteInfo(context.Background(), group("retrying"), failing)
+	require.Error(t, err)
+	assert.Equal(t, 3, attempts, "maxAttempts attempts of an idempotent command")
+	assert.Equal(t, 3, info.Attempts)
+	assert.Len(t, slept, 2, "the code's Sleep stays under the rules' retry")
+
+	ran := false
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, info, err = command.ExecuteInfo(ctx, group("reserved"), op{name: "q", run: func(context.Context) (int, error) { ran = true; return 1, nil }})
+	require.Error(t, err)
+	assert.Equal(t, metrics.QueueTimeout, info.Event, "less than the reserve left: Run never starts")
+	assert.False(t, ran)
+}
+
+// TestUnchangedLimiterSpecKeepsTheLimiter: reapplying a document whose
+// limiter spec did not change keeps the running limiter and its state; a
+// changed spec, or one removed and added again, builds a new one; a
+// rejected document changes none.
+func TestUnchangedLimiterSpecKeepsTheLimiter(t *testing.T) {
+	reg, clock := manualRegistry(t)
+	m := NewManager(reg, quiet, WithClock(clock))
+	doc := func(maxConcurrent, burst int, extra string) []byte {
+		return []byte(fmt.Sprintf(`{"groups": {"api": {"strategy": "semaphore", "maxConcurrent": %d,
+			"rateLimit": {"tokenBucket": {"rate": 1, "burst": %d}},
+			"keyedRateLimit": {"tokenBucket": {"rate": 1, "burst": 10}},
+			"commands": {"q": {"rateLimit": {"slidingWindow": {"limit": 5}}}}}%s}}`, maxConcurrent, burst, extra))
+	}
+	require.NoError(t, m.ApplyJSON(doc(5, 2, "")))
+	g, _ := reg.Group("api")
+	first := g.Config()
+	call := func() metrics.Event { return event(t, g, op{name: "q", run: succeed}) }
+	require.Equal(t, metrics.Success, call())
+	require.Equal(t, metrics.Success, call())
+	require.Equal(t, metrics.RateLimited, call())
+
+	require.NoError(t, m.ApplyJSON(doc(6, 2, `, "other": {"timeout": "2s"}`)), "an unrelated edit")
+	now := g.Config()
+	require.Equal(t, 6, now.MaxConcurrent)
+	assert.Same(t, first.RateLimit, now.RateLimit, "the group's limiter is kept")
+	assert.Same(t, first.KeyedRateLimit, now.KeyedRateLimit, "the keyed limiter is kept")
+	assert.Same(t, first.Commands["q"].RateLimit, now.Commands["q"].RateLimit, "the command's limiter is kept")
+	assert.Equal(t, metrics.RateLimited, call(), "and so is its state: the bucket is still empty")
+
+	require.ErrorIs(t, m.ApplyJSON(doc(7, 3, `, "bad": {"timeout": "-1s"}`)), ErrInvalid)
+	require.NoError(t, m.ApplyJSON(doc(6, 2, "")))
+	assert.Same(t, first.RateLimit, g.Config().RateLimit, "a rejected document replaced no limiter")
+
+	require.NoError(t, m.ApplyJSON(doc(6, 3, "")))
+	changed := g.Config()
+	assert.NotSame(t, first.RateLimit, changed.RateLimit, "a changed spec builds a new limiter")
+	assert.Same(t, first.Commands["q"].RateLimit, changed.Commands["q"].RateLimit, "an unchanged one stays")
+	for i := range 3 {
+		require.Equal(t, metrics.Success, call(), "the new bucket starts full: call %d", i+1)
+	}
+	require.Equal(t, metrics.RateLimited, call())
+
+	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"api": {"strategy": "semaphore"}}}`)))
+	assert.Nil(t, g.Config().RateLimit, "dropped from the document: the baseline's (none)")
+	require.NoError(t, m.ApplyJSON(doc(6, 3, "")))
+	assert.NotSame(t, changed.RateLimit, g.Config().RateLimit, "removed and added again: a new limiter")
+	assert.Equal(t, metrics.Success, call())
+}
+
+// TestPresetKeepsWhatCodeSet: a preset replaces the thresholds, not the
+// alerts (which cannot change live), the probe classifier or the limiters
+// that code set.
+func TestPresetKeepsWhatCodeSet(t *testing.T) {
+	reg, clock := manualRegistry(t)
+	lim, err := ratelimit.NewTokenBucket(ratelimit.TokenBucketConfig{Rate: 1, Clock: clock})
+	require.NoError(t, err)
+	_, err = reg.NewGroup("api", command.GroupConfig{Strategy: command.Semaphore, RateLimit: lim,
+		Alerts:          command.AlertConfig{OnAlert: func(command.Alert) {}},
+		ProbeClassifier: func(error) circuit.Outcome { return circuit.Success }})
+	require.NoError(t, err)
+	m := NewManager(reg, quiet, WithClock(clock))
+	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"api": {"preset": "l1"}}}`)))
+	g, _ := reg.Group("api")
+	c := g.Config()
+	assert.Equal(t, 80*time.Millisecond, c.Timeout, "the preset's")
+	assert.NotNil(t, c.Alerts.OnAlert)
+	assert.NotNil(t, c.ProbeClassifier)
+	assert.Same(t, lim, c.RateLimit)
 }
