@@ -124,16 +124,20 @@ func (l *limits) keyed(slot limitSlot, r *KeyedRateLimit) (command.KeyedLimiter,
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.build(l.clock); err != nil { // refuse a bad spec now, not on a key's first call
-		return nil, err
-	}
 	s.maxKeys = r.MaxKeys
 	lim, err := l.get(slot, s, func() (any, error) {
-		return ratelimit.NewPerKey(ratelimit.PerKeyConfig{MaxKeys: s.maxKeys,
+		if _, err := s.build(l.clock); err != nil { // refuse a bad spec now, not on a key's first call
+			return nil, err
+		}
+		pk, err := ratelimit.NewPerKey(ratelimit.PerKeyConfig{MaxKeys: s.maxKeys,
 			New: func(string) (ratelimit.Limiter, error) { return s.build(l.clock) }})
+		if err != nil {
+			return nil, fmt.Errorf("maxKeys: %w", err)
+		}
+		return pk, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("maxKeys: %w", err)
+		return nil, err
 	}
 	return lim.(*ratelimit.PerKey), nil
 }
