@@ -19,27 +19,58 @@
 //
 // Group fields: preset, strategy ("thread" or "semaphore"), maxConcurrent,
 // queueSize, timeout, fallbackLimit, slowCallDuration, maxCommands,
-// noFallback, breaker, commandBreaker, commands. Breaker fields (breaker,
-// commandBreaker, and a command's breaker): window {length, buckets},
-// minRequests, failureRatio, slowCallDuration, slowCallRatio, openDuration,
-// backoffMultiplier, maxOpenDuration, halfOpenProbes, halfOpenSuccesses,
-// halfOpenMaxWait, rampUp, rampUpFloor, warmUp. Command fields: timeout,
-// slowCallDuration, breaker. Durations are Go duration strings ("80ms",
-// "1m30s"); a timeout may be "none" (command.NoTimeout). The meaning of
-// each field is that of command.GroupConfig and circuit.Config. warmUp
-// counts from a breaker's creation, so it takes effect for groups and
-// commands the rules create; a document that changes it for a breaker that
-// runs already is rejected whole (Group.WarmUp starts a warm-up now).
+// noFallback, deadlineReserve, retry, rateLimit, keyedRateLimit, breaker,
+// commandBreaker, commands. Breaker fields (breaker, commandBreaker, and a
+// command's breaker): window {length, buckets}, minRequests, failureRatio,
+// slowCallDuration, slowCallRatio, openDuration, backoffMultiplier,
+// maxOpenDuration, halfOpenProbes, halfOpenSuccesses, halfOpenMaxWait,
+// rampUp, rampUpFloor, warmUp. Retry fields: maxAttempts, backoff,
+// maxBackoff, maxRetryAfter, budgetRatio, budgetMinPerSecond (a retry
+// object overrides the base's field by field; Sleep, Rand and NoBudget
+// are for code and come from the base). Command fields: timeout,
+// slowCallDuration, breaker, rateLimit. Durations are Go duration strings
+// ("80ms", "1m30s"); a timeout may be "none" (command.NoTimeout). The
+// meaning of each field is that of command.GroupConfig,
+// command.RetryConfig and circuit.Config. warmUp counts from a breaker's
+// creation, so it takes effect for groups and commands the rules create; a
+// document that changes it for a breaker that runs already is rejected
+// whole, the error naming the breaker and WarmUp (Group.WarmUp starts a
+// warm-up now). Alerts (command.AlertConfig) cannot change live, so a
+// document cannot set them: they come from the baseline.
+//
+// Rate limits are declared, one kind of package ratelimit each:
+//
+//	"rateLimit": {"tokenBucket": {"rate": 100, "burst": 20}}
+//	"rateLimit": {"slidingWindow": {"limit": 100, "window": "1s", "buckets": 2}}
+//	"keyedRateLimit": {"maxKeys": 10000, "tokenBucket": {"rate": 5, "burst": 5}}
+//
+// A group's rateLimit is its GroupConfig.RateLimit, a command's its
+// CommandConfig.RateLimit; keyedRateLimit is GroupConfig.KeyedRateLimit, a
+// ratelimit.PerKey that gives each key (command.WithKey) a limiter as
+// declared and keeps at most maxKeys of them (0: ratelimit.DefaultMaxKeys).
+// A limiter is stateful (a bucket's tokens, a window's counts), so a
+// document applied again with the same spec in the same place (group,
+// command, or keyed) keeps the running limiter, state and all: an
+// unrelated edit neither refills a bucket nor empties a window. A changed
+// spec, as written (burst 0 and burst 1 differ), builds a new limiter,
+// which starts full (a bucket) or empty (a window); so does a spec
+// removed and declared again. The limiters tell time by the Manager's
+// clock (WithClock; give it the registry's clock when that is not the
+// system clock). A limiter set in code stays unless the document
+// declares one in its place; a document cannot remove it.
 //
 // What a group's settings become: the base is the preset when one is named,
 // else the group's baseline (its config when the rules first touched it;
-// the zero GroupConfig for a group the rules create); the fields the
-// document sets override the base, and a breaker object overrides the
-// base's breaker field by field. What a document cannot express (the
-// IsBadRequest classifier, loggers, clocks, OnTransition, breaker modes)
-// always comes from the baseline. A group the document no longer names
-// returns to its baseline; a group it names that does not exist is
-// created.
+// for a group the rules create, the zero GroupConfig with the strategy and
+// breakers' warm-up it was created with, which cannot change); the fields
+// the document sets override the base, and a breaker or retry object
+// overrides the base's field by field. What a document cannot express (the
+// IsBadRequest and probe classifiers, alerts, the retry's Sleep, Rand and
+// NoBudget, loggers, clocks, OnTransition, breaker modes) and the limiters
+// set in code (unless the document declares one in their place) always
+// come from the baseline, under a preset too. A group the document no
+// longer names returns to its baseline; a group it names that does not
+// exist is created.
 //
 // A document is applied whole or not at all: it is parsed strictly
 // (unknown fields are errors, reported with their line and column), every

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // DefaultInterval is how often Watch reads the rules file by default.
@@ -23,6 +24,7 @@ const DefaultInterval = 250 * time.Millisecond
 type Manager struct {
 	reg    *command.Registry
 	logger *slog.Logger
+	clock  metrics.Clock // of the limiters the rules build; nil: the system clock
 
 	mu        sync.Mutex
 	baselines map[string]command.GroupConfig // by group, as first touched
@@ -30,15 +32,35 @@ type Manager struct {
 	applied   int                            // documents applied
 	lastErr   error                          // of the last document tried
 	lastDoc   []byte                         // the last document ApplyJSON applied
+	limits    map[limitSlot]builtLimit       // the limiters of the document in force
 }
+
+// Option configures a Manager.
+type Option struct {
+	clock metrics.Clock
+}
+
+// WithClock makes the rate limiters the rules build tell time by clock.
+// Give it the clock of the registry (command.RegistryConfig.Clock) when
+// that is not the system clock, a metrics.ManualClock in tests, for
+// instance: the package command does not tell a registry's clock, so the
+// Manager cannot find it. Default: the system clock, the registry's
+// default.
+func WithClock(clock metrics.Clock) Option { return Option{clock: clock} }
 
 // NewManager returns a Manager for the groups of reg, logging on logger
 // (nil: the registry's).
-func NewManager(reg *command.Registry, logger *slog.Logger) *Manager {
+func NewManager(reg *command.Registry, logger *slog.Logger, opts ...Option) *Manager {
 	if logger == nil {
 		logger = reg.Logger()
 	}
-	return &Manager{reg: reg, logger: logger, baselines: map[string]command.GroupConfig{}, named: map[string]bool{}}
+	m := &Manager{reg: reg, logger: logger, baselines: map[string]command.GroupConfig{}, named: map[string]bool{}}
+	for _, o := range opts {
+		if o.clock != nil {
+			m.clock = o.clock
+		}
+	}
+	return m
 }
 
 // ApplyJSON parses a rules document and applies it; see Apply.
@@ -86,13 +108,14 @@ type plan struct {
 func (m *Manager) applyLocked(doc *Document) error {
 	var plans []plan
 	var errs []error
+	lim := &limits{clock: m.clock, prev: m.limits, next: map[limitSlot]builtLimit{}}
 	for _, name := range slices.Sorted(maps.Keys(doc.Groups)) {
 		g, exists := m.reg.Group(name)
 		base, known := m.baselines[name]
 		if !known && exists {
 			base = g.Config()
 		}
-		cfg, err := doc.Groups[name].config(base)
+		cfg, err := doc.Groups[name].config(name, base, lim)
 		if err == nil {
 			if exists {
 				err = g.CheckReconfigure(cfg)
@@ -126,7 +149,11 @@ func (m *Manager) applyLocked(doc *Document) error {
 			if p.group != nil {
 				m.baselines[p.name] = p.group.Config()
 			} else {
-				m.baselines[p.name] = command.GroupConfig{Strategy: p.cfg.Strategy}
+				// The zero config, but for what cannot change live: the
+				// strategy and the breakers' warm-up.
+				base := command.GroupConfig{Strategy: p.cfg.Strategy}
+				base.Breaker.WarmUp, base.CommandBreaker.WarmUp = p.cfg.Breaker.WarmUp, p.cfg.CommandBreaker.WarmUp
+				m.baselines[p.name] = base
 			}
 		}
 		var err error
@@ -139,6 +166,7 @@ func (m *Manager) applyLocked(doc *Document) error {
 			errs = append(errs, fmt.Errorf("group %q: %w", p.name, err))
 		}
 	}
+	m.limits = lim.next
 	m.named = map[string]bool{}
 	for name := range doc.Groups {
 		m.named[name] = true

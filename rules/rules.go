@@ -37,6 +37,10 @@ type Group struct {
 	SlowCallDuration *Duration          `json:"slowCallDuration"`
 	MaxCommands      *int               `json:"maxCommands"`
 	NoFallback       *bool              `json:"noFallback"`
+	DeadlineReserve  *Duration          `json:"deadlineReserve"`
+	Retry            *Retry             `json:"retry"`
+	RateLimit        *RateLimit         `json:"rateLimit"`
+	KeyedRateLimit   *KeyedRateLimit    `json:"keyedRateLimit"`
 	Breaker          *Breaker           `json:"breaker"`
 	CommandBreaker   *Breaker           `json:"commandBreaker"`
 	Commands         map[string]Command `json:"commands"`
@@ -44,9 +48,21 @@ type Group struct {
 
 // Command is the rule of one command of a group.
 type Command struct {
-	Timeout          *Duration `json:"timeout"`
-	SlowCallDuration *Duration `json:"slowCallDuration"`
-	Breaker          *Breaker  `json:"breaker"`
+	Timeout          *Duration  `json:"timeout"`
+	SlowCallDuration *Duration  `json:"slowCallDuration"`
+	Breaker          *Breaker   `json:"breaker"`
+	RateLimit        *RateLimit `json:"rateLimit"`
+}
+
+// Retry overrides the fields of a command.RetryConfig it sets. Sleep, Rand
+// and NoBudget are code's: they come from the base.
+type Retry struct {
+	MaxAttempts        *int      `json:"maxAttempts"`
+	Backoff            *Duration `json:"backoff"`
+	MaxBackoff         *Duration `json:"maxBackoff"`
+	MaxRetryAfter      *Duration `json:"maxRetryAfter"`
+	BudgetRatio        *float64  `json:"budgetRatio"`
+	BudgetMinPerSecond *float64  `json:"budgetMinPerSecond"`
 }
 
 // Breaker overrides the fields of a circuit.Config it sets.
@@ -156,9 +172,10 @@ func position(data []byte, off int) string {
 	return fmt.Sprintf("line %d, column %d", line, col)
 }
 
-// config returns the GroupConfig rule r gives a group whose baseline is
-// base. The error names the group's field.
-func (r Group) config(base command.GroupConfig) (command.GroupConfig, error) {
+// config returns the GroupConfig rule r gives the group called name whose
+// baseline is base, its limiters built by lim. The error names the group's
+// field.
+func (r Group) config(name string, base command.GroupConfig, lim *limits) (command.GroupConfig, error) {
 	cfg := base
 	if r.Preset != "" {
 		p, err := command.Preset(r.Preset)
@@ -184,28 +201,53 @@ func (r Group) config(base command.GroupConfig) (command.GroupConfig, error) {
 	setDuration(&cfg.SlowCallDuration, r.SlowCallDuration)
 	set(&cfg.MaxCommands, r.MaxCommands)
 	set(&cfg.NoFallback, r.NoFallback)
+	setDuration(&cfg.DeadlineReserve, r.DeadlineReserve)
+	r.Retry.apply(&cfg.Retry)
 	r.Breaker.apply(&cfg.Breaker)
 	r.CommandBreaker.apply(&cfg.CommandBreaker)
+	if r.RateLimit != nil {
+		l, err := lim.limiter(limitSlot{group: name}, r.RateLimit)
+		if err != nil {
+			return cfg, fmt.Errorf("rateLimit: %w", err)
+		}
+		cfg.RateLimit = l
+	}
+	if r.KeyedRateLimit != nil {
+		l, err := lim.keyed(limitSlot{group: name, keyed: true}, r.KeyedRateLimit)
+		if err != nil {
+			return cfg, fmt.Errorf("keyedRateLimit: %w", err)
+		}
+		cfg.KeyedRateLimit = l
+	}
 	if len(r.Commands) > 0 {
 		cfg.Commands = maps.Clone(cfg.Commands)
 		if cfg.Commands == nil {
 			cfg.Commands = map[string]command.CommandConfig{}
 		}
-		for _, name := range slices.Sorted(maps.Keys(r.Commands)) {
-			cfg.Commands[name] = r.Commands[name].config(cfg.Commands[name])
+		for _, cmd := range slices.Sorted(maps.Keys(r.Commands)) {
+			cc, err := r.Commands[cmd].config(cfg.Commands[cmd], limitSlot{group: name, command: cmd}, lim)
+			if err != nil {
+				return cfg, fmt.Errorf("commands[%q].%w", cmd, err)
+			}
+			cfg.Commands[cmd] = cc
 		}
 	}
 	return cfg, nil
 }
 
 // keepCode returns preset p with what only code can set, and what cannot
-// change live (the strategy and metrics window), taken from the baseline
-// base.
+// change live (the strategy, the metrics window and the alerts), taken from
+// the baseline base. Limiters set in code are kept too: a preset names
+// thresholds, not quotas.
 func keepCode(p, base command.GroupConfig) command.GroupConfig {
 	p.Strategy = base.Strategy
 	p.Window = base.Window
 	p.IsBadRequest = base.IsBadRequest
+	p.ProbeClassifier = base.ProbeClassifier
+	p.Alerts = base.Alerts
 	p.Logger = base.Logger
+	p.RateLimit, p.KeyedRateLimit = base.RateLimit, base.KeyedRateLimit
+	p.Retry.Sleep, p.Retry.Rand, p.Retry.NoBudget = base.Retry.Sleep, base.Retry.Rand, base.Retry.NoBudget
 	for _, b := range []struct{ to, from *circuit.Config }{{&p.Breaker, &base.Breaker}, {&p.CommandBreaker, &base.CommandBreaker}} {
 		b.to.Clock, b.to.Logger, b.to.OnTransition, b.to.Mode = b.from.Clock, b.from.Logger, b.from.OnTransition, b.from.Mode
 	}
@@ -213,8 +255,8 @@ func keepCode(p, base command.GroupConfig) command.GroupConfig {
 }
 
 // config returns the CommandConfig rule c gives a command whose settings
-// were cc.
-func (c Command) config(cc command.CommandConfig) command.CommandConfig {
+// were cc, its limiter built by lim for slot. The error names the field.
+func (c Command) config(cc command.CommandConfig, slot limitSlot, lim *limits) (command.CommandConfig, error) {
 	setDuration(&cc.Timeout, c.Timeout)
 	setDuration(&cc.SlowCallDuration, c.SlowCallDuration)
 	if c.Breaker != nil {
@@ -225,7 +267,27 @@ func (c Command) config(cc command.CommandConfig) command.CommandConfig {
 		c.Breaker.apply(&b)
 		cc.Breaker = &b
 	}
-	return cc
+	if c.RateLimit != nil {
+		l, err := lim.limiter(slot, c.RateLimit)
+		if err != nil {
+			return cc, fmt.Errorf("rateLimit: %w", err)
+		}
+		cc.RateLimit = l
+	}
+	return cc, nil
+}
+
+// apply overrides the fields of c that r sets. A nil r sets none.
+func (r *Retry) apply(c *command.RetryConfig) {
+	if r == nil {
+		return
+	}
+	set(&c.MaxAttempts, r.MaxAttempts)
+	setDuration(&c.Backoff, r.Backoff)
+	setDuration(&c.MaxBackoff, r.MaxBackoff)
+	setDuration(&c.MaxRetryAfter, r.MaxRetryAfter)
+	set(&c.BudgetRatio, r.BudgetRatio)
+	set(&c.BudgetMinPerSecond, r.BudgetMinPerSecond)
 }
 
 // apply overrides the fields of c that b sets. A nil b sets none.

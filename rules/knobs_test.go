@@ -1,0 +1,285 @@
+package rules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/metrics"
+	"github.com/bulwark-go/bulwark/ratelimit"
+)
+
+// op is a test command: run is its Run; idem makes it Idempotent.
+type op struct {
+	name string
+	idem bool
+	run  func(context.Context) (int, error)
+}
+
+func (o op) Name() string                         { return o.name }
+func (o op) Idempotent() bool                     { return o.idem }
+func (o op) Run(ctx context.Context) (int, error) { return o.run(ctx) }
+
+func succeed(context.Context) (int, error) { return 1, nil }
+
+// event runs cmd in g and returns its primary outcome.
+func event(t *testing.T, g *command.Group, cmd op, opts ...command.Option) metrics.Event {
+	t.Helper()
+	_, info, _ := command.ExecuteInfo(context.Background(), g, cmd, opts...)
+	return info.Event
+}
+
+func manualRegistry(t *testing.T) (*command.Registry, *metrics.ManualClock) {
+	clock := new(metrics.ManualClock)
+	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: quiet})
+	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+	return reg, clock
+}
+
+func TestParseErrorsInNewKnobsGiveLineAndField(t *testing.T) {
+	for name, tc := range map[string]struct{ doc, want string }{
+		"retry field": {"{\"groups\": {\"a\": {\n  \"retry\": {\"maxAttempt\": 3}}}}",
+			`line 2, column 13: json: unknown field "maxAttempt"`},
+		"bucket field": {"{\"groups\": {\"a\": {\n  \"rateLimit\": {\"tokenBucket\": {\"rate\": 1, \"brust\": 2}}}}}",
+			`line 2, column 44: json: unknown field "brust"`},
+		"limiter kind": {"{\"groups\": {\"a\": {\n  \"rateLimit\": {\"leakyBucket\": {}}}}}",
+			`line 2, column 17: json: unknown field "leakyBucket"`},
+		"window type": {"{\"groups\": {\"a\": {\"commands\": {\"c\": {\n  \"rateLimit\": {\"slidingWindow\": {\"limit\": 5, \"window\": \"1 sec\"}}}}}}}",
+			`line 2, column 57: duration "1 sec"`},
+		"reserve type": {"{\"groups\": {\"a\": {\n  \"deadlineReserve\": \"soon\"}}}",
+			`line 2, column 22: duration "soon"`},
+		"maxKeys type": {"{\"groups\": {\"a\": {\n  \"keyedRateLimit\": {\"maxKeys\": \"many\"}}}}",
+			"line 2, column 39: field groups.keyedRateLimit.maxKeys"},
+	} {
+		_, err := Parse([]byte(tc.doc))
+		require.ErrorIs(t, err, ErrInvalid, name)
+		assert.ErrorContains(t, err, tc.want, name)
+	}
+}
+
+// TestNewKnobsRefuseBadValuesNamingTheField: a bad value in a new knob
+// rejects the whole document with an error that names the group and the
+// field, and changes nothing.
+func TestNewKnobsRefuseBadValuesNamingTheField(t *testing.T) {
+	reg, clock := manualRegistry(t)
+	m := NewManager(reg, quiet, WithClock(clock))
+	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"a": {"maxConcurrent": 3}}}`)))
+	for name, tc := range map[string]struct {
+		group string
+		want  string
+		is    error
+	}{
+		"no limiter kind":   {`{"rateLimit": {}}`, `rateLimit: set exactly one of "tokenBucket" and "slidingWindow"`, nil},
+		"two limiter kinds": {`{"rateLimit": {"tokenBucket": {"rate": 1}, "slidingWindow": {"limit": 1}}}`, `rateLimit: set exactly one`, nil},
+		"bucket rate":       {`{"rateLimit": {"tokenBucket": {"burst": 5}}}`, `rateLimit: tokenBucket: ratelimit: invalid config: TokenBucketConfig.Rate 0 must be positive`, ratelimit.ErrInvalidConfig},
+		"bucket burst":      {`{"rateLimit": {"tokenBucket": {"rate": 5, "burst": -1}}}`, `rateLimit: tokenBucket: ratelimit: invalid config: TokenBucketConfig.Burst -1`, ratelimit.ErrInvalidConfig},
+		"window limit":      {`{"rateLimit": {"slidingWindow": {"window": "1s"}}}`, `rateLimit: slidingWindow: ratelimit: invalid config: SlidingWindowConfig.Limit 0 must be positive`, ratelimit.ErrInvalidConfig},
+		"window buckets":    {`{"rateLimit": {"slidingWindow": {"limit": 5, "buckets": -2}}}`, `rateLimit: slidingWindow: ratelimit: invalid config: SlidingWindowConfig.Window {Length: 0s, Buckets: -2}`, ratelimit.ErrInvalidConfig},
+		"keyed kind":        {`{"keyedRateLimit": {"maxKeys": 5}}`, `keyedRateLimit: set exactly one`, nil},
+		"keyed bucket":      {`{"keyedRateLimit": {"tokenBucket": {"rate": -1}}}`, `keyedRateLimit: tokenBucket: ratelimit: invalid config: TokenBucketConfig.Rate -1`, ratelimit.ErrInvalidConfig},
+		"keyed maxKeys":     {`{"keyedRateLimit": {"maxKeys": -1, "tokenBucket": {"rate": 1}}}`, `keyedRateLimit: maxKeys: ratelimit: invalid config: PerKeyConfig.MaxKeys -1`, ratelimit.ErrInvalidConfig},
+		"command limiter":   {`{"commands": {"q": {"rateLimit": {"tokenBucket": {"rate": 0}}}}}`, `commands["q"].rateLimit: tokenBucket: ratelimit: invalid config: TokenBucketConfig.Rate 0`, ratelimit.ErrInvalidConfig},
+		"retry attempts":    {`{"retry": {"maxAttempts": 11}}`, `Retry.MaxAttempts 11 must be between 0 and 10`, command.ErrInvalidConfig},
+		"retry backoff":     {`{"retry": {"maxAttempts": 3, "backoff": "50ms", "maxBackoff": "10ms"}}`, `Retry.MaxBackoff 10ms must not be below Backoff 50ms`, command.ErrInvalidConfig},
+		"retry budget":      {`{"retry": {"maxAttempts": 3, "budgetRatio": 2}}`, `Retry.BudgetRatio 2 must be in (0, 1]`, command.ErrInvalidConfig},
+		"retry min per sec": {`{"retry": {"maxAttempts": 3, "budgetMinPerSecond": -1}}`, `Retry.BudgetMinPerSecond -1 must be a positive number`, command.ErrInvalidConfig},
+		"retry after":       {`{"retry": {"maxAttempts": 3, "maxRetryAfter": "-1s"}}`, `Retry.MaxRetryAfter -1s must not be negative`, command.ErrInvalidConfig},
+		"deadline reserve":  {`{"deadlineReserve": "-5ms"}`, `DeadlineReserve -5ms must not be negative`, command.ErrInvalidConfig},
+	} {
+		err := m.ApplyJSON([]byte(`{"groups": {"a": {"maxConcurrent": 9}, "b": ` + tc.group + `}}`))
+		if name == "command warm-up" {
+			// The command must run already for its warm-up to be fixed: declare it first.
+			require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"a": {"maxConcurrent": 3}, "b": {"commands": {"q": {}}}}}`)))
+			err = m.ApplyJSON([]byte(`{"groups": {"a": {"maxConcurrent": 9}, "b": ` + tc.group + `}}`))
+		} else if name == "group warm-up" {
+			require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"a": {"maxConcurrent": 3}, "b": {}}}`)))
+			err = m.ApplyJSON([]byte(`{"groups": {"a": {"maxConcurrent": 9}, "b": ` + tc.group + `}}`))
+		}
+		require.ErrorIs(t, err, ErrInvalid, name)
+		assert.ErrorContains(t, err, `group "b": `, name)
+		assert.ErrorContains(t, err, tc.want, name)
+		if tc.is != nil {
+			assert.ErrorIs(t, err, tc.is, name)
+		}
+		a, _ := reg.Group("a")
+		assert.Equal(t, 3, a.Config().MaxConcurrent, name)
+	}
+}
+
+// TestWarmUpByRules: warmUp takes effect in the breakers the rules create;
+// for a breaker that runs already it cannot change, and a document that
+// changes it is refused whole with an error naming the field.
+func TestWarmUpByRules(t *testing.T) {
+	reg, clock := manualRegistry(t)
+	m := NewManager(reg, quiet, WithClock(clock))
+	doc := `{"groups": {"cold": {"strategy": "semaphore", "breaker": {"warmUp": "1m", "minRequests": 1}}}}`
+	require.NoError(t, m.ApplyJSON([]byte(doc)))
+	g, ok := reg.Group("cold")
+	require.True(t, ok)
+	fail := op{name: "q", run: func(context.Context) (int, error) { return 0, errors.New("cold cache") }}
+	assert.Equal(t, metrics.Failure, event(t, g, fail))
+	s := g.Breaker().Snapshot()
+	assert.True(t, s.WarmingUp, "a group the rules create warms up")
+	assert.Equal(t, circuit.Closed, s.State, "a failure during warm-up is not counted")
+	require.NoError(t, m.ApplyJSON([]byte(doc)), "the same warm-up again is no change")
+
+	err := m.ApplyJSON([]byte(`{"groups": {"cold": {"strategy": "semaphore", "breaker": {"warmUp": "2m", "minRequests": 1}}}}`))
+	require.ErrorIs(t, err, ErrInvalid)
+	require.ErrorIs(t, err, circuit.ErrInvalidConfig)
+	assert.ErrorContains(t, err, `Breaker: circuit: invalid config: WarmUp 2m0s differs from 1m0s: it counts from the breaker's creation, use WarmUp(d)`)
+
+	warm, err := reg.NewGroup("warm", command.GroupConfig{})
+	require.NoError(t, err)
+	require.Equal(t, metrics.Success, event(t, warm, op{name: "q", run: succeed}))
+	err = m.ApplyJSON([]byte(`{"groups": {"cold": {"strategy": "semaphore", "breaker": {"warmUp": "1m", "minRequests": 1}},
+		"warm": {"commandBreaker": {"warmUp": "30s"}}}}`))
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.ErrorContains(t, err, `group "warm": `)
+	assert.ErrorContains(t, err, `breaker of command "q": circuit: invalid config:`)
+	assert.ErrorContains(t, err, `WarmUp 30s differs from 0s`)
+
+	clock.Advance(time.Minute)
+	assert.Equal(t, metrics.Failure, event(t, g, fail))
+	assert.Equal(t, circuit.Open, g.Breaker().Snapshot().State, "after the warm-up, failures count")
+
+	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {}}`)), "a group created with a warm-up can leave the document")
+	assert.Equal(t, time.Minute, g.Breaker().Config().WarmUp)
+}
+
+// TestNewKnobsTakeEffect applies each new knob to real groups on a manual
+// clock and shows its effect on calls.
+func TestNewKnobsTakeEffect(t *testing.T) {
+	reg, clock := manualRegistry(t)
+	var slept []time.Duration
+	_, err := reg.NewGroup("retrying", command.GroupConfig{Strategy: command.Semaphore,
+		Retry: command.RetryConfig{Sleep: func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }}})
+	require.NoError(t, err)
+	m := NewManager(reg, quiet, WithClock(clock))
+	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {
+		"bucket":   {"strategy": "semaphore", "rateLimit": {"tokenBucket": {"rate": 1, "burst": 3}}},
+		"window":   {"strategy": "semaphore", "commands": {"q": {"rateLimit": {"slidingWindow": {"limit": 2, "window": "10s", "buckets": 10}}}}},
+		"keyed":    {"strategy": "semaphore", "keyedRateLimit": {"maxKeys": 2, "tokenBucket": {"rate": 1}}},
+		"retrying": {"retry": {"maxAttempts": 3, "backoff": "10ms", "budgetMinPerSecond": 100}},
+		"reserved": {"strategy": "semaphore", "deadlineReserve": "1h"}
+	}}`)))
+	group := func(name string) *command.Group {
+		g, ok := reg.Group(name)
+		require.True(t, ok, name)
+		return g
+	}
+
+	bucket := group("bucket")
+	for i := range 3 {
+		require.Equal(t, metrics.Success, event(t, bucket, op{name: "q", run: succeed}), "burst call %d", i+1)
+	}
+	assert.Equal(t, metrics.RateLimited, event(t, bucket, op{name: "q", run: succeed}), "the (burst+1)th call")
+	clock.Advance(time.Second)
+	assert.Equal(t, metrics.Success, event(t, bucket, op{name: "q", run: succeed}), "a token a second, on the registry's clock")
+
+	window := group("window")
+	for range 2 {
+		require.Equal(t, metrics.Success, event(t, window, op{name: "q", run: succeed}))
+	}
+	assert.Equal(t, metrics.RateLimited, event(t, window, op{name: "q", run: succeed}), "the command's limit")
+	assert.Equal(t, metrics.Success, event(t, window, op{name: "r", run: succeed}), "another command is not limited")
+	clock.Advance(10 * time.Second)
+	assert.Equal(t, metrics.Success, event(t, window, op{name: "q", run: succeed}), "the window moved on")
+
+	keyed := group("keyed")
+	assert.Equal(t, metrics.Success, event(t, keyed, op{name: "q", run: succeed}, command.WithKey("alice")))
+	assert.Equal(t, metrics.RateLimited, event(t, keyed, op{name: "q", run: succeed}, command.WithKey("alice")))
+	assert.Equal(t, metrics.Success, event(t, keyed, op{name: "q", run: succeed}, command.WithKey("bob")), "each key its own quota")
+
+	attempts := 0
+	failing := op{name: "q", idem: true, run: func(context.Context) (int, error) { attempts++; return 0, errors.New("down") }}
+	_, info, err := command.ExecuteInfo(context.Background(), group("retrying"), failing)
+	require.Error(t, err)
+	assert.Equal(t, 3, attempts, "maxAttempts attempts of an idempotent command")
+	assert.Equal(t, 3, info.Attempts)
+	assert.Len(t, slept, 2, "the code's Sleep stays under the rules' retry")
+
+	ran := false
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, info, err = command.ExecuteInfo(ctx, group("reserved"), op{name: "q", run: func(context.Context) (int, error) { ran = true; return 1, nil }})
+	require.Error(t, err)
+	assert.Equal(t, metrics.QueueTimeout, info.Event, "less than the reserve left: Run never starts")
+	assert.False(t, ran)
+}
+
+// TestUnchangedLimiterSpecKeepsTheLimiter: reapplying a document whose
+// limiter spec did not change keeps the running limiter and its state; a
+// changed spec, or one removed and added again, builds a new one; a
+// rejected document changes none.
+func TestUnchangedLimiterSpecKeepsTheLimiter(t *testing.T) {
+	reg, clock := manualRegistry(t)
+	m := NewManager(reg, quiet, WithClock(clock))
+	doc := func(maxConcurrent, burst int, extra string) []byte {
+		return []byte(fmt.Sprintf(`{"groups": {"api": {"strategy": "semaphore", "maxConcurrent": %d,
+			"rateLimit": {"tokenBucket": {"rate": 1, "burst": %d}},
+			"keyedRateLimit": {"tokenBucket": {"rate": 1, "burst": 10}},
+			"commands": {"q": {"rateLimit": {"slidingWindow": {"limit": 5}}}}}%s}}`, maxConcurrent, burst, extra))
+	}
+	require.NoError(t, m.ApplyJSON(doc(5, 2, "")))
+	g, _ := reg.Group("api")
+	first := g.Config()
+	call := func() metrics.Event { return event(t, g, op{name: "q", run: succeed}) }
+	require.Equal(t, metrics.Success, call())
+	require.Equal(t, metrics.Success, call())
+	require.Equal(t, metrics.RateLimited, call())
+
+	require.NoError(t, m.ApplyJSON(doc(6, 2, `, "other": {"timeout": "2s"}`)), "an unrelated edit")
+	now := g.Config()
+	require.Equal(t, 6, now.MaxConcurrent)
+	assert.Same(t, first.RateLimit, now.RateLimit, "the group's limiter is kept")
+	assert.Same(t, first.KeyedRateLimit, now.KeyedRateLimit, "the keyed limiter is kept")
+	assert.Same(t, first.Commands["q"].RateLimit, now.Commands["q"].RateLimit, "the command's limiter is kept")
+	assert.Equal(t, metrics.RateLimited, call(), "and so is its state: the bucket is still empty")
+
+	require.ErrorIs(t, m.ApplyJSON(doc(7, 3, `, "bad": {"timeout": "-1s"}`)), ErrInvalid)
+	require.NoError(t, m.ApplyJSON(doc(6, 2, "")))
+	assert.Same(t, first.RateLimit, g.Config().RateLimit, "a rejected document replaced no limiter")
+
+	require.NoError(t, m.ApplyJSON(doc(6, 3, "")))
+	changed := g.Config()
+	assert.NotSame(t, first.RateLimit, changed.RateLimit, "a changed spec builds a new limiter")
+	assert.Same(t, first.Commands["q"].RateLimit, changed.Commands["q"].RateLimit, "an unchanged one stays")
+	for i := range 3 {
+		require.Equal(t, metrics.Success, call(), "the new bucket starts full: call %d", i+1)
+	}
+	require.Equal(t, metrics.RateLimited, call())
+
+	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"api": {"strategy": "semaphore"}}}`)))
+	assert.Nil(t, g.Config().RateLimit, "dropped from the document: the baseline's (none)")
+	require.NoError(t, m.ApplyJSON(doc(6, 3, "")))
+	assert.NotSame(t, changed.RateLimit, g.Config().RateLimit, "removed and added again: a new limiter")
+	assert.Equal(t, metrics.Success, call())
+}
+
+// TestPresetKeepsWhatCodeSet: a preset replaces the thresholds, not the
+// alerts (which cannot change live), the probe classifier or the limiters
+// that code set.
+func TestPresetKeepsWhatCodeSet(t *testing.T) {
+	reg, clock := manualRegistry(t)
+	lim, err := ratelimit.NewTokenBucket(ratelimit.TokenBucketConfig{Rate: 1, Clock: clock})
+	require.NoError(t, err)
+	_, err = reg.NewGroup("api", command.GroupConfig{Strategy: command.Semaphore, RateLimit: lim,
+		Alerts:          command.AlertConfig{OnAlert: func(command.Alert) {}},
+		ProbeClassifier: func(error) circuit.Outcome { return circuit.Success }})
+	require.NoError(t, err)
+	m := NewManager(reg, quiet, WithClock(clock))
+	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"api": {"preset": "l1"}}}`)))
+	g, _ := reg.Group("api")
+	c := g.Config()
+	assert.Equal(t, 80*time.Millisecond, c.Timeout, "the preset's")
+	assert.NotNil(t, c.Alerts.OnAlert)
+	assert.NotNil(t, c.ProbeClassifier)
+	assert.Same(t, lim, c.RateLimit)
+}
