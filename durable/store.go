@@ -63,19 +63,21 @@ func (s *Store) Path() string { return s.db.Path() }
 // update runs fn in a read-write transaction, committed (and fsync'd) when
 // fn returns nil.
 func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
-	return s.db.Update(fn)
+	return s.inTx(ctx, true, fn)
 }
 
 // view runs fn in a read-only transaction.
 func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	return s.inTx(ctx, false, fn)
+}
+
+// inTx runs fn in a read-write transaction if writable, else in a
+// read-only one. It returns ctx's error if ctx has ended and ErrClosed if
+// the store is closed, without beginning one; the read lock keeps Close
+// out until the transaction ends. It calls the file's Update and View
+// directly (not through a func value) so that the callers' fn need not
+// escape to the heap.
+func (s *Store) inTx(ctx context.Context, writable bool, fn func(tx *bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -83,6 +85,9 @@ func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	defer s.mu.RUnlock()
 	if s.closed {
 		return ErrClosed
+	}
+	if writable {
+		return s.db.Update(fn)
 	}
 	return s.db.View(fn)
 }
