@@ -102,16 +102,13 @@ func idKey(id string) ([]byte, error) {
 	return binary.BigEndian.AppendUint64(nil, n), nil
 }
 
-func getEntry(b *bolt.Bucket, k []byte) (Entry, bool, error) {
-	raw := b.Get(k)
-	if raw == nil {
-		return Entry{}, false, nil
-	}
+// decodeEntry decodes raw, the value stored at key k.
+func decodeEntry(k, raw []byte) (Entry, error) {
 	var e Entry
 	if err := json.Unmarshal(raw, &e); err != nil {
-		return e, false, fmt.Errorf("durable: corrupt entry %x: %w", k, err)
+		return Entry{}, fmt.Errorf("durable: corrupt entry %x: %w", k, err)
 	}
-	return e, true, nil
+	return e, nil
 }
 
 func putEntry(b *bolt.Bucket, k []byte, e Entry) error {
@@ -166,8 +163,8 @@ func (s *Store) Lease(ctx context.Context, now time.Time, max int) ([]Entry, err
 	var out []Entry
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketPending).Cursor()
-		for k, _ := c.First(); k != nil && len(out) < max; k, _ = c.Next() {
-			e, _, err := getEntry(tx.Bucket(bucketPending), k)
+		for k, raw := c.First(); k != nil && len(out) < max; k, raw = c.Next() {
+			e, err := decodeEntry(k, raw)
 			if err != nil {
 				return err
 			}
@@ -254,13 +251,14 @@ func (s *Store) withEntry(ctx context.Context, id string, name []byte, done func
 	}
 	return s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(name)
-		e, ok, err := getEntry(b, k)
-		switch {
-		case err != nil:
-			return err
-		case ok:
+		if raw := b.Get(k); raw != nil {
+			e, err := decodeEntry(k, raw)
+			if err != nil {
+				return err
+			}
 			return fn(tx, b, k, e)
-		case done != nil && done(tx):
+		}
+		if done != nil && done(tx) {
 			return nil
 		}
 		return fmt.Errorf("%w: %s id %s", ErrNotFound, name, id)
@@ -271,11 +269,13 @@ func (s *Store) withEntry(ctx context.Context, id string, name []byte, done func
 func (s *Store) DeadLetters(ctx context.Context) ([]Entry, error) {
 	var out []Entry
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketDead)
-		return b.ForEach(func(k, _ []byte) error {
-			e, _, err := getEntry(b, k)
+		return tx.Bucket(bucketDead).ForEach(func(k, raw []byte) error {
+			e, err := decodeEntry(k, raw)
+			if err != nil {
+				return err
+			}
 			out = append(out, e)
-			return err
+			return nil
 		})
 	})
 	return out, err
@@ -288,8 +288,8 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		pending := tx.Bucket(bucketPending)
 		st.Depth = pending.Stats().KeyN
 		st.DeadLetters = tx.Bucket(bucketDead).Stats().KeyN
-		if k, _ := pending.Cursor().First(); k != nil {
-			e, _, err := getEntry(pending, k)
+		if k, raw := pending.Cursor().First(); k != nil {
+			e, err := decodeEntry(k, raw)
 			st.Oldest = e.EnqueuedAt
 			return err
 		}
