@@ -63,19 +63,21 @@ func (s *Store) Path() string { return s.db.Path() }
 // update runs fn in a read-write transaction, committed (and fsync'd) when
 // fn returns nil.
 func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
-	return s.db.Update(fn)
+	return s.inTx(ctx, true, fn)
 }
 
 // view runs fn in a read-only transaction.
 func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	return s.inTx(ctx, false, fn)
+}
+
+// inTx runs fn in a read-write transaction if writable, else in a
+// read-only one. It returns ctx's error if ctx has ended and ErrClosed if
+// the store is closed, without beginning one; the read lock keeps Close
+// out until the transaction ends. It calls the file's Update and View
+// directly (not through a func value) so that the callers' fn need not
+// escape to the heap.
+func (s *Store) inTx(ctx context.Context, writable bool, fn func(tx *bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -83,6 +85,9 @@ func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	defer s.mu.RUnlock()
 	if s.closed {
 		return ErrClosed
+	}
+	if writable {
+		return s.db.Update(fn)
 	}
 	return s.db.View(fn)
 }
@@ -97,16 +102,13 @@ func idKey(id string) ([]byte, error) {
 	return binary.BigEndian.AppendUint64(nil, n), nil
 }
 
-func getEntry(b *bolt.Bucket, k []byte) (Entry, bool, error) {
-	raw := b.Get(k)
-	if raw == nil {
-		return Entry{}, false, nil
-	}
+// decodeEntry decodes raw, the value stored at key k.
+func decodeEntry(k, raw []byte) (Entry, error) {
 	var e Entry
 	if err := json.Unmarshal(raw, &e); err != nil {
-		return e, false, fmt.Errorf("durable: corrupt entry %x: %w", k, err)
+		return Entry{}, fmt.Errorf("durable: corrupt entry %x: %w", k, err)
 	}
-	return e, true, nil
+	return e, nil
 }
 
 func putEntry(b *bolt.Bucket, k []byte, e Entry) error {
@@ -161,8 +163,8 @@ func (s *Store) Lease(ctx context.Context, now time.Time, max int) ([]Entry, err
 	var out []Entry
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketPending).Cursor()
-		for k, _ := c.First(); k != nil && len(out) < max; k, _ = c.Next() {
-			e, _, err := getEntry(tx.Bucket(bucketPending), k)
+		for k, raw := c.First(); k != nil && len(out) < max; k, raw = c.Next() {
+			e, err := decodeEntry(k, raw)
 			if err != nil {
 				return err
 			}
@@ -249,13 +251,14 @@ func (s *Store) withEntry(ctx context.Context, id string, name []byte, done func
 	}
 	return s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(name)
-		e, ok, err := getEntry(b, k)
-		switch {
-		case err != nil:
-			return err
-		case ok:
+		if raw := b.Get(k); raw != nil {
+			e, err := decodeEntry(k, raw)
+			if err != nil {
+				return err
+			}
 			return fn(tx, b, k, e)
-		case done != nil && done(tx):
+		}
+		if done != nil && done(tx) {
 			return nil
 		}
 		return fmt.Errorf("%w: %s id %s", ErrNotFound, name, id)
@@ -266,11 +269,13 @@ func (s *Store) withEntry(ctx context.Context, id string, name []byte, done func
 func (s *Store) DeadLetters(ctx context.Context) ([]Entry, error) {
 	var out []Entry
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketDead)
-		return b.ForEach(func(k, _ []byte) error {
-			e, _, err := getEntry(b, k)
+		return tx.Bucket(bucketDead).ForEach(func(k, raw []byte) error {
+			e, err := decodeEntry(k, raw)
+			if err != nil {
+				return err
+			}
 			out = append(out, e)
-			return err
+			return nil
 		})
 	})
 	return out, err
@@ -283,8 +288,8 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		pending := tx.Bucket(bucketPending)
 		st.Depth = pending.Stats().KeyN
 		st.DeadLetters = tx.Bucket(bucketDead).Stats().KeyN
-		if k, _ := pending.Cursor().First(); k != nil {
-			e, _, err := getEntry(pending, k)
+		if k, raw := pending.Cursor().First(); k != nil {
+			e, err := decodeEntry(k, raw)
 			st.Oldest = e.EnqueuedAt
 			return err
 		}
