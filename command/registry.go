@@ -78,6 +78,14 @@ func (r *Registry) setup(cfg RegistryConfig) {
 	}
 }
 
+// Clock returns the registry's clock, the clock of its groups (by default
+// metrics.SystemClock()): a rate limiter built for a group on this clock
+// takes the group's clock readings (see ClockedLimiter).
+func (r *Registry) Clock() metrics.Clock {
+	r.ready()
+	return r.clock
+}
+
 // Logger returns the registry's logger, the default logger of its groups.
 func (r *Registry) Logger() *slog.Logger {
 	r.ready()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/internal/logtest"
 	"github.com/bulwark-go/bulwark/isolation"
+	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // TestRegistryCloseIsFinal: after Close, no group can be created (the
@@ -151,4 +152,11 @@ func TestGoMetricsNamesDoNotCollide(t *testing.T) {
 	assert.NotNil(t, gm.Get("group.a%2Eb.bulkhead.active"))
 
 	assert.Equal(t, "command.100%25.x%2Ey", metricName("command", "100%", "x.y"))
+}
+
+func TestRegistryClockIsItsGroupsClock(t *testing.T) {
+	reg, clock := newTestRegistry(t)
+	assert.Same(t, clock, reg.Clock())
+	var zero Registry // the zero Registry is ready to use, on the system clock
+	assert.True(t, metrics.SameClock(zero.Clock(), metrics.SystemClock()))
 }

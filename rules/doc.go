@@ -54,9 +54,9 @@
 // unrelated edit neither refills a bucket nor empties a window. A changed
 // spec, as written (burst 0 and burst 1 differ), builds a new limiter,
 // which starts full (a bucket) or empty (a window); so does a spec
-// removed and declared again. The limiters tell time by the Manager's
-// clock (WithClock; give it the registry's clock when that is not the
-// system clock). A limiter set in code stays unless the document
+// removed and declared again. The limiters tell time by the registry's
+// clock (command.Registry.Clock), so Execute hands them its own clock
+// readings (command.ClockedLimiter). A limiter set in code stays unless the document
 // declares one in its place; a document cannot remove it.
 //
 // What a group's settings become: the base is the preset when one is named,

@@ -68,8 +68,8 @@ func TestParseErrorsInNewKnobsGiveLineAndField(t *testing.T) {
 // rejects the whole document with an error that names the group and the
 // field, and changes nothing.
 func TestNewKnobsRefuseBadValuesNamingTheField(t *testing.T) {
-	reg, clock := manualRegistry(t)
-	m := NewManager(reg, quiet, WithClock(clock))
+	reg, _ := manualRegistry(t)
+	m := NewManager(reg, quiet)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"a": {"maxConcurrent": 3}}}`)))
 	for name, tc := range map[string]struct {
 		group string
@@ -118,7 +118,7 @@ func TestNewKnobsRefuseBadValuesNamingTheField(t *testing.T) {
 // changes it is refused whole with an error naming the field.
 func TestWarmUpByRules(t *testing.T) {
 	reg, clock := manualRegistry(t)
-	m := NewManager(reg, quiet, WithClock(clock))
+	m := NewManager(reg, quiet)
 	doc := `{"groups": {"cold": {"strategy": "semaphore", "breaker": {"warmUp": "1m", "minRequests": 1}}}}`
 	require.NoError(t, m.ApplyJSON([]byte(doc)))
 	g, ok := reg.Group("cold")
@@ -161,7 +161,7 @@ func TestNewKnobsTakeEffect(t *testing.T) {
 	_, err := reg.NewGroup("retrying", command.GroupConfig{Strategy: command.Semaphore,
 		Retry: command.RetryConfig{Sleep: func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }}})
 	require.NoError(t, err)
-	m := NewManager(reg, quiet, WithClock(clock))
+	m := NewManager(reg, quiet)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {
 		"bucket":   {"strategy": "semaphore", "rateLimit": {"tokenBucket": {"rate": 1, "burst": 3}}},
 		"window":   {"strategy": "semaphore", "commands": {"q": {"rateLimit": {"slidingWindow": {"limit": 2, "window": "10s", "buckets": 10}}}}},
@@ -219,8 +219,8 @@ func TestNewKnobsTakeEffect(t *testing.T) {
 // changed spec, or one removed and added again, builds a new one; a
 // rejected document changes none.
 func TestUnchangedLimiterSpecKeepsTheLimiter(t *testing.T) {
-	reg, clock := manualRegistry(t)
-	m := NewManager(reg, quiet, WithClock(clock))
+	reg, _ := manualRegistry(t)
+	m := NewManager(reg, quiet)
 	doc := func(maxConcurrent, burst int, extra string) []byte {
 		return []byte(fmt.Sprintf(`{"groups": {"api": {"strategy": "semaphore", "maxConcurrent": %d,
 			"rateLimit": {"tokenBucket": {"rate": 1, "burst": %d}},
@@ -274,7 +274,7 @@ func TestPresetKeepsWhatCodeSet(t *testing.T) {
 		Alerts:          command.AlertConfig{OnAlert: func(command.Alert) {}},
 		ProbeClassifier: func(error) circuit.Outcome { return circuit.Success }})
 	require.NoError(t, err)
-	m := NewManager(reg, quiet, WithClock(clock))
+	m := NewManager(reg, quiet)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"api": {"preset": "l1"}}}`)))
 	g, _ := reg.Group("api")
 	c := g.Config()

@@ -24,7 +24,7 @@ const DefaultInterval = 250 * time.Millisecond
 type Manager struct {
 	reg    *command.Registry
 	logger *slog.Logger
-	clock  metrics.Clock // of the limiters the rules build; nil: the system clock
+	clock  metrics.Clock // of the limiters the rules build: the registry's
 
 	mu        sync.Mutex
 	baselines map[string]command.GroupConfig // by group, as first touched
@@ -35,32 +35,14 @@ type Manager struct {
 	limits    map[limitSlot]builtLimit       // the limiters of the document in force
 }
 
-// Option configures a Manager.
-type Option struct {
-	clock metrics.Clock
-}
-
-// WithClock makes the rate limiters the rules build tell time by clock.
-// Give it the clock of the registry (command.RegistryConfig.Clock) when
-// that is not the system clock, a metrics.ManualClock in tests, for
-// instance: the package command does not tell a registry's clock, so the
-// Manager cannot find it. Default: the system clock, the registry's
-// default.
-func WithClock(clock metrics.Clock) Option { return Option{clock: clock} }
-
 // NewManager returns a Manager for the groups of reg, logging on logger
-// (nil: the registry's).
-func NewManager(reg *command.Registry, logger *slog.Logger, opts ...Option) *Manager {
+// (nil: the registry's). The rate limiters the rules build tell time by the
+// registry's clock.
+func NewManager(reg *command.Registry, logger *slog.Logger) *Manager {
 	if logger == nil {
 		logger = reg.Logger()
 	}
-	m := &Manager{reg: reg, logger: logger, baselines: map[string]command.GroupConfig{}, named: map[string]bool{}}
-	for _, o := range opts {
-		if o.clock != nil {
-			m.clock = o.clock
-		}
-	}
-	return m
+	return &Manager{reg: reg, logger: logger, clock: reg.Clock(), baselines: map[string]command.GroupConfig{}, named: map[string]bool{}}
 }
 
 // ApplyJSON parses a rules document and applies it; see Apply.
