@@ -39,7 +39,8 @@ import (
 // whether a value came from a fallback.
 func Execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, opts ...Option) (T, error) {
 	var info Info
-	return execute[T](ctx, g, &cmd, opts, &info)
+	v, _, err := execute[T](ctx, g, &cmd, opts, &info)
+	return v, err
 }
 
 // ExecuteInfo is Execute that also tells what happened: the primary
@@ -47,8 +48,15 @@ func Execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, opts ...O
 // (Info.Degraded) and the latencies.
 func ExecuteInfo[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, opts ...Option) (T, Info, error) {
 	var info Info
-	v, err := execute[T](ctx, g, &cmd, opts, &info)
-	info.Attempts++ // execute counts the retries: the first attempt is added here, off Execute's path
+	v, c, err := execute[T](ctx, g, &cmd, opts, &info)
+	// What only a caller of ExecuteInfo reads is filled in here, off
+	// Execute's path: the names, and the first attempt (execute counts the
+	// retries).
+	info.Group = g.name
+	if c != nil {
+		info.Command = c.name
+	}
+	info.Attempts++
 	return v, info, err
 }
 
@@ -58,8 +66,9 @@ func ExecuteInfo[T any, C Runner[T]](ctx context.Context, g *Group, cmd C, opts 
 // metrics, so that a call that needs no fallback reads the clock twice in
 // all. A retry (see retryAgain) goes round the loop again: each attempt is
 // counted as a call of its own, and the call leaves the in-flight count
-// once, when its last attempt ends.
-func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []Option, info *Info) (v T, err error) {
+// once, when its last attempt ends. It also returns the command's state
+// (nil for a nil command), for ExecuteInfo.
+func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []Option, info *Info) (v T, c *commandState, err error) {
 	var timeout time.Duration
 	var name string
 	for _, o := range opts {
@@ -73,18 +82,17 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 	if ctx == nil || g == nil {
 		badArgs(ctx)
 	}
-	c := commandOf[T](g, cmd, name)
+	c = commandOf[T](g, cmd, name)
 	if c == nil {
-		info.Group, info.Event = g.name, metrics.BadRequest
+		info.Event = metrics.BadRequest
 		info.Events = metrics.SetOf(metrics.BadRequest, metrics.ExceptionThrown)
-		return v, fmt.Errorf("%w: Execute called with a nil command (%v) in group %q: pass a command value",
+		return v, nil, fmt.Errorf("%w: Execute called with a nil command (%v) in group %q: pass a command value",
 			ErrInvalidConfig, reflect.TypeFor[C](), g.name)
 	}
 	cs := c.settings.Load()
 	if timeout == 0 {
 		timeout = cs.timeout
 	}
-	info.Command, info.Group = c.name, g.name
 	start := g.clock.Now() // the attempt's start: the call's, until a retry
 	first := start         // the call's start, for its Latency
 	c.metrics.ObserveMax(start, c.hot.inFlight.Add(1))
@@ -159,7 +167,7 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 			info.RunLatency, run = r.run, r.run
 		}
 		c.finish(now, info.Events, run, now-start)
-		return v, err
+		return v, c, err
 	}
 }
 
