@@ -13,6 +13,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/metrics"
+	"github.com/bulwark-go/bulwark/ratelimit"
 )
 
 // retryOp is a test command that may declare itself idempotent; fb nil
@@ -451,7 +452,13 @@ func TestRetryChangesLive(t *testing.T) {
 // windows and the breakers, and every count still agrees exactly with what
 // the callers saw.
 func TestConservationWithRetries(t *testing.T) {
-	groups := chaosRegistry(t, circuit.Config{Mode: circuit.ForcedClosed}, nil)
+	// A rate limit in front, as in TestConservationWithRateLimit: every
+	// attempt, a retry too, passes it. It refuses only part of the calls,
+	// so that enough reach the dependency to be retried.
+	bucket, err := ratelimit.NewTokenBucket(ratelimit.TokenBucketConfig{Rate: 10_000, Burst: 100})
+	require.NoError(t, err)
+	lim := &countingLimiter{Limiter: bucket}
+	groups := chaosRegistry(t, circuit.Config{Mode: circuit.ForcedClosed}, lim)
 	for _, g := range groups {
 		require.NoError(t, g.Reconfigure(changed(g, func(c *GroupConfig) {
 			c.Retry = RetryConfig{MaxAttempts: 3, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
@@ -463,7 +470,7 @@ func TestConservationWithRetries(t *testing.T) {
 	waitIdle(t, groups)
 	checkDiscards(t, res)
 
-	var callers, attempts int64
+	var callers, attempts, limited int64
 	for _, g := range groups {
 		now := g.clock.Now()
 		for name, c := range g.commands.Load().byName {
@@ -471,11 +478,15 @@ func TestConservationWithRetries(t *testing.T) {
 			checkCommandCounts(t, g, name, c, seen, now)
 			callers += seen.callers
 			attempts += seen.calls
+			limited += seen.events[metrics.RateLimited]
 		}
 	}
 	assert.Equal(t, int64(calls/chaosGoroutines*chaosGoroutines), callers)
+	assert.Equal(t, lim.refused.Load(), limited, "one RATE_LIMITED per refusal")
+	assert.Equal(t, attempts, lim.admitted.Load()+lim.refused.Load(), "every attempt passed the limiter")
+	assert.Positive(t, limited, "the limiter refused attempts")
 	retries := attempts - callers
-	t.Logf("%d calls, %d retries (%.1f%%)", callers, retries, 100*float64(retries)/float64(callers))
+	t.Logf("%d calls, %d retries (%.1f%%), %d attempts rate limited", callers, retries, 100*float64(retries)/float64(callers), limited)
 	assert.Positive(t, retries, "the test reaches retries")
 	// The budget: 20% of the calls in the window (the manual clock never
 	// moves: all of them), plus 1/s over the 10 s window, plus the
