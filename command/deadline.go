@@ -6,32 +6,24 @@ import (
 	"time"
 )
 
-// deadlined is timed for a call with a timeout or a deadline reserve: with
-// a reserve, the caller's deadline less the reserve bounds the call, if ctx
-// has a deadline.
-func deadlined(ctx context.Context, timeout, reserve time.Duration) (context.Context, context.CancelFunc) {
-	if reserve > 0 {
-		if last, ok := ctx.Deadline(); ok {
-			return budgeted(ctx, timeout, last.Add(-reserve))
-		}
+// reserved returns the timeout of a call whose caller's context is ctx in
+// a group with the deadline reserve reserve (positive): the group's
+// timeout, or the time left before the caller's deadline less the reserve
+// when that is shorter, so that the call times out inside the caller's
+// budget and its fallback still answers. A budget already spent leaves 1
+// ns: the call times out at once. Without a caller's deadline the timeout
+// stays. Execute calls it for each attempt, so that a retry gets what is
+// left.
+func reserved(ctx context.Context, timeout, reserve time.Duration) time.Duration {
+	last, ok := ctx.Deadline()
+	if !ok {
+		return timeout
 	}
-	if timeout <= 0 {
-		return ctx, nil
+	left := max(time.Until(last)-reserve, time.Nanosecond)
+	if timeout <= 0 || left < timeout {
+		return left
 	}
-	return context.WithTimeoutCause(ctx, timeout, errDeadline)
-}
-
-// budgeted returns ctx with our deadline (its cause errDeadline, so that
-// the call ends as a TIMEOUT and falls back) at the earlier of now+timeout
-// (when timeout > 0) and last, the caller's deadline less the group's
-// reserve. It reads the wall clock once, as context.WithTimeout would.
-func budgeted(ctx context.Context, timeout time.Duration, last time.Time) (context.Context, context.CancelFunc) {
-	if timeout > 0 {
-		if t := time.Now().Add(timeout); t.Before(last) {
-			last = t
-		}
-	}
-	return context.WithDeadlineCause(ctx, last, errDeadline)
+	return timeout
 }
 
 // validateReserve checks GroupConfig.DeadlineReserve.

@@ -109,14 +109,17 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 		} else if gp, cp, refuser, r.err = c.admit(t0); r.err != nil {
 			r.event = metrics.ShortCircuited
 		} else {
-			runCtx := ctx
+			runCtx, runTimeout := ctx, timeout
 			if gp.IsProbe() || cp.IsProbe() {
 				runCtx, info.Probe = probeContext(ctx), true
 			}
+			if cs.reserve > 0 {
+				runTimeout = reserved(ctx, timeout, cs.reserve)
+			}
 			if g.sem != nil {
-				v, r, now = runOnCaller[T](runCtx, c, cmd, timeout, cs.reserve, t0, gp, cp)
+				v, r, now = runOnCaller[T](runCtx, c, cmd, runTimeout, t0, gp, cp)
 			} else {
-				v, r, now = runInPool[T](runCtx, c, cmd, timeout, cs.reserve, t0)
+				v, r, now = runInPool[T](runCtx, c, cmd, runTimeout, t0)
 			}
 			o, lat := breakerOutcome(r.event), r.run
 			if !r.ran {
@@ -229,17 +232,13 @@ func (c *commandState) admit(now time.Duration) (gp, cp circuit.Permit, refuser 
 }
 
 // timed returns ctx with the call's timeout, and its cancel function (nil
-// when there is no timeout: no timer, no allocation). With a deadline
-// reserve (GroupConfig.DeadlineReserve) and a caller's deadline, the call's
-// deadline is the earlier of the timeout and the caller's deadline less the
-// reserve (see budgeted). It is kept small enough to inline (hence the
-// named results): a call with neither costs a comparison.
-func timed(ctx context.Context, timeout, reserve time.Duration) (runCtx context.Context, cancel context.CancelFunc) {
-	if max(timeout, reserve) <= 0 {
+// when there is no timeout: no timer, no allocation). Its deadline's cause
+// is errDeadline, which tells a TIMEOUT from the caller's own deadline.
+func timed(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout <= 0 {
 		return ctx, nil
 	}
-	runCtx, cancel = deadlined(ctx, timeout, reserve)
-	return runCtx, cancel
+	return context.WithTimeoutCause(ctx, timeout, errDeadline)
 }
 
 // runOnCaller runs cmd on the caller's goroutine under the group's
@@ -249,9 +248,9 @@ func timed(ctx context.Context, timeout, reserve time.Duration) (runCtx context.
 // to spare the call path a closure: an ended context, a full or a closed
 // semaphore get Execute's errors all the same. gp and cp are the breakers'
 // permits, for a Run that calls runtime.Goexit (see commandState.goexit).
-func runOnCaller[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C, timeout, reserve, t0 time.Duration, gp, cp circuit.Permit) (v T, r result, t1 time.Duration) {
+func runOnCaller[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C, timeout, t0 time.Duration, gp, cp circuit.Permit) (v T, r result, t1 time.Duration) {
 	g := c.group
-	runCtx, cancel := timed(ctx, timeout, reserve)
+	runCtx, cancel := timed(ctx, timeout)
 	var runErr error
 	berr := g.sem.Enter(runCtx)
 	if berr == nil {
@@ -366,9 +365,9 @@ func (p *poolCall[T, C]) finish(c *commandState) {
 // runInPool runs cmd on a worker of the group's pool; the caller leaves at
 // the deadline (or when ctx ends) even if Run goes on: the call is then
 // detached, counted in the command's Detached until Run returns.
-func runInPool[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C, timeout, reserve, t0 time.Duration) (v T, r result, t1 time.Duration) {
+func runInPool[T any, C Runner[T]](ctx context.Context, c *commandState, cmd *C, timeout, t0 time.Duration) (v T, r result, t1 time.Duration) {
 	g := c.group
-	runCtx, cancel := timed(ctx, timeout, reserve)
+	runCtx, cancel := timed(ctx, timeout)
 	p := newPoolCall[T, C](c)
 	p.c, p.cmd, p.start = c, *cmd, t0
 	berr := g.pool.Execute(runCtx, p.work)
