@@ -127,7 +127,7 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 			}
 			gout, cout := o, o
 			if info.Probe {
-				gout, cout = c.judgeProbe(gp, cp, o, r.err, info)
+				gout, cout = c.judgeProbe(cs, gp, cp, o, r.err, info)
 			}
 			gp.RecordAt(instant(g.breakerClock, now), gout, lat)
 			cp.RecordAt(instant(g.cmdBreakerClock, now), cout, lat)
@@ -155,7 +155,7 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 			}
 			e := &Error{Group: g.name, Command: c.name, Event: r.event, Err: r.err, kind: kindOf(ctx, r.event), refuser: refuser}
 			if fallsBack(r.event) {
-				v, err = fallback[T](ctx, g, cmd, e, info)
+				v, err = fallback[T](ctx, g, cmd, cs, e, info)
 				now = g.clock.Now()
 			} else {
 				err = e
@@ -426,12 +426,13 @@ func (g *Group) recoverHook(hook string) {
 }
 
 // fallback serves the command's fallback for the failed call e, under the
-// group's fallback limit, and notes the fallback event in info. In a
-// NoFallback group it serves none, as for a command without a fallback.
-func fallback[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, e *Error, info *Info) (T, error) {
+// group's fallback limit, and notes the fallback event in info. Under
+// settings cs of a NoFallback group it serves none, as for a command
+// without a fallback.
+func fallback[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, cs *commandSettings, e *Error, info *Info) (T, error) {
 	var zero T
 	fb, ok := FallbackOf[T](any(*cmd))
-	if !ok || g.cfg().NoFallback {
+	if !ok || cs.noFallback {
 		info.Events.Add(metrics.FallbackMissing)
 		e.FallbackErr = ErrFallbackMissing
 		return zero, e

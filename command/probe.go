@@ -35,10 +35,10 @@ func probeContext(ctx context.Context) context.Context {
 // ProbeClassifier, if any; the other outcomes stand. Only the breaker that
 // probed gets the judged outcome: the other (closed) one counts o, as for
 // any call. It adds the PROBE event and PROBE_SUCCESS or PROBE_FAILURE (none
-// for an Ignored probe) to info.
-func (c *commandState) judgeProbe(gp, cp circuit.Permit, o circuit.Outcome, err error, info *Info) (gout, cout circuit.Outcome) {
+// for an Ignored probe) to info. cs are the settings the call began with.
+func (c *commandState) judgeProbe(cs *commandSettings, gp, cp circuit.Permit, o circuit.Outcome, err error, info *Info) (gout, cout circuit.Outcome) {
 	judged := o
-	if classify := c.settings.Load().probeClassifier; o == circuit.Failure && classify != nil {
+	if classify := cs.probeClassifier; o == circuit.Failure && classify != nil {
 		judged = c.classifyProbe(classify, err)
 	}
 	info.Events.Add(metrics.Probe)

@@ -40,7 +40,8 @@ type commandSettings struct {
 	limited    bool
 	limitWaits bool
 
-	retry *RetryConfig // the group's Retry, defaults applied; nil: off
+	retry      *RetryConfig // the group's Retry, defaults applied; nil: off
+	noFallback bool         // the group's NoFallback
 }
 
 // cfg returns the group's config in force.
@@ -50,7 +51,8 @@ func (g *Group) cfg() *liveConfig { return g.live.Load() }
 // in a group whose clock is clock.
 func (c *GroupConfig) commandSettings(name string, clock metrics.Clock) *commandSettings {
 	s := &commandSettings{timeout: c.Timeout, slowCall: c.SlowCallDuration, reserve: c.DeadlineReserve,
-		probeClassifier: c.ProbeClassifier, groupLimit: stageOf(c.RateLimit, clock), keyedLimit: c.KeyedRateLimit}
+		probeClassifier: c.ProbeClassifier, groupLimit: stageOf(c.RateLimit, clock), keyedLimit: c.KeyedRateLimit,
+		noFallback: c.NoFallback}
 	s.limited = c.RateLimit != nil || c.KeyedRateLimit != nil
 	s.limitWaits = mayWait(c.RateLimit) || mayWait(c.KeyedRateLimit)
 	if c.Retry.enabled() {
