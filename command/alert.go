@@ -392,10 +392,7 @@ func (a *alerter) checkBreaker(out []Alert, group string, v *alertView) []Alert 
 		return out
 	}
 	// The breaker's clock now, and the outage as its history tells it.
-	clock := s.Since
-	if n := len(s.Transitions); n > 0 {
-		clock += s.Transitions[n-1].At
-	}
+	clock := breakerNow(s)
 	seen := outage{since: clock - s.Since, reason: s.LastReason, health: s.Health, tier: -1}
 	found := false
 	for i := len(s.Transitions) - 1; i >= 0; i-- {
@@ -433,10 +430,7 @@ func (a *alerter) resolved(out []Alert, group, cmd string, s circuit.Snapshot, o
 	if o.tier < 0 {
 		return out
 	}
-	end := s.Since // the breaker's clock now, unless a transition says when it closed
-	if n := len(s.Transitions); n > 0 {
-		end += s.Transitions[n-1].At
-	}
+	end := breakerNow(s) // unless a transition says when it closed
 	for _, tr := range s.Transitions {
 		if tr.At >= o.since && tr.To == circuit.Closed {
 			end = tr.At
@@ -447,15 +441,21 @@ func (a *alerter) resolved(out []Alert, group, cmd string, s circuit.Snapshot, o
 		OpenFor: end - o.since, State: s.State, Reason: o.reason, Health: o.health, Errors: o.errors})
 }
 
+// breakerNow returns the instant of the breaker's clock at which s was
+// taken: its last transition's, plus the time since.
+func breakerNow(s circuit.Snapshot) time.Duration {
+	now := s.Since
+	if n := len(s.Transitions); n > 0 {
+		now += s.Transitions[n-1].At
+	}
+	return now
+}
+
 // checkDegraded appends the degraded alarm of the command v.c, if it is
 // raised or cleared now. a.mu is held.
 func (a *alerter) checkDegraded(out []Alert, v *alertView) []Alert {
 	c := v.c
-	calls := primaryCount(v.counts)
-	var rate float64
-	if calls > 0 {
-		rate = float64(v.counts[metrics.FallbackSuccess]) / float64(calls)
-	}
+	calls, rate := degradedRate(v.counts)
 	raised := a.slow[c]
 	kind := AlertDegraded
 	switch {

@@ -743,9 +743,7 @@ func (c *commandState) snapshot(now time.Duration) CommandSnapshot {
 		Breaker:  c.breaker.Snapshot(),
 		Metrics:  c.metrics.Snapshot(now),
 	}
-	if calls := primaryCount(s.Metrics.Counts); calls > 0 {
-		s.DegradedRate = float64(s.Metrics.Counts[metrics.FallbackSuccess]) / float64(calls)
-	}
+	_, s.DegradedRate = degradedRate(s.Metrics.Counts)
 	if a := c.group.alerts; a != nil {
 		s.AlertTier, s.DegradedAlarm = a.tierOf(c.breaker), a.degradedAlarm(c)
 	}

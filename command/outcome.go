@@ -31,6 +31,15 @@ func primaryCount(c metrics.Counts) int64 {
 	return n
 }
 
+// degradedRate returns the number of calls in c and the share of them
+// answered by a fallback (0 without calls).
+func degradedRate(c metrics.Counts) (calls int64, rate float64) {
+	if calls = primaryCount(c); calls > 0 {
+		rate = float64(c[metrics.FallbackSuccess]) / float64(calls)
+	}
+	return calls, rate
+}
+
 // fallsBack reports whether a call with primary outcome e tries a fallback.
 func fallsBack(e metrics.Event) bool {
 	switch e {
