@@ -102,3 +102,37 @@ func BenchmarkAllowOpen(b *testing.B) {
 		}
 	}
 }
+
+// A failure on a closed breaker that does not trip: the path every counted
+// failure takes, which reads the window to judge it. A success in each of
+// the window's buckets (steady traffic: every bucket is read) and
+// FailureRatio 1 keep the ratio below 1, so the breaker stays closed however
+// many failures the loop records.
+func BenchmarkAllowAtRecordAtFailure(b *testing.B) {
+	clock := metrics.SystemClock()
+	br, err := New(Config{Clock: clock, FailureRatio: 1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := br.Config().Window
+	now := clock.Now()
+	for i := range w.Buckets {
+		at := now - time.Duration(w.Buckets-1-i)*w.BucketWidth()
+		p, err := br.AllowAt(at)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.RecordAt(at, Success, time.Millisecond)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := br.AllowAt(now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.RecordAt(now, Failure, time.Millisecond)
+	}
+	if br.State() != Closed {
+		b.Fatal("breaker tripped")
+	}
+}
