@@ -21,7 +21,11 @@ type Health struct {
 	SlowRatio  float64 // Slow / Requests; 0 when Requests is 0
 }
 
-// healthOf derives Health from window counts.
+// healthEvents are the events healthOf reads: the only ones a breaker's
+// window counts, and the only ones it needs to read to judge.
+const healthEvents metrics.EventSet = 1<<metrics.Success | 1<<metrics.Failure | 1<<metrics.Timeout | 1<<metrics.Slow
+
+// healthOf derives Health from window counts (of healthEvents).
 func healthOf(c metrics.Counts) Health {
 	h := Health{
 		Requests: c[metrics.Success] + c[metrics.Failure] + c[metrics.Timeout],
@@ -63,7 +67,7 @@ func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason R
 	}
 	gen := old.gen() + 1
 	c := b.cfg()
-	health := healthOf(b.judged(c, now))
+	health := b.judgedHealth(c, now)
 	b.since = now
 	ramp := false
 	switch to {
