@@ -134,8 +134,7 @@ func (b *Breaker) CloseByFleet() bool {
 	switch {
 	case w.mode().forced():
 	case w.state() == Closed:
-		b.cfg().window.Reset()
-		b.ext.counts.Store(nil)
+		b.clearWindowLocked(b.cfg())
 	default:
 		b.transitionLocked(now, Closed, w.mode(), ReasonFleetClose)
 		ok = true

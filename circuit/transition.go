@@ -72,8 +72,7 @@ func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason R
 	ramp := false
 	switch to {
 	case Closed:
-		c.window.Reset()
-		b.ext.counts.Store(nil)
+		b.clearWindowLocked(c)
 		b.openFor = c.OpenDuration
 		if c.RampUp > 0 && !m.forced() {
 			ramp = true
@@ -107,6 +106,14 @@ func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason R
 	}
 	b.history = append(b.history, t)
 	b.pending = append(b.pending, t)
+}
+
+// clearWindowLocked empties the window of settings c and drops the external
+// counts, as closing does: failures from before the close must not reopen
+// the breaker at once. b.mu must be held.
+func (b *Breaker) clearWindowLocked(c *settings) {
+	c.window.Reset()
+	b.ext.counts.Store(nil)
 }
 
 // unlockAndEmit releases b.mu and then delivers queued transitions to the
