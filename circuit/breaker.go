@@ -586,11 +586,7 @@ func (b *Breaker) Snapshot() Snapshot {
 		if p := b.probes.Load(); uint32(p>>genShift) == w.gen() {
 			s.Probes = int(p & math.MaxUint32)
 		}
-		s.ProbeSuccesses = b.successes
-	}
-	s.ProbeFailures = b.failures
-	if w.state() != HalfOpen {
-		s.ProbeFailures = 0
+		s.ProbeSuccesses, s.ProbeFailures = b.successes, b.failures
 	}
 	b.unlockAndEmit()
 	if w.ramp() && !w.mode().forced() {
