@@ -400,7 +400,7 @@ func (c *settings) verdict(h Health) Reason {
 // settings c (with the fleet's counts, if any) says so. Only a failure,
 // timeout or slow call calls it: a success never trips.
 func (b *Breaker) evaluate(c *settings, now time.Duration, gen uint32) {
-	reason := c.verdict(healthOf(b.judged(c, now)))
+	reason := c.verdict(b.judgedHealth(c, now))
 	if reason == "" {
 		return
 	}
@@ -562,7 +562,7 @@ func (b *Breaker) Snapshot() Snapshot {
 		OpenDuration: b.openFor,
 		ProbesNeeded: c.HalfOpenSuccesses,
 		RampShare:    1,
-		Health:       healthOf(b.judged(c, now)),
+		Health:       b.judgedHealth(c, now),
 		Transitions:  append([]Transition(nil), b.history...),
 
 		MinRequests:      c.MinRequests,
@@ -586,11 +586,7 @@ func (b *Breaker) Snapshot() Snapshot {
 		if p := b.probes.Load(); uint32(p>>genShift) == w.gen() {
 			s.Probes = int(p & math.MaxUint32)
 		}
-		s.ProbeSuccesses = b.successes
-	}
-	s.ProbeFailures = b.failures
-	if w.state() != HalfOpen {
-		s.ProbeFailures = 0
+		s.ProbeSuccesses, s.ProbeFailures = b.successes, b.failures
 	}
 	b.unlockAndEmit()
 	if w.ramp() && !w.mode().forced() {

@@ -102,3 +102,43 @@ func BenchmarkAllowOpen(b *testing.B) {
 		}
 	}
 }
+
+// A failure on a closed breaker that does not trip: the path every counted
+// failure takes, which reads the window to judge it. A success in each of
+// the window's buckets (steady traffic: every bucket is read) and
+// FailureRatio 1 keep the ratio below 1, so the breaker stays closed however
+// many failures the loop records. The clock is manual so that the window's
+// first bucket starts at the breaker's creation (outcomes before it are not
+// counted) and the loop's instant, the clock's, stays the window's last.
+func BenchmarkAllowAtRecordAtFailure(b *testing.B) {
+	clock := new(metrics.ManualClock)
+	br, err := New(Config{Clock: clock, FailureRatio: 1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := br.Config().Window
+	var now time.Duration
+	for i := range w.Buckets {
+		now = time.Duration(i) * w.BucketWidth()
+		p, err := br.AllowAt(now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.RecordAt(now, Success, time.Millisecond)
+	}
+	clock.Set(now)
+	if got := br.LocalWindow()[metrics.Success]; got != int64(w.Buckets) {
+		b.Fatalf("the window holds %d successes, want %d", got, w.Buckets)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := br.AllowAt(now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.RecordAt(now, Failure, time.Millisecond)
+	}
+	if br.State() != Closed {
+		b.Fatal("breaker tripped")
+	}
+}

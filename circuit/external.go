@@ -81,16 +81,17 @@ func (b *Breaker) externalAt(now time.Duration) (metrics.Counts, bool) {
 	return e.c, true
 }
 
-// judged returns the counts the breaker judges by at now: the window of
-// settings s plus any valid external counts.
-func (b *Breaker) judged(s *settings, now time.Duration) metrics.Counts {
-	c := s.window.Counts(now)
+// judgedHealth returns the Health the breaker judges by at now: that of the
+// window of settings s plus any valid external counts. It reads only the
+// window's healthEvents.
+func (b *Breaker) judgedHealth(s *settings, now time.Duration) Health {
+	c := s.window.CountsOf(now, healthEvents)
 	if e, ok := b.externalAt(now); ok {
 		for i := range c {
 			c[i] += e[i]
 		}
 	}
-	return c
+	return healthOf(c)
 }
 
 // LocalWindow returns the breaker's own window now (never the external
@@ -133,8 +134,7 @@ func (b *Breaker) CloseByFleet() bool {
 	switch {
 	case w.mode().forced():
 	case w.state() == Closed:
-		b.cfg().window.Reset()
-		b.ext.counts.Store(nil)
+		b.clearWindowLocked(b.cfg())
 	default:
 		b.transitionLocked(now, Closed, w.mode(), ReasonFleetClose)
 		ok = true

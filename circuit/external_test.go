@@ -81,6 +81,20 @@ func TestCloseByFleet(t *testing.T) {
 	require.Equal(t, []Reason{ReasonErrorRatio, ReasonFleetClose, ReasonErrorRatio}, r.reasons())
 }
 
+// On a closed breaker CloseByFleet clears what closing clears: its own
+// window and the external counts.
+func TestCloseByFleetWhileClosedClearsExternal(t *testing.T) {
+	r := newRig(t, Config{MinRequests: 4, OpenDuration: time.Second})
+	r.run("s f")
+	require.NoError(t, r.b.SetExternal(counts(2, 0), time.Hour))
+	require.Equal(t, int64(4), r.b.Snapshot().Health.Requests)
+	require.False(t, r.b.CloseByFleet())
+	s := r.b.Snapshot()
+	require.Equal(t, Health{}, s.Health)
+	require.Equal(t, Health{}, s.External)
+	r.run("f f f =closed f =open") // the fourth call is the first verdict
+}
+
 func TestProbeGate(t *testing.T) {
 	r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1})
 	var open atomic.Bool

@@ -21,7 +21,11 @@ type Health struct {
 	SlowRatio  float64 // Slow / Requests; 0 when Requests is 0
 }
 
-// healthOf derives Health from window counts.
+// healthEvents are the events healthOf reads: the only ones a breaker's
+// window counts, and the only ones it needs to read to judge.
+const healthEvents metrics.EventSet = 1<<metrics.Success | 1<<metrics.Failure | 1<<metrics.Timeout | 1<<metrics.Slow
+
+// healthOf derives Health from window counts (of healthEvents).
 func healthOf(c metrics.Counts) Health {
 	h := Health{
 		Requests: c[metrics.Success] + c[metrics.Failure] + c[metrics.Timeout],
@@ -63,13 +67,12 @@ func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason R
 	}
 	gen := old.gen() + 1
 	c := b.cfg()
-	health := healthOf(b.judged(c, now))
+	health := b.judgedHealth(c, now)
 	b.since = now
 	ramp := false
 	switch to {
 	case Closed:
-		c.window.Reset()
-		b.ext.counts.Store(nil)
+		b.clearWindowLocked(c)
 		b.openFor = c.OpenDuration
 		if c.RampUp > 0 && !m.forced() {
 			ramp = true
@@ -103,6 +106,14 @@ func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason R
 	}
 	b.history = append(b.history, t)
 	b.pending = append(b.pending, t)
+}
+
+// clearWindowLocked empties the window of settings c and drops the external
+// counts, as closing does: failures from before the close must not reopen
+// the breaker at once. b.mu must be held.
+func (b *Breaker) clearWindowLocked(c *settings) {
+	c.window.Reset()
+	b.ext.counts.Store(nil)
 }
 
 // unlockAndEmit releases b.mu and then delivers queued transitions to the

@@ -76,6 +76,9 @@ type Counts [NumEvents]int64
 // value is the empty set.
 type EventSet uint32
 
+// allEvents is the set of every event.
+const allEvents EventSet = 1<<NumEvents - 1
+
 // SetOf returns the set of the given events.
 func SetOf(events ...Event) EventSet {
 	var s EventSet

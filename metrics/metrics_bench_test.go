@@ -132,3 +132,38 @@ func BenchmarkSystemClock(b *testing.B) {
 		_ = c.Now()
 	}
 }
+
+// BenchmarkCounts reads a full window (an event in each of its 10 buckets)
+// three ways: every event (Counts), the four a breaker judges by (CountsOf),
+// and the one a sliding-window limiter reads (Count).
+func BenchmarkCounts(b *testing.B) {
+	r := benchRing(b)
+	w := r.Window()
+	for i := range w.Buckets {
+		r.Record(time.Duration(i)*w.BucketWidth(), SetOf(Success, Failure), NoLatency, NoLatency)
+	}
+	now := w.Length - 1
+	health := SetOf(Success, Failure, Timeout, Slow)
+	var sink int64
+	b.Run("Counts", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sink += r.Counts(now)[Success]
+		}
+	})
+	b.Run("CountsOf", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sink += r.CountsOf(now, health)[Success]
+		}
+	})
+	b.Run("Count", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sink += r.Count(now, Success)
+		}
+	})
+	if sink == 0 {
+		b.Fatal("read nothing")
+	}
+}

@@ -296,7 +296,8 @@ func (r *Rolling) live(ep, cur int64) bool {
 }
 
 // Counts returns the event counts in the window that ends at now. It reads
-// only counters, so it is cheap enough for a breaker to call on each failure.
+// every event's counter in every bucket of the window; a caller that needs
+// only a few events reads less with CountsOf or Count.
 func (r *Rolling) Counts(now time.Duration) Counts {
 	var c Counts
 	cur := r.epoch(now)
@@ -310,6 +311,46 @@ func (r *Rolling) Counts(now time.Duration) Counts {
 		}
 	}
 	return c
+}
+
+// CountsOf returns the counts of the events in set in the window that ends
+// at now, and 0 for every other event: Counts(now) with the events outside
+// set zeroed, reading only set's counters (a breaker judges by four events
+// of NumEvents). Bits of set that stand for no event (NumEvents and above)
+// are ignored: no such event is ever counted.
+func (r *Rolling) CountsOf(now time.Duration, set EventSet) Counts {
+	var c Counts
+	set &= allEvents
+	cur := r.epoch(now)
+	for i := range r.buckets {
+		b := &r.buckets[i]
+		if !r.live(b.epoch.Load(), cur) {
+			continue
+		}
+		for s := uint32(set); s != 0; s &= s - 1 {
+			e := bits.TrailingZeros32(s)
+			c[e] += b.counts[e].Load()
+		}
+	}
+	return c
+}
+
+// Count returns the count of event e in the window that ends at now,
+// Counts(now)[e], reading one counter per bucket. An e that is no event
+// (NumEvents or above) counts 0: no such event is ever counted.
+func (r *Rolling) Count(now time.Duration, e Event) int64 {
+	if e >= NumEvents {
+		return 0
+	}
+	var n int64
+	cur := r.epoch(now)
+	for i := range r.buckets {
+		b := &r.buckets[i]
+		if r.live(b.epoch.Load(), cur) {
+			n += b.counts[e].Load()
+		}
+	}
+	return n
 }
 
 // Cumulative returns the event counts since the ring was created; Reset does

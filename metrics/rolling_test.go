@@ -122,6 +122,38 @@ func TestRollingReset(t *testing.T) {
 	assert.EqualValues(t, 1, r.Counts(210 * time.Millisecond)[Success])
 }
 
+// Count and CountsOf read what Counts reads, only less of it: the window's
+// buckets (not a bucket that slid out, not a late write), and nothing after
+// Reset. An event number beyond the events counts 0, as no call can be
+// counted as one.
+func TestRollingCountAndCountsOf(t *testing.T) {
+	r := newRing(t, false) // 1 s in 10 buckets
+	r.Record(0, SetOf(Failure, Slow), NoLatency, NoLatency)
+	r.Record(500*time.Millisecond, SetOf(Success, Slow), NoLatency, NoLatency)
+	now := 1100 * time.Millisecond
+	r.Record(now, SetOf(Success), NoLatency, NoLatency)                  // buckets 0 and 1 leave the window
+	r.Record(100*time.Millisecond, SetOf(Timeout), NoLatency, NoLatency) // late: cumulative only
+
+	assert.EqualValues(t, 2, r.Count(now, Success))
+	assert.EqualValues(t, 1, r.Count(now, Slow))
+	assert.Zero(t, r.Count(now, Failure), "bucket 0 left the window")
+	assert.Zero(t, r.Count(now, Timeout))
+	assert.EqualValues(t, 1, r.Count(500*time.Millisecond, Success), "a read at an earlier instant leaves the newer bucket out")
+	assert.EqualValues(t, 1, r.Count(500*time.Millisecond, Failure))
+	assert.Zero(t, r.Count(now, NumEvents))
+	assert.Zero(t, r.Count(now, Event(255)))
+
+	var want Counts
+	want[Success], want[Slow] = 2, 1
+	assert.Equal(t, want, r.CountsOf(now, SetOf(Success, Failure, Slow)))
+	assert.Equal(t, want, r.CountsOf(now, SetOf(Success, Failure, Slow)|1<<NumEvents|1<<31), "bits beyond the events are ignored")
+	assert.Equal(t, Counts{}, r.CountsOf(now, 0))
+
+	r.Reset()
+	assert.Zero(t, r.Count(now, Success))
+	assert.Equal(t, Counts{}, r.CountsOf(now, allEvents))
+}
+
 func TestRollingMaxAndLatency(t *testing.T) {
 	r := newRing(t, true)
 	for i := range 100 {
@@ -334,8 +366,31 @@ func TestRollingMatchesModel(t *testing.T) {
 			m.add(time.Duration(now), e)
 			at := time.Duration(now + rng.Int64N(width*m.n) - width)
 			require.Equal(t, m.counts(at), r.Counts(at), "seed %d step %d: Counts(%d) after a write at %d", seed, step, at, now)
+			back := time.Duration(now - rng.Int64N(2*width*m.n))
+			for _, at := range []time.Duration{at, back} {
+				requirePartialReads(t, r, at, m.counts(at), rng)
+			}
 		}
 		require.Equal(t, m.total, r.Cumulative(), "seed %d", seed)
+	}
+}
+
+// requirePartialReads checks Count and CountsOf at instant at against want,
+// the window's counts there: Count for every event, CountsOf for the empty
+// set, every event, one event, and a random set.
+func requirePartialReads(t *testing.T, r *Rolling, at time.Duration, want Counts, rng *rand.Rand) {
+	t.Helper()
+	for e := range NumEvents {
+		require.Equal(t, want[e], r.Count(at, e), "Count(%d, %v)", at, e)
+	}
+	for _, set := range []EventSet{0, allEvents, SetOf(Event(rng.IntN(int(NumEvents)))), EventSet(rng.Uint32()) & allEvents} {
+		var masked Counts
+		for e := range NumEvents {
+			if set.Has(e) {
+				masked[e] = want[e]
+			}
+		}
+		require.Equal(t, masked, r.CountsOf(at, set), "CountsOf(%d, %v)", at, set)
 	}
 }
 

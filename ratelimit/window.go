@@ -99,7 +99,7 @@ func (w *SlidingWindow) Clock() metrics.Clock { return w.clock }
 func (w *SlidingWindow) AdmitAt(now time.Duration) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.ring.Counts(now)[metrics.Success] >= w.limit {
+	if w.ring.Count(now, metrics.Success) >= w.limit {
 		return &LimitError{RetryAfter: w.width - mod(now, w.width)}
 	}
 	w.ring.Record(now, admitted, metrics.NoLatency, metrics.NoLatency)
