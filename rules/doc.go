@@ -35,7 +35,10 @@
 // creation, so it takes effect for groups and commands the rules create; a
 // document that changes it for a breaker that runs already is rejected
 // whole, the error naming the breaker and WarmUp (Group.WarmUp starts a
-// warm-up now). Alerts (command.AlertConfig) cannot change live, so a
+// warm-up now). A document that no longer sets a command's warm-up (it
+// drops the command's breaker, the command or its group) keeps the warm-up
+// the command's breaker runs with: a command left to the commandBreaker
+// template then runs the template's settings with its own warm-up. Alerts (command.AlertConfig) cannot change live, so a
 // document cannot set them: they come from the baseline.
 //
 // Rate limits are declared, one kind of package ratelimit each:
