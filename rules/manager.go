@@ -99,17 +99,19 @@ func (m *Manager) applyLocked(doc *Document) error {
 		}
 		rule := doc.Groups[name]
 		cfg, err := rule.config(name, base, lim)
-		if err == nil {
-			if exists {
-				cfg = keepWarmUps(g, cfg, &rule)
-				err = g.CheckReconfigure(cfg)
-			} else {
-				err = cfg.Validate()
-			}
+		if err == nil && !exists {
+			err = cfg.Validate()
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: group %q: %w", ErrInvalid, name, err))
 			continue
+		}
+		if exists {
+			cfg = keepWarmUps(g, cfg, &rule)
+			if err := g.CheckReconfigure(cfg); err != nil {
+				errs = append(errs, fmt.Errorf("%w: %w", ErrInvalid, err)) // it names the group
+				continue
+			}
 		}
 		plans = append(plans, plan{name, g, cfg})
 	}
@@ -120,7 +122,7 @@ func (m *Manager) applyLocked(doc *Document) error {
 		if g, exists := m.reg.Group(name); exists {
 			base := keepWarmUps(g, m.baselines[name], nil)
 			if err := g.CheckReconfigure(base); err != nil {
-				errs = append(errs, fmt.Errorf("%w: group %q back to its baseline: %w", ErrInvalid, name, err))
+				errs = append(errs, fmt.Errorf("%w: dropped from the document, back to its baseline: %w", ErrInvalid, err))
 				continue
 			}
 			plans = append(plans, plan{name, g, base})
@@ -147,8 +149,8 @@ func (m *Manager) applyLocked(doc *Document) error {
 		} else {
 			err = p.group.Reconfigure(p.cfg)
 		}
-		if err != nil { // only a race with code that closed or created the group meanwhile
-			errs = append(errs, fmt.Errorf("group %q: %w", p.name, err))
+		if err != nil { // only a race with code that closed or created the group meanwhile; it names the group
+			errs = append(errs, err)
 		}
 	}
 	m.limits = lim.next

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -157,4 +158,27 @@ func TestWatchRefusesBadFileAtStart(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalid)
 	require.ErrorContains(t, err, "line 1, column 20")
 	require.True(t, errors.Is(m.Watch(context.Background(), filepath.Join(t.TempDir(), "none"), 0), os.ErrNotExist))
+}
+
+// TestErrorsNameTheGroupOnce: whether the rules or the group refuse a
+// config, the error names the group once.
+func TestErrorsNameTheGroupOnce(t *testing.T) {
+	reg := newRegistry(t)
+	m := NewManager(reg, quiet)
+	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"b": {"timeout": "1s"}}}`)))
+	for name, tc := range map[string]struct{ doc, want string }{
+		"refused by the group": {`{"groups": {"b": {"strategy": "semaphore"}}}`,
+			`rules: invalid: group "b": command: invalid config: Strategy SEMAPHORE cannot change live`},
+		"invalid for the group": {`{"groups": {"b": {"timeout": "-1s"}}}`,
+			`rules: invalid: group "b": command: invalid config: Timeout -1s must not be negative`},
+		"invalid for a new group": {`{"groups": {"c": {"timeout": "-1s"}}}`,
+			`rules: invalid: group "c": command: invalid config: Timeout -1s must not be negative`},
+		"refused by the rules": {`{"groups": {"c": {"strategy": "fibers"}}}`,
+			`rules: invalid: group "c": strategy "fibers"`},
+	} {
+		err := m.ApplyJSON([]byte(tc.doc))
+		require.ErrorIs(t, err, ErrInvalid, name)
+		assert.ErrorContains(t, err, tc.want, name)
+		assert.Equal(t, 1, strings.Count(err.Error(), `group "`), name)
+	}
 }
