@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,11 +94,12 @@ type Window struct {
 // "none" for command.NoTimeout.
 type Duration time.Duration
 
-// UnmarshalJSON parses a duration string.
+// UnmarshalJSON parses a duration string. Any other JSON value is a
+// *json.UnmarshalTypeError, which the decoder completes with the field.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration %s: want a string such as \"80ms\"", b)
+		return &json.UnmarshalTypeError{Value: kindOf(b), Type: reflect.TypeFor[Duration]()}
 	}
 	if s == "none" {
 		*d = Duration(command.NoTimeout)
@@ -109,6 +111,23 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// kindOf names the kind of JSON value b as encoding/json's errors do.
+func kindOf(b []byte) string {
+	switch b[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	}
+	return "number"
 }
 
 // MarshalJSON writes the duration as a string.
@@ -146,6 +165,8 @@ func located(data []byte, err error) error {
 	switch {
 	case errors.As(err, &syntax):
 		return fmt.Errorf("%w: %s: %w", ErrInvalid, position(data, int(syntax.Offset)-1), err)
+	case errors.As(err, &typ) && typ.Type == reflect.TypeFor[Duration]():
+		return durationError(data, typ)
 	case errors.As(err, &typ):
 		return fmt.Errorf("%w: %s: field %s: %w", ErrInvalid, position(data, int(typ.Offset)), typ.Field, err)
 	case errors.Is(err, io.EOF):
@@ -162,6 +183,86 @@ func located(data []byte, err error) error {
 		}
 	}
 	return fmt.Errorf("%w: %w", ErrInvalid, err)
+}
+
+// durationError says where in data the duration of the wrong type typ
+// tells of is, and how durations are written.
+func durationError(data []byte, typ *json.UnmarshalTypeError) error {
+	article := "a"
+	if strings.ContainsRune("aeiou", rune(typ.Value[0])) {
+		article = "an"
+	}
+	at := ""
+	if off := valueAt(data, typ.Field, typ.Value); off >= 0 {
+		at = position(data, off) + ": "
+	}
+	return fmt.Errorf("%w: %sfield %s: a duration is a string such as \"250ms\", not %s %s", ErrInvalid, at, typ.Field, article, typ.Value)
+}
+
+// valueAt returns the offset in data of the first value of kind (as
+// kindOf names it) whose field path is field (struct fields by JSON name,
+// map keys left out, as json.UnmarshalTypeError.Field gives it), or -1 if
+// there is none. Duration.UnmarshalJSON knows no offset: this finds it.
+func valueAt(data []byte, field, kind string) int {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	return walk(dec, data, reflect.TypeFor[Document](), "", field, kind)
+}
+
+// walk reads the next value from dec, of Go type t at field path path,
+// and returns valueAt's answer within it.
+func walk(dec *json.Decoder, data []byte, t reflect.Type, path, field, kind string) int {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	start := int(dec.InputOffset())
+	start += len(data[start:]) - len(bytes.TrimLeft(data[start:], " \t\r\n:,"))
+	tok, err := dec.Token()
+	if err != nil {
+		return -1
+	}
+	if path == field && kindOf(data[start:]) == kind {
+		return start
+	}
+	if d, ok := tok.(json.Delim); !ok || d == '}' || d == ']' {
+		return -1
+	}
+	type fieldOf struct {
+		typ  reflect.Type
+		path string // the JSON name, after the Go names of the structs it is promoted from
+	}
+	fields := map[string]fieldOf{}
+	if t.Kind() == reflect.Struct {
+		for _, f := range reflect.VisibleFields(t) {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || f.Anonymous {
+				continue
+			}
+			for i := len(f.Index) - 1; i > 0; i-- {
+				name = t.FieldByIndex(f.Index[:i]).Name + "." + name
+			}
+			fields[name[strings.LastIndexByte(name, '.')+1:]] = fieldOf{f.Type, name}
+		}
+	}
+	for dec.More() {
+		elem, sub := t, "\x00" // an array's element or an unknown field: no match
+		if tok == json.Delim('{') {
+			key, err := dec.Token()
+			if err != nil {
+				return -1
+			}
+			switch f, ok := fields[key.(string)]; {
+			case t.Kind() == reflect.Map:
+				elem, sub = t.Elem(), path
+			case ok:
+				elem, sub = f.typ, strings.TrimPrefix(path+"."+f.path, ".")
+			}
+		}
+		if off := walk(dec, data, elem, sub, field, kind); off >= 0 {
+			return off
+		}
+	}
+	_, _ = dec.Token() // the closing delimiter
+	return -1
 }
 
 // position returns "line L, column C" of byte offset off in data.

@@ -182,3 +182,27 @@ func TestErrorsNameTheGroupOnce(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(err.Error(), `group "`), name)
 	}
 }
+
+// TestDurationOfAnotherTypeGivesLineAndField: a duration written as a
+// number (or any other non-string) is located like every other error, and
+// the error says how durations are written.
+func TestDurationOfAnotherTypeGivesLineAndField(t *testing.T) {
+	for name, tc := range map[string]struct{ doc, want string }{
+		"number": {"{\"groups\": {\"a\": {\"commands\": {\"c\": {\n  \"rateLimit\": {\"slidingWindow\": {\"limit\": 5, \"window\": 1}}}}}}}",
+			`line 2, column 57: field groups.commands.rateLimit.slidingWindow.window: a duration is a string such as "250ms", not a number`},
+		"negative": {"{\"groups\": {\"a\": {\"breaker\": {\"window\": {\n  \"length\":-2}}}}}",
+			`line 2, column 12: field groups.breaker.window.length: a duration is a string such as "250ms", not a number`},
+		"object": {"{\"groups\": {\"timeout\": {\"timeout\": \"1s\"}, \"a\": {\n  \"timeout\" : {}}}}",
+			`line 2, column 15: field groups.timeout: a duration is a string such as "250ms", not an object`},
+		"after a string": {"{\"groups\": {\"a\": {\"retry\": {\"backoff\": \"1s\"}},\n  \"b\": {\"retry\": {\"backoff\": 5}}}}",
+			`line 2, column 30: field groups.retry.backoff: a duration is a string such as "250ms", not a number`},
+		"promoted": {"{\"groups\": {\"a\": {\n  \"keyedRateLimit\": {\"slidingWindow\": {\"limit\": 1, \"window\": 2}}}}}",
+			`line 2, column 62: field groups.keyedRateLimit.RateLimit.slidingWindow.window: a duration is a string such as "250ms", not a number`},
+		"bool": {"{\"groups\": {\"a\": {\n\"retry\": {\"backoff\": true}}}}",
+			`line 2, column 22: field groups.retry.backoff: a duration is a string such as "250ms", not a bool`},
+	} {
+		_, err := Parse([]byte(tc.doc))
+		require.ErrorIs(t, err, ErrInvalid, name)
+		assert.ErrorContains(t, err, tc.want, name)
+	}
+}
