@@ -29,7 +29,8 @@
 // object overrides the base's field by field; Sleep, Rand and NoBudget
 // are for code and come from the base). Command fields: timeout,
 // slowCallDuration, breaker, rateLimit. Durations are Go duration strings
-// ("80ms", "1m30s"); a timeout may be "none" (command.NoTimeout). The
+// ("80ms", "1m30s"); only a timeout (a group's or a command's) may also be
+// "none" (command.NoTimeout: no timeout), any other duration refuses it. The
 // meaning of each field is that of command.GroupConfig,
 // command.RetryConfig and circuit.Config. warmUp counts from a breaker's
 // creation, so it takes effect for groups and commands the rules create; a

@@ -33,7 +33,7 @@ type Group struct {
 	Strategy         *string            `json:"strategy"`
 	MaxConcurrent    *int               `json:"maxConcurrent"`
 	QueueSize        *int               `json:"queueSize"`
-	Timeout          *Duration          `json:"timeout"`
+	Timeout          *Timeout           `json:"timeout"`
 	FallbackLimit    *int               `json:"fallbackLimit"`
 	SlowCallDuration *Duration          `json:"slowCallDuration"`
 	MaxCommands      *int               `json:"maxCommands"`
@@ -49,7 +49,7 @@ type Group struct {
 
 // Command is the rule of one command of a group.
 type Command struct {
-	Timeout          *Duration  `json:"timeout"`
+	Timeout          *Timeout   `json:"timeout"`
 	SlowCallDuration *Duration  `json:"slowCallDuration"`
 	Breaker          *Breaker   `json:"breaker"`
 	RateLimit        *RateLimit `json:"rateLimit"`
@@ -90,20 +90,23 @@ type Window struct {
 	Buckets *int      `json:"buckets"`
 }
 
-// Duration is a duration written as a Go duration string ("80ms"), or
-// "none" for command.NoTimeout.
+// Duration is a duration written as a Go duration string ("80ms").
 type Duration time.Duration
 
-// UnmarshalJSON parses a duration string. Any other JSON value is a
-// *json.UnmarshalTypeError, which the decoder completes with the field.
+// noneValue is the json.UnmarshalTypeError.Value of "none" where a
+// Duration, not a Timeout, is read.
+const noneValue = `string "none"`
+
+// UnmarshalJSON parses a duration string. Any other JSON value, and
+// "none" (which only a Timeout takes), is a *json.UnmarshalTypeError,
+// which the decoder completes with the field.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return &json.UnmarshalTypeError{Value: kindOf(b), Type: reflect.TypeFor[Duration]()}
 	}
 	if s == "none" {
-		*d = Duration(command.NoTimeout)
-		return nil
+		return &json.UnmarshalTypeError{Value: noneValue, Type: reflect.TypeFor[Duration]()}
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
@@ -132,10 +135,28 @@ func kindOf(b []byte) string {
 
 // MarshalJSON writes the duration as a string.
 func (d Duration) MarshalJSON() ([]byte, error) {
-	if time.Duration(d) == command.NoTimeout {
+	return []byte(strconv.Quote(time.Duration(d).String())), nil
+}
+
+// Timeout is a timeout: a Duration, or "none" for command.NoTimeout (no
+// timeout).
+type Timeout Duration
+
+// UnmarshalJSON parses "none" or a duration string.
+func (t *Timeout) UnmarshalJSON(b []byte) error {
+	if string(b) == `"none"` {
+		*t = Timeout(command.NoTimeout)
+		return nil
+	}
+	return (*Duration)(t).UnmarshalJSON(b)
+}
+
+// MarshalJSON writes the timeout as "none" or a duration string.
+func (t Timeout) MarshalJSON() ([]byte, error) {
+	if time.Duration(t) == command.NoTimeout {
 		return []byte(`"none"`), nil
 	}
-	return []byte(strconv.Quote(time.Duration(d).String())), nil
+	return Duration(t).MarshalJSON()
 }
 
 // Parse reads a rules document strictly: a syntax error, an unknown field
@@ -185,32 +206,36 @@ func located(data []byte, err error) error {
 	return fmt.Errorf("%w: %w", ErrInvalid, err)
 }
 
-// durationError says where in data the duration of the wrong type typ
-// tells of is, and how durations are written.
+// durationError says where in data the duration typ refuses is, and how
+// durations are written.
 func durationError(data []byte, typ *json.UnmarshalTypeError) error {
-	article := "a"
+	match := func(v []byte) bool { return kindOf(v) == typ.Value }
+	why := "a duration is a string such as \"250ms\", not a " + typ.Value
 	if strings.ContainsRune("aeiou", rune(typ.Value[0])) {
-		article = "an"
+		why = "a duration is a string such as \"250ms\", not an " + typ.Value
 	}
-	at := ""
-	if off := valueAt(data, typ.Field, typ.Value); off >= 0 {
-		at = position(data, off) + ": "
+	if typ.Value == noneValue {
+		match = func(v []byte) bool { return bytes.HasPrefix(v, []byte(`"none"`)) }
+		why = `"none" is only for a timeout: write a duration such as "250ms"`
 	}
-	return fmt.Errorf("%w: %sfield %s: a duration is a string such as \"250ms\", not %s %s", ErrInvalid, at, typ.Field, article, typ.Value)
+	if off := valueAt(data, typ.Field, match); off >= 0 {
+		return fmt.Errorf("%w: %s: field %s: %s", ErrInvalid, position(data, off), typ.Field, why)
+	}
+	return fmt.Errorf("%w: field %s: %s", ErrInvalid, typ.Field, why)
 }
 
-// valueAt returns the offset in data of the first value of kind (as
-// kindOf names it) whose field path is field (struct fields by JSON name,
-// map keys left out, as json.UnmarshalTypeError.Field gives it), or -1 if
-// there is none. Duration.UnmarshalJSON knows no offset: this finds it.
-func valueAt(data []byte, field, kind string) int {
+// valueAt returns the offset in data of the first value that match
+// accepts whose field path is field (struct fields by JSON name, map keys
+// left out, as json.UnmarshalTypeError.Field gives it), or -1 if there is
+// none. Duration.UnmarshalJSON knows no offset: this finds it.
+func valueAt(data []byte, field string, match func(value []byte) bool) int {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	return walk(dec, data, reflect.TypeFor[Document](), "", field, kind)
+	return walk(dec, data, reflect.TypeFor[Document](), "", field, match)
 }
 
 // walk reads the next value from dec, of Go type t at field path path,
 // and returns valueAt's answer within it.
-func walk(dec *json.Decoder, data []byte, t reflect.Type, path, field, kind string) int {
+func walk(dec *json.Decoder, data []byte, t reflect.Type, path, field string, match func([]byte) bool) int {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -220,7 +245,7 @@ func walk(dec *json.Decoder, data []byte, t reflect.Type, path, field, kind stri
 	if err != nil {
 		return -1
 	}
-	if path == field && kindOf(data[start:]) == kind {
+	if path == field && match(data[start:]) {
 		return start
 	}
 	if d, ok := tok.(json.Delim); !ok || d == '}' || d == ']' {
@@ -257,7 +282,7 @@ func walk(dec *json.Decoder, data []byte, t reflect.Type, path, field, kind stri
 				elem, sub = f.typ, strings.TrimPrefix(path+"."+f.path, ".")
 			}
 		}
-		if off := walk(dec, data, elem, sub, field, kind); off >= 0 {
+		if off := walk(dec, data, elem, sub, field, match); off >= 0 {
 			return off
 		}
 	}
@@ -423,7 +448,7 @@ func set[T any](to *T, v *T) {
 	}
 }
 
-func setDuration(to *time.Duration, v *Duration) {
+func setDuration[D Duration | Timeout](to *time.Duration, v *D) {
 	if v != nil {
 		*to = time.Duration(*v)
 	}

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -200,6 +201,32 @@ func TestDurationOfAnotherTypeGivesLineAndField(t *testing.T) {
 			`line 2, column 62: field groups.keyedRateLimit.RateLimit.slidingWindow.window: a duration is a string such as "250ms", not a number`},
 		"bool": {"{\"groups\": {\"a\": {\n\"retry\": {\"backoff\": true}}}}",
 			`line 2, column 22: field groups.retry.backoff: a duration is a string such as "250ms", not a bool`},
+	} {
+		_, err := Parse([]byte(tc.doc))
+		require.ErrorIs(t, err, ErrInvalid, name)
+		assert.ErrorContains(t, err, tc.want, name)
+	}
+}
+
+// TestNoneIsOnlyForTimeouts: "none" (no timeout) is accepted by the
+// timeouts and refused, with line, column and field, by every other
+// duration.
+func TestNoneIsOnlyForTimeouts(t *testing.T) {
+	doc, err := Parse([]byte(`{"groups": {"a": {"timeout": "none", "commands": {"c": {"timeout": "none"}}}}}`))
+	require.NoError(t, err)
+	assert.Equal(t, command.NoTimeout, time.Duration(*doc.Groups["a"].Timeout))
+	assert.Equal(t, command.NoTimeout, time.Duration(*doc.Groups["a"].Commands["c"].Timeout))
+	out, err := json.Marshal(doc)
+	require.NoError(t, err)
+	assert.Contains(t, string(out), `"timeout":"none"`, "written back as it was read")
+
+	for name, tc := range map[string]struct{ doc, want string }{
+		"deadlineReserve": {"{\"groups\": {\"a\": {\"timeout\": \"none\",\n  \"deadlineReserve\": \"none\"}}}",
+			`line 2, column 22: field groups.deadlineReserve: "none" is only for a timeout: write a duration such as "250ms"`},
+		"retry backoff": {"{\"groups\": {\"a\": {\n  \"retry\": {\"backoff\": \"none\"}}}}",
+			`line 2, column 24: field groups.retry.backoff: "none" is only for a timeout`},
+		"command slow call": {"{\"groups\": {\"a\": {\"commands\": {\"c\": {\"timeout\": \"none\",\n  \"slowCallDuration\": \"none\"}}}}}",
+			`line 2, column 23: field groups.commands.slowCallDuration: "none" is only for a timeout`},
 	} {
 		_, err := Parse([]byte(tc.doc))
 		require.ErrorIs(t, err, ErrInvalid, name)
