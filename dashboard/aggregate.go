@@ -66,7 +66,8 @@ type AggregateConfig struct {
 	// without keep-alive, closed by Close.
 	Client *http.Client
 	// Stream configures the merged stream the aggregate serves (interval,
-	// client cap, history, logger), as for NewStream.
+	// client cap, history, logger), as for NewStream. The aggregate has no
+	// control endpoint: a Stream.Control.Token is an error.
 	Stream Config
 }
 
@@ -114,6 +115,8 @@ func (c AggregateConfig) Validate() error {
 		return fmt.Errorf("%w: MaxEvents %d is negative", ErrInvalidConfig, c.MaxEvents)
 	case c.Client != nil && c.Client.Timeout != 0:
 		return fmt.Errorf("%w: Client.Timeout %v would cut the streams off", ErrInvalidConfig, c.Client.Timeout)
+	case c.Stream.Control.Token != "":
+		return fmt.Errorf("%w: Stream.Control.Token is set, but the aggregate has no control endpoint: control each instance's own", ErrInvalidConfig)
 	}
 	for _, u := range c.Instances {
 		if err := checkInstanceURL(u); err != nil {

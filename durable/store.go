@@ -92,14 +92,17 @@ func (s *Store) inTx(ctx context.Context, writable bool, fn func(tx *bolt.Tx) er
 	return s.db.View(fn)
 }
 
-// idKey encodes an ID (a decimal sequence number) as a bucket key, which
+// seqKey encodes sequence number n, an entry's ID, as a bucket key, which
 // sorts in enqueue order.
+func seqKey(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+
+// idKey encodes an ID (a decimal sequence number) as a bucket key.
 func idKey(id string) ([]byte, error) {
 	n, err := strconv.ParseUint(id, 10, 64)
 	if err != nil {
 		return nil, fmt.Errorf("%w: id %q", ErrNotFound, id)
 	}
-	return binary.BigEndian.AppendUint64(nil, n), nil
+	return seqKey(n), nil
 }
 
 // decodeEntry decodes raw, the value stored at key k.
@@ -127,13 +130,11 @@ func (s *Store) Enqueue(ctx context.Context, e Entry) (string, error) {
 	var id string
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		key := []byte(e.Key)
-		if old := tx.Bucket(bucketKeys).Get(key); old != nil {
-			id = string(old)
-			return nil
-		}
-		if old := tx.Bucket(bucketApplied).Get(key); old != nil {
-			id = string(old)
-			return nil
+		for _, known := range [][]byte{bucketKeys, bucketApplied} { // pending or dead, then applied
+			if old := tx.Bucket(known).Get(key); old != nil {
+				id = string(old)
+				return nil
+			}
 		}
 		pending := tx.Bucket(bucketPending)
 		n, err := pending.NextSequence()
@@ -148,7 +149,7 @@ func (s *Store) Enqueue(ctx context.Context, e Entry) (string, error) {
 		if err := tx.Bucket(bucketKeys).Put(key, []byte(id)); err != nil {
 			return err
 		}
-		return putEntry(pending, binary.BigEndian.AppendUint64(nil, n), e)
+		return putEntry(pending, seqKey(n), e)
 	})
 	if err != nil {
 		return "", fmt.Errorf("durable: enqueue %q: %w", e.Key, err)

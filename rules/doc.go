@@ -29,13 +29,17 @@
 // object overrides the base's field by field; Sleep, Rand and NoBudget
 // are for code and come from the base). Command fields: timeout,
 // slowCallDuration, breaker, rateLimit. Durations are Go duration strings
-// ("80ms", "1m30s"); a timeout may be "none" (command.NoTimeout). The
+// ("80ms", "1m30s"); only a timeout (a group's or a command's) may also be
+// "none" (command.NoTimeout: no timeout), any other duration refuses it. The
 // meaning of each field is that of command.GroupConfig,
 // command.RetryConfig and circuit.Config. warmUp counts from a breaker's
 // creation, so it takes effect for groups and commands the rules create; a
 // document that changes it for a breaker that runs already is rejected
 // whole, the error naming the breaker and WarmUp (Group.WarmUp starts a
-// warm-up now). Alerts (command.AlertConfig) cannot change live, so a
+// warm-up now). A document that no longer sets a command's warm-up (it
+// drops the command's breaker, the command or its group) keeps the warm-up
+// the command's breaker runs with: a command left to the commandBreaker
+// template then runs the template's settings with its own warm-up. Alerts (command.AlertConfig) cannot change live, so a
 // document cannot set them: they come from the baseline.
 //
 // Rate limits are declared, one kind of package ratelimit each:

@@ -94,14 +94,6 @@ func TestNewKnobsRefuseBadValuesNamingTheField(t *testing.T) {
 		"deadline reserve":  {`{"deadlineReserve": "-5ms"}`, `DeadlineReserve -5ms must not be negative`, command.ErrInvalidConfig},
 	} {
 		err := m.ApplyJSON([]byte(`{"groups": {"a": {"maxConcurrent": 9}, "b": ` + tc.group + `}}`))
-		if name == "command warm-up" {
-			// The command must run already for its warm-up to be fixed: declare it first.
-			require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"a": {"maxConcurrent": 3}, "b": {"commands": {"q": {}}}}}`)))
-			err = m.ApplyJSON([]byte(`{"groups": {"a": {"maxConcurrent": 9}, "b": ` + tc.group + `}}`))
-		} else if name == "group warm-up" {
-			require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"a": {"maxConcurrent": 3}, "b": {}}}`)))
-			err = m.ApplyJSON([]byte(`{"groups": {"a": {"maxConcurrent": 9}, "b": ` + tc.group + `}}`))
-		}
 		require.ErrorIs(t, err, ErrInvalid, name)
 		assert.ErrorContains(t, err, `group "b": `, name)
 		assert.ErrorContains(t, err, tc.want, name)
@@ -282,4 +274,51 @@ func TestPresetKeepsWhatCodeSet(t *testing.T) {
 	assert.NotNil(t, c.Alerts.OnAlert)
 	assert.NotNil(t, c.ProbeClassifier)
 	assert.Same(t, lim, c.RateLimit)
+}
+
+// TestCommandWithWarmUpCanLeaveTheDocument: a command the rules declare
+// with its own breaker warm-up keeps that warm-up (which cannot change)
+// when the document drops its breaker, the command, or its whole group,
+// and still follows the group's commandBreaker template otherwise.
+func TestCommandWithWarmUpCanLeaveTheDocument(t *testing.T) {
+	reg, _ := manualRegistry(t)
+	_, err := reg.NewGroup("coded", command.GroupConfig{Strategy: command.Semaphore})
+	require.NoError(t, err)
+	m := NewManager(reg, quiet)
+	declare := `{"groups": {
+		"created": {"strategy": "semaphore", "commands": {"q": {"breaker": {"warmUp": "1m", "minRequests": 7}}}},
+		"coded": {"commands": {"q": {"breaker": {"warmUp": "2m"}}}}}}`
+	require.NoError(t, m.ApplyJSON([]byte(declare)))
+	breaker := func(group string) circuit.Config {
+		g, ok := reg.Group(group)
+		require.True(t, ok, group)
+		b, ok := g.CommandBreaker("q")
+		require.True(t, ok, group)
+		return b.Config()
+	}
+	require.Equal(t, time.Minute, breaker("created").WarmUp)
+	require.Equal(t, 2*time.Minute, breaker("coded").WarmUp)
+
+	for _, tc := range []struct{ name, doc string }{
+		{"breaker dropped", `{"groups": {"created": {"commands": {"q": {"breaker": {"minRequests": 9}}}},
+			"coded": {"commands": {"q": {"timeout": "1s"}}}}}`},
+		{"command dropped", `{"groups": {"created": {"commandBreaker": {"minRequests": 11}}, "coded": {}}}`},
+		{"group dropped", `{"groups": {}}`},
+	} {
+		require.NoError(t, m.ApplyJSON([]byte(declare)), tc.name)
+		require.NoError(t, m.ApplyJSON([]byte(tc.doc)), tc.name)
+		assert.Equal(t, time.Minute, breaker("created").WarmUp, tc.name)
+		assert.Equal(t, 2*time.Minute, breaker("coded").WarmUp, tc.name)
+	}
+	assert.Equal(t, 20, breaker("created").MinRequests, "back to the template's default")
+
+	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"created": {"commandBreaker": {"minRequests": 11}}}}`)))
+	assert.Equal(t, 11, breaker("created").MinRequests, "the command follows the template")
+	assert.Equal(t, time.Minute, breaker("created").WarmUp)
+
+	err = m.ApplyJSON([]byte(`{"groups": {"created": {"commands": {"q": {"breaker": {"warmUp": "3m"}}}}}}`))
+	require.ErrorIs(t, err, circuit.ErrInvalidConfig, "a document that sets another warm-up is still refused")
+	assert.ErrorContains(t, err, `breaker of command "q": circuit: invalid config: WarmUp 3m0s differs from 1m0s`)
+	err = m.ApplyJSON([]byte(`{"groups": {"created": {"commandBreaker": {"warmUp": "3m"}}}}`))
+	require.ErrorIs(t, err, circuit.ErrInvalidConfig, "so is a template that sets another")
 }

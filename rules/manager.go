@@ -97,17 +97,21 @@ func (m *Manager) applyLocked(doc *Document) error {
 		if !known && exists {
 			base = g.Config()
 		}
-		cfg, err := doc.Groups[name].config(name, base, lim)
-		if err == nil {
-			if exists {
-				err = g.CheckReconfigure(cfg)
-			} else {
-				err = cfg.Validate()
-			}
+		rule := doc.Groups[name]
+		cfg, err := rule.config(name, base, lim)
+		if err == nil && !exists {
+			err = cfg.Validate()
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: group %q: %w", ErrInvalid, name, err))
 			continue
+		}
+		if exists {
+			cfg = keepWarmUps(g, cfg, &rule)
+			if err := g.CheckReconfigure(cfg); err != nil {
+				errs = append(errs, fmt.Errorf("%w: %w", ErrInvalid, err)) // it names the group
+				continue
+			}
 		}
 		plans = append(plans, plan{name, g, cfg})
 	}
@@ -116,11 +120,12 @@ func (m *Manager) applyLocked(doc *Document) error {
 			continue
 		}
 		if g, exists := m.reg.Group(name); exists {
-			if err := g.CheckReconfigure(m.baselines[name]); err != nil {
-				errs = append(errs, fmt.Errorf("%w: group %q back to its baseline: %w", ErrInvalid, name, err))
+			base := keepWarmUps(g, m.baselines[name], nil)
+			if err := g.CheckReconfigure(base); err != nil {
+				errs = append(errs, fmt.Errorf("%w: dropped from the document, back to its baseline: %w", ErrInvalid, err))
 				continue
 			}
-			plans = append(plans, plan{name, g, m.baselines[name]})
+			plans = append(plans, plan{name, g, base})
 		}
 	}
 	if len(errs) > 0 {
@@ -144,8 +149,8 @@ func (m *Manager) applyLocked(doc *Document) error {
 		} else {
 			err = p.group.Reconfigure(p.cfg)
 		}
-		if err != nil { // only a race with code that closed or created the group meanwhile
-			errs = append(errs, fmt.Errorf("group %q: %w", p.name, err))
+		if err != nil { // only a race with code that closed or created the group meanwhile; it names the group
+			errs = append(errs, err)
 		}
 	}
 	m.limits = lim.next
@@ -154,6 +159,48 @@ func (m *Manager) applyLocked(doc *Document) error {
 		m.named[name] = true
 	}
 	return errors.Join(errs...)
+}
+
+// keepWarmUps returns cfg, given to g by rule r (nil: by no rule, the
+// baseline), where each declared command of g keeps the warm-up its breaker
+// runs with unless r sets that warm-up. A breaker's warm-up counts from its
+// creation and cannot change (Reconfigure refuses it), so a document that
+// no longer says it (drops the command's breaker rule, the command or the
+// group) keeps it rather than being refused. A command left to the
+// CommandBreaker template then gets the template's settings as its own
+// breaker, with its warm-up.
+func keepWarmUps(g *command.Group, cfg command.GroupConfig, r *Group) command.GroupConfig {
+	for _, name := range slices.Sorted(maps.Keys(g.Config().Commands)) {
+		b, running := g.CommandBreaker(name)
+		if !running {
+			continue
+		}
+		warmUp := b.Config().WarmUp
+		cc := cfg.Commands[name]
+		own, set := cc.Breaker, false
+		if r != nil {
+			if cr, ok := r.Commands[name]; ok && cr.Breaker != nil {
+				set = cr.Breaker.WarmUp != nil
+			} else if own == nil {
+				set = r.CommandBreaker != nil && r.CommandBreaker.WarmUp != nil
+			}
+		}
+		if own == nil {
+			own = &cfg.CommandBreaker
+		}
+		if set || own.WarmUp == warmUp {
+			continue
+		}
+		kept := *own
+		kept.WarmUp = warmUp
+		cc.Breaker = &kept
+		cfg.Commands = maps.Clone(cfg.Commands)
+		if cfg.Commands == nil {
+			cfg.Commands = map[string]command.CommandConfig{}
+		}
+		cfg.Commands[name] = cc
+	}
+	return cfg
 }
 
 // Status tells how the documents fared: how many were applied, and the

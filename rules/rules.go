@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +33,7 @@ type Group struct {
 	Strategy         *string            `json:"strategy"`
 	MaxConcurrent    *int               `json:"maxConcurrent"`
 	QueueSize        *int               `json:"queueSize"`
-	Timeout          *Duration          `json:"timeout"`
+	Timeout          *Timeout           `json:"timeout"`
 	FallbackLimit    *int               `json:"fallbackLimit"`
 	SlowCallDuration *Duration          `json:"slowCallDuration"`
 	MaxCommands      *int               `json:"maxCommands"`
@@ -48,7 +49,7 @@ type Group struct {
 
 // Command is the rule of one command of a group.
 type Command struct {
-	Timeout          *Duration  `json:"timeout"`
+	Timeout          *Timeout   `json:"timeout"`
 	SlowCallDuration *Duration  `json:"slowCallDuration"`
 	Breaker          *Breaker   `json:"breaker"`
 	RateLimit        *RateLimit `json:"rateLimit"`
@@ -89,19 +90,23 @@ type Window struct {
 	Buckets *int      `json:"buckets"`
 }
 
-// Duration is a duration written as a Go duration string ("80ms"), or
-// "none" for command.NoTimeout.
+// Duration is a duration written as a Go duration string ("80ms").
 type Duration time.Duration
 
-// UnmarshalJSON parses a duration string.
+// noneValue is the json.UnmarshalTypeError.Value of "none" where a
+// Duration, not a Timeout, is read.
+const noneValue = `string "none"`
+
+// UnmarshalJSON parses a duration string. Any other JSON value, and
+// "none" (which only a Timeout takes), is a *json.UnmarshalTypeError,
+// which the decoder completes with the field.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration %s: want a string such as \"80ms\"", b)
+		return &json.UnmarshalTypeError{Value: kindOf(b), Type: reflect.TypeFor[Duration]()}
 	}
 	if s == "none" {
-		*d = Duration(command.NoTimeout)
-		return nil
+		return &json.UnmarshalTypeError{Value: noneValue, Type: reflect.TypeFor[Duration]()}
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
@@ -111,12 +116,47 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// kindOf names the kind of JSON value b as encoding/json's errors do.
+func kindOf(b []byte) string {
+	switch b[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
 // MarshalJSON writes the duration as a string.
 func (d Duration) MarshalJSON() ([]byte, error) {
-	if time.Duration(d) == command.NoTimeout {
+	return []byte(strconv.Quote(time.Duration(d).String())), nil
+}
+
+// Timeout is a timeout: a Duration, or "none" for command.NoTimeout (no
+// timeout).
+type Timeout Duration
+
+// UnmarshalJSON parses "none" or a duration string.
+func (t *Timeout) UnmarshalJSON(b []byte) error {
+	if string(b) == `"none"` {
+		*t = Timeout(command.NoTimeout)
+		return nil
+	}
+	return (*Duration)(t).UnmarshalJSON(b)
+}
+
+// MarshalJSON writes the timeout as "none" or a duration string.
+func (t Timeout) MarshalJSON() ([]byte, error) {
+	if time.Duration(t) == command.NoTimeout {
 		return []byte(`"none"`), nil
 	}
-	return []byte(strconv.Quote(time.Duration(d).String())), nil
+	return Duration(t).MarshalJSON()
 }
 
 // Parse reads a rules document strictly: a syntax error, an unknown field
@@ -146,6 +186,8 @@ func located(data []byte, err error) error {
 	switch {
 	case errors.As(err, &syntax):
 		return fmt.Errorf("%w: %s: %w", ErrInvalid, position(data, int(syntax.Offset)-1), err)
+	case errors.As(err, &typ) && typ.Type == reflect.TypeFor[Duration]():
+		return durationError(data, typ)
 	case errors.As(err, &typ):
 		return fmt.Errorf("%w: %s: field %s: %w", ErrInvalid, position(data, int(typ.Offset)), typ.Field, err)
 	case errors.Is(err, io.EOF):
@@ -162,6 +204,90 @@ func located(data []byte, err error) error {
 		}
 	}
 	return fmt.Errorf("%w: %w", ErrInvalid, err)
+}
+
+// durationError says where in data the duration typ refuses is, and how
+// durations are written.
+func durationError(data []byte, typ *json.UnmarshalTypeError) error {
+	match := func(v []byte) bool { return kindOf(v) == typ.Value }
+	why := "a duration is a string such as \"250ms\", not a " + typ.Value
+	if strings.ContainsRune("aeiou", rune(typ.Value[0])) {
+		why = "a duration is a string such as \"250ms\", not an " + typ.Value
+	}
+	if typ.Value == noneValue {
+		match = func(v []byte) bool { return bytes.HasPrefix(v, []byte(`"none"`)) }
+		why = `"none" is only for a timeout: write a duration such as "250ms"`
+	}
+	if off := valueAt(data, typ.Field, match); off >= 0 {
+		return fmt.Errorf("%w: %s: field %s: %s", ErrInvalid, position(data, off), typ.Field, why)
+	}
+	return fmt.Errorf("%w: field %s: %s", ErrInvalid, typ.Field, why)
+}
+
+// valueAt returns the offset in data of the first value that match
+// accepts whose field path is field (struct fields by JSON name, map keys
+// left out, as json.UnmarshalTypeError.Field gives it), or -1 if there is
+// none. Duration.UnmarshalJSON knows no offset: this finds it.
+func valueAt(data []byte, field string, match func(value []byte) bool) int {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	return walk(dec, data, reflect.TypeFor[Document](), "", field, match)
+}
+
+// walk reads the next value from dec, of Go type t at field path path,
+// and returns valueAt's answer within it.
+func walk(dec *json.Decoder, data []byte, t reflect.Type, path, field string, match func([]byte) bool) int {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	start := int(dec.InputOffset())
+	start += len(data[start:]) - len(bytes.TrimLeft(data[start:], " \t\r\n:,"))
+	tok, err := dec.Token()
+	if err != nil {
+		return -1
+	}
+	if path == field && match(data[start:]) {
+		return start
+	}
+	if d, ok := tok.(json.Delim); !ok || d == '}' || d == ']' {
+		return -1
+	}
+	type fieldOf struct {
+		typ  reflect.Type
+		path string // the JSON name, after the Go names of the structs it is promoted from
+	}
+	fields := map[string]fieldOf{}
+	if t.Kind() == reflect.Struct {
+		for _, f := range reflect.VisibleFields(t) {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || f.Anonymous {
+				continue
+			}
+			for i := len(f.Index) - 1; i > 0; i-- {
+				name = t.FieldByIndex(f.Index[:i]).Name + "." + name
+			}
+			fields[name[strings.LastIndexByte(name, '.')+1:]] = fieldOf{f.Type, name}
+		}
+	}
+	for dec.More() {
+		elem, sub := t, "\x00" // an array's element or an unknown field: no match
+		if tok == json.Delim('{') {
+			key, err := dec.Token()
+			if err != nil {
+				return -1
+			}
+			switch f, ok := fields[key.(string)]; {
+			case t.Kind() == reflect.Map:
+				elem, sub = t.Elem(), path
+			case ok:
+				elem, sub = f.typ, strings.TrimPrefix(path+"."+f.path, ".")
+			}
+		}
+		if off := walk(dec, data, elem, sub, field, match); off >= 0 {
+			return off
+		}
+	}
+	_, _ = dec.Token() // the closing delimiter
+	return -1
 }
 
 // position returns "line L, column C" of byte offset off in data.
@@ -322,7 +448,7 @@ func set[T any](to *T, v *T) {
 	}
 }
 
-func setDuration(to *time.Duration, v *Duration) {
+func setDuration[D Duration | Timeout](to *time.Duration, v *D) {
 	if v != nil {
 		*to = time.Duration(*v)
 	}

@@ -2,11 +2,13 @@ package rules
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -157,4 +159,77 @@ func TestWatchRefusesBadFileAtStart(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalid)
 	require.ErrorContains(t, err, "line 1, column 20")
 	require.True(t, errors.Is(m.Watch(context.Background(), filepath.Join(t.TempDir(), "none"), 0), os.ErrNotExist))
+}
+
+// TestErrorsNameTheGroupOnce: whether the rules or the group refuse a
+// config, the error names the group once.
+func TestErrorsNameTheGroupOnce(t *testing.T) {
+	reg := newRegistry(t)
+	m := NewManager(reg, quiet)
+	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"b": {"timeout": "1s"}}}`)))
+	for name, tc := range map[string]struct{ doc, want string }{
+		"refused by the group": {`{"groups": {"b": {"strategy": "semaphore"}}}`,
+			`rules: invalid: group "b": command: invalid config: Strategy SEMAPHORE cannot change live`},
+		"invalid for the group": {`{"groups": {"b": {"timeout": "-1s"}}}`,
+			`rules: invalid: group "b": command: invalid config: Timeout -1s must not be negative`},
+		"invalid for a new group": {`{"groups": {"c": {"timeout": "-1s"}}}`,
+			`rules: invalid: group "c": command: invalid config: Timeout -1s must not be negative`},
+		"refused by the rules": {`{"groups": {"c": {"strategy": "fibers"}}}`,
+			`rules: invalid: group "c": strategy "fibers"`},
+	} {
+		err := m.ApplyJSON([]byte(tc.doc))
+		require.ErrorIs(t, err, ErrInvalid, name)
+		assert.ErrorContains(t, err, tc.want, name)
+		assert.Equal(t, 1, strings.Count(err.Error(), `group "`), name)
+	}
+}
+
+// TestDurationOfAnotherTypeGivesLineAndField: a duration written as a
+// number (or any other non-string) is located like every other error, and
+// the error says how durations are written.
+func TestDurationOfAnotherTypeGivesLineAndField(t *testing.T) {
+	for name, tc := range map[string]struct{ doc, want string }{
+		"number": {"{\"groups\": {\"a\": {\"commands\": {\"c\": {\n  \"rateLimit\": {\"slidingWindow\": {\"limit\": 5, \"window\": 1}}}}}}}",
+			`line 2, column 57: field groups.commands.rateLimit.slidingWindow.window: a duration is a string such as "250ms", not a number`},
+		"negative": {"{\"groups\": {\"a\": {\"breaker\": {\"window\": {\n  \"length\":-2}}}}}",
+			`line 2, column 12: field groups.breaker.window.length: a duration is a string such as "250ms", not a number`},
+		"object": {"{\"groups\": {\"timeout\": {\"timeout\": \"1s\"}, \"a\": {\n  \"timeout\" : {}}}}",
+			`line 2, column 15: field groups.timeout: a duration is a string such as "250ms", not an object`},
+		"after a string": {"{\"groups\": {\"a\": {\"retry\": {\"backoff\": \"1s\"}},\n  \"b\": {\"retry\": {\"backoff\": 5}}}}",
+			`line 2, column 30: field groups.retry.backoff: a duration is a string such as "250ms", not a number`},
+		"promoted": {"{\"groups\": {\"a\": {\n  \"keyedRateLimit\": {\"slidingWindow\": {\"limit\": 1, \"window\": 2}}}}}",
+			`line 2, column 62: field groups.keyedRateLimit.RateLimit.slidingWindow.window: a duration is a string such as "250ms", not a number`},
+		"bool": {"{\"groups\": {\"a\": {\n\"retry\": {\"backoff\": true}}}}",
+			`line 2, column 22: field groups.retry.backoff: a duration is a string such as "250ms", not a bool`},
+	} {
+		_, err := Parse([]byte(tc.doc))
+		require.ErrorIs(t, err, ErrInvalid, name)
+		assert.ErrorContains(t, err, tc.want, name)
+	}
+}
+
+// TestNoneIsOnlyForTimeouts: "none" (no timeout) is accepted by the
+// timeouts and refused, with line, column and field, by every other
+// duration.
+func TestNoneIsOnlyForTimeouts(t *testing.T) {
+	doc, err := Parse([]byte(`{"groups": {"a": {"timeout": "none", "commands": {"c": {"timeout": "none"}}}}}`))
+	require.NoError(t, err)
+	assert.Equal(t, command.NoTimeout, time.Duration(*doc.Groups["a"].Timeout))
+	assert.Equal(t, command.NoTimeout, time.Duration(*doc.Groups["a"].Commands["c"].Timeout))
+	out, err := json.Marshal(doc)
+	require.NoError(t, err)
+	assert.Contains(t, string(out), `"timeout":"none"`, "written back as it was read")
+
+	for name, tc := range map[string]struct{ doc, want string }{
+		"deadlineReserve": {"{\"groups\": {\"a\": {\"timeout\": \"none\",\n  \"deadlineReserve\": \"none\"}}}",
+			`line 2, column 22: field groups.deadlineReserve: "none" is only for a timeout: write a duration such as "250ms"`},
+		"retry backoff": {"{\"groups\": {\"a\": {\n  \"retry\": {\"backoff\": \"none\"}}}}",
+			`line 2, column 24: field groups.retry.backoff: "none" is only for a timeout`},
+		"command slow call": {"{\"groups\": {\"a\": {\"commands\": {\"c\": {\"timeout\": \"none\",\n  \"slowCallDuration\": \"none\"}}}}}",
+			`line 2, column 23: field groups.commands.slowCallDuration: "none" is only for a timeout`},
+	} {
+		_, err := Parse([]byte(tc.doc))
+		require.ErrorIs(t, err, ErrInvalid, name)
+		assert.ErrorContains(t, err, tc.want, name)
+	}
 }

@@ -42,4 +42,10 @@
 // in Status().Rejected and logged once per episode, never trusted.
 //
 // Instances' wall clocks should agree within MaxSkew (NTP does far better).
+//
+// The fleet logs through Config.Logger. go-redis logs its own trouble (a
+// pool that cannot dial, say) through one process-wide logger, to stderr
+// by default, and has no logger per client; the fleet leaves it alone,
+// since it belongs to every Redis client of the process. To send it to
+// slog, call redis.SetLogger once in main (see the example).
 package fleet

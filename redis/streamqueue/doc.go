@@ -25,4 +25,8 @@
 // one slot: bulwark:queue:{Name}:stream (the entries), :keys (pending and
 // dead keys → ID), :applied (acknowledged keys → ID, never pruned), :meta
 // (ID → attempts, backoff, last error), :dead (ID → dead-lettered entry).
+//
+// go-redis logs its own trouble through one process-wide logger (stderr
+// by default), which this package leaves alone: to send it to slog, call
+// redis.SetLogger once in main (see package fleet's example).
 package streamqueue
