@@ -368,6 +368,106 @@ func TestRetryEndsWithTheLastAnswerWhenTheCallerLeavesDuringBackoff(t *testing.T
 	assert.Equal(t, metrics.Failure, info.Event)
 	assert.Equal(t, 1, info.Attempts)
 	assert.EqualValues(t, 1, runs.Load())
+	assert.Zero(t, counts(t, g, "get")[metrics.Retried], "a retry not made is not RETRIED")
+	assert.Zero(t, g.retries.pending.Load(), "nor pending in the budget")
+}
+
+// TestRetryCountsOneRetriedEventPerRetriedAttempt: every attempt that is
+// retried carries RETRIED beside its own outcome, in the window and the
+// cumulative counts; the last attempt of a call never does.
+func TestRetryCountsOneRetriedEventPerRetriedAttempt(t *testing.T) {
+	strategies(t, func(t *testing.T, s Strategy) {
+		g, _, _ := retryGroup(t, s, RetryConfig{MaxAttempts: 3, NoBudget: true}, observeOnly)
+		var runs atomic.Int64
+		_, info, err := ExecuteInfo(context.Background(), g, retryOp{name: "get", idem: true, run: failing(2, errDep, &runs)})
+		require.NoError(t, err)
+		assert.False(t, info.Events.Has(metrics.Retried), "the last attempt is not retried: %v", info.Events)
+		c := counts(t, g, "get")
+		assert.EqualValues(t, 2, c[metrics.Retried], "two attempts retried")
+		assert.EqualValues(t, 2, c[metrics.Failure])
+		assert.EqualValues(t, 1, c[metrics.Success])
+
+		runs.Store(0)
+		_, info, err = ExecuteInfo(context.Background(), g, retryOp{name: "get", idem: true, run: failing(100, errDep, &runs)})
+		require.ErrorIs(t, err, errDep)
+		assert.Equal(t, 3, info.Attempts)
+		assert.False(t, info.Events.Has(metrics.Retried), "given up: the last attempt is not retried: %v", info.Events)
+		c = counts(t, g, "get")
+		assert.EqualValues(t, 4, c[metrics.Retried], "two more: the third attempt was the last")
+		assert.EqualValues(t, 5, c[metrics.Failure])
+		assert.EqualValues(t, primaryCount(c)-2, c[metrics.Retried], "attempts − calls == RETRIED")
+
+		_, _, err = ExecuteInfo(context.Background(), g, retryOp{name: "put", run: failing(100, errDep, &runs)})
+		require.ErrorIs(t, err, errDep)
+		assert.Zero(t, counts(t, g, "put")[metrics.Retried], "a call not retried has no RETRIED")
+
+		cmd := g.commands.Load().byName["get"]
+		assert.EqualValues(t, 4, cmd.metrics.Cumulative()[metrics.Retried])
+		assert.Zero(t, g.retries.pending.Load(), "no retry left pending in the budget")
+	})
+}
+
+// TestRetryBudgetCountsRetriesInTheirBackoff: retries the budget admitted
+// count against it while they wait, before their attempt is in the window,
+// so that calls failing at once share the budget instead of each seeing it
+// untouched. 30 calls fail together on an empty window: the budget (1% of
+// at most 21 calls, plus 1/s over 10 s) admits exactly 10 retries.
+func TestRetryBudgetCountsRetriesInTheirBackoff(t *testing.T) {
+	const callers = 30
+	var waiting atomic.Int64
+	release := make(chan struct{})
+	rc := RetryConfig{MaxAttempts: 2, BudgetRatio: 0.01, Sleep: func(ctx context.Context, _ time.Duration) error {
+		waiting.Add(1)
+		<-release
+		return nil
+	}}
+	g, _, _ := retryGroup(t, Semaphore, rc, func(c *GroupConfig) {
+		observeOnly(c)
+		c.MaxConcurrent = callers
+	})
+	var runs, returned atomic.Int64
+	cmd := retryOp{name: "get", idem: true, run: failing(1<<62, errDep, &runs)}
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := Execute(context.Background(), g, cmd)
+			assert.ErrorIs(t, err, errDep)
+			returned.Add(1)
+		}()
+	}
+	require.Eventually(t, func() bool { return waiting.Load()+returned.Load() == callers },
+		30*time.Second, time.Millisecond, "every call decided")
+	assert.EqualValues(t, 10, waiting.Load(), "retries admitted while none was recorded")
+	assert.EqualValues(t, 10, g.retries.pending.Load())
+	close(release)
+	wg.Wait()
+	assert.EqualValues(t, callers+10, runs.Load())
+	assert.EqualValues(t, 10, counts(t, g, "get")[metrics.Retried])
+	assert.Zero(t, g.retries.pending.Load())
+}
+
+// TestRetryBudgetCountsRetriesMadeWithoutIt: the budget reads the retries
+// from the commands' windows, so the retries made while NoBudget was set
+// still count once a Reconfigure restores the budget: the dependency did
+// get them.
+func TestRetryBudgetCountsRetriesMadeWithoutIt(t *testing.T) {
+	zero := func(context.Context, time.Duration) error { return nil }
+	g, _, _ := retryGroup(t, Semaphore, RetryConfig{MaxAttempts: 2, NoBudget: true, Sleep: zero}, observeOnly)
+	var runs atomic.Int64
+	cmd := retryOp{name: "get", idem: true, run: failing(1<<62, errDep, &runs)}
+	for range 20 {
+		_, _ = Execute(context.Background(), g, cmd)
+	}
+	require.EqualValues(t, 40, runs.Load(), "every call retried")
+	cfg := g.Config()
+	cfg.Retry.NoBudget = false
+	require.NoError(t, g.Reconfigure(cfg))
+	// 20 retries over 21 calls: above 20% of them plus 1/s × 10 s (14.2).
+	_, info, _ := ExecuteInfo(context.Background(), g, cmd)
+	assert.Equal(t, 1, info.Attempts, "the budget is spent")
+	assert.EqualValues(t, 41, runs.Load())
 }
 
 // TestRetryBudgetCapsTheLoadOnAFailingDependency measures the load
