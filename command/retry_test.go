@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	gometrics "github.com/rcrowley/go-metrics"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -592,4 +593,22 @@ func TestConservationWithRetries(t *testing.T) {
 	// moves: all of them), plus 1/s over the 10 s window, plus the
 	// overshoot of the 64 goroutines that may decide at once.
 	assert.LessOrEqual(t, retries, callers/5+10+chaosGoroutines)
+}
+
+// TestRetryRetriedInGoMetrics: the go-metrics gauges of the command and of
+// its group include RETRIED, rolling and cumulative.
+func TestRetryRetriedInGoMetrics(t *testing.T) {
+	reg, _ := newTestRegistry(t)
+	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore,
+		Retry: RetryConfig{MaxAttempts: 3, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }}})
+	require.NoError(t, err)
+	var runs atomic.Int64
+	_, err = Execute(context.Background(), g, retryOp{name: "get", idem: true, run: failing(100, errDep, &runs)})
+	require.ErrorIs(t, err, errDep)
+	for _, name := range []string{"command.deps.get.rolling.retried", "command.deps.get.cumulative.retried",
+		"group.deps.rolling.retried", "group.deps.cumulative.retried"} {
+		gauge, ok := reg.Metrics().Get(name).(gometrics.Gauge)
+		require.True(t, ok, "%s missing", name)
+		assert.EqualValues(t, 2, gauge.Value(), name)
+	}
 }
