@@ -13,7 +13,7 @@
 //
 // Labels: group and command (names the application chose: keep them few),
 // event (one of bulwark's outcome names, lower case, such as
-// "short_circuited" or "rate_limited"), state ("closed", "open",
+// "short_circuited", "rate_limited" or "retried"), state ("closed", "open",
 // "half-open"), mode ("normal", "forced-open", "forced-closed",
 // "observe-only") and tier (the names of the group's AlertConfig.Tiers).
 //
