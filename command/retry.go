@@ -261,16 +261,17 @@ func (b *retryBudget) admit(g *Group, rc *RetryConfig, now time.Duration) bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var attempts, retried int64
+	var calls, retries int64
 	for _, c := range g.commands.Load().byName {
 		n := c.metrics.Counts(now)
-		attempts += primaryCount(n)
-		retried += n[metrics.Retried]
+		calls += Calls(n)
+		retries += n[metrics.Retried]
 	}
-	// The attempt that failed is recorded after this decision, as are the
-	// pending ones: each is one attempt and one retry, so calls leave them out.
-	calls := attempts + 1 - retried
-	retries := retried + b.pending.Load()
+	// The attempt that failed is recorded after this decision: it is one
+	// more call. The pending retries are recorded after it too: each is one
+	// attempt and one retry, one more retry and no more calls.
+	calls++
+	retries += b.pending.Load()
 	allowed := rc.BudgetRatio*float64(calls) + rc.BudgetMinPerSecond*g.metrics.Window().Length.Seconds()
 	if float64(retries)+1 > allowed {
 		return false

@@ -612,3 +612,38 @@ func TestRetryRetriedInGoMetrics(t *testing.T) {
 		assert.EqualValues(t, 2, gauge.Value(), name)
 	}
 }
+
+// TestRetryCallsCountCallersNotAttempts: Calls, the go-metrics calls
+// counter, the degraded rate and the degraded alarm count a retried call
+// once: a call of 3 attempts served by its fallback is one call, degraded
+// (rate 1, not 1/3, above the alarm's 0.5).
+func TestRetryCallsCountCallersNotAttempts(t *testing.T) {
+	reg, _ := newTestRegistry(t)
+	var alerts []Alert
+	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore,
+		Retry: RetryConfig{MaxAttempts: 3, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }},
+		Alerts: AlertConfig{OnAlert: func(a Alert) { alerts = append(alerts, a) }, DegradedRate: 0.5, DegradedMinCalls: 1,
+			Interval: time.Hour}})
+	require.NoError(t, err)
+	var runs atomic.Int64
+	v, info, err := ExecuteInfo(context.Background(), g, retryOp{name: "get", idem: true, run: failing(100, errDep, &runs),
+		fb: func(context.Context, error) (int, error) { return -1, nil }})
+	require.NoError(t, err)
+	require.Equal(t, -1, v)
+	require.Equal(t, 3, info.Attempts)
+
+	c := counts(t, g, "get")
+	assert.EqualValues(t, 3, primaryCount(c), "three attempts")
+	assert.EqualValues(t, 1, Calls(c), "one call")
+	s := g.Snapshot()
+	require.Len(t, s.Commands, 1)
+	assert.InDelta(t, 1.0, s.Commands[0].DegradedRate, 1e-9, "the one call was degraded")
+	calls, ok := reg.Metrics().Get("command.deps.get.calls").(gometrics.Counter)
+	require.True(t, ok)
+	assert.EqualValues(t, 1, calls.Snapshot().Count())
+	g.CheckAlerts()
+	require.Len(t, alerts, 1, "the degraded alarm fires")
+	assert.Equal(t, AlertDegraded, alerts[0].Kind)
+	assert.EqualValues(t, 1, alerts[0].Calls)
+	assert.InDelta(t, 1.0, alerts[0].DegradedRate, 1e-9)
+}

@@ -324,7 +324,8 @@ type idemCall struct{ call }
 func (idemCall) Idempotent() bool { return true }
 
 // TestCollectorExportsRetried: the attempts a group retried are counted
-// under event="retried", beside their own outcome.
+// under event="retried", beside their own outcome; calls_total counts the
+// callers' calls, each once.
 func TestCollectorExportsRetried(t *testing.T) {
 	clock := new(metrics.ManualClock)
 	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -343,4 +344,5 @@ func TestCollectorExportsRetried(t *testing.T) {
 	l := []string{"group", "api", "command", "fetch"}
 	assert.Equal(t, 4.0, value(t, fams, "bulwark_command_events_total", append(l, "event", "retried")...), "2 calls, 2 retried attempts each")
 	assert.Equal(t, 6.0, value(t, fams, "bulwark_command_events_total", append(l, "event", "failure")...), "every attempt")
+	assert.Equal(t, 2.0, value(t, fams, "bulwark_command_calls_total", l...), "each call once")
 }

@@ -18,7 +18,7 @@
 // "observe-only") and tier (the names of the group's AlertConfig.Tiers).
 //
 //	bulwark_command_events_total{group,command,event}   counter: every event kind bulwark counts
-//	bulwark_command_calls_total{group,command}          counter: calls (one primary outcome each)
+//	bulwark_command_calls_total{group,command}          counter: callers' calls (attempts less event="retried")
 //	bulwark_command_in_flight{group,command}            gauge: calls executing now
 //	bulwark_command_detached{group,command}             gauge: timed-out calls whose Run still runs
 //	bulwark_command_degraded_ratio{group,command}       gauge: share of the window's calls served by a fallback
