@@ -104,9 +104,9 @@ type Info struct {
 	// retried (see RetryConfig). Event, Events, Probe and RunLatency are
 	// those of the last attempt; Latency covers all of them and the
 	// backoffs between. Each earlier attempt was recorded in the metrics
-	// with its own primary outcome (FAILURE or TIMEOUT), without fallback
-	// or EXCEPTION_THROWN events: the metrics count attempts, the fallback
-	// and the caller's error once per call.
+	// with its own primary outcome (FAILURE or TIMEOUT) and RETRIED,
+	// without fallback or EXCEPTION_THROWN events: the metrics count
+	// attempts, the fallback and the caller's error once per call.
 	Attempts int
 }
 

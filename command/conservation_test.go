@@ -184,7 +184,7 @@ func (c chaosFB) Fallback(context.Context, error) (int, error) {
 type tally struct {
 	calls   int64          // attempts: one per call, more for a retried one
 	callers int64          // calls of Execute
-	events  metrics.Counts // every event of every Info, and the outcomes of retried attempts
+	events  metrics.Counts // every event of every Info, and the outcomes and RETRIED of retried attempts
 }
 
 type chaosResult struct {
@@ -325,11 +325,12 @@ func chaosCall(t *testing.T, r *rand.Rand, g *Group, local map[string]*tally) (c
 		local[key] = tl
 	}
 	// A retried attempt failed as its scenario says (each attempt behaves
-	// the same, and only FAILURE and TIMEOUT are retried).
+	// the same, and only FAILURE and TIMEOUT are retried), and is RETRIED.
 	retried := int64(max(info.Attempts, 1) - 1)
 	tl.callers++
 	tl.calls += 1 + retried
 	tl.events[expected[sc]] += retried
+	tl.events[metrics.Retried] += retried
 	for e := range metrics.NumEvents {
 		if info.Events.Has(e) {
 			tl.events[e]++

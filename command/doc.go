@@ -126,9 +126,11 @@
 // (default 20% over the window, plus 1 per second), so that a dependency
 // that fails every call sees about 1.2 times the load, not MaxAttempts
 // times. Each attempt is a real call, through the limiters, the breakers
-// and the bulkhead, counted in the metrics with its own outcome; the
-// fallback runs once, after the last attempt, and Info.Attempts says how
-// many were made. A group without Retry pays nothing for it.
+// and the bulkhead, counted in the metrics with its own outcome, and an
+// attempt that is retried also with RETRIED (the budget reads the retries
+// there; the dashboard, the native stream, go-metrics and Prometheus show
+// them); the fallback runs once, after the last attempt, and Info.Attempts
+// says how many were made. A group without Retry pays nothing for it.
 //
 // # Fallbacks and degradation
 //

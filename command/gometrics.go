@@ -63,7 +63,7 @@ func commandMetrics(c *commandState) map[string]any {
 	return map[string]any{
 		p + ".inflight":      gometrics.NewFunctionalGauge(c.hot.inFlight.Load),
 		p + ".circuit.state": gometrics.NewFunctionalGauge(func() int64 { return int64(c.breaker.State()) }),
-		p + ".calls":         counterFunc(func() int64 { return primaryCount(c.metrics.Cumulative()) }),
+		p + ".calls":         counterFunc(func() int64 { return Calls(c.metrics.Cumulative()) }),
 		p + ".degraded":      counterFunc(func() int64 { return c.metrics.Cumulative()[metrics.FallbackSuccess] }),
 	}
 }

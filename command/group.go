@@ -315,7 +315,7 @@ type Group struct {
 
 	warmEnd atomic.Int64 // group clock: end of the last WarmUp; new commands inherit the rest
 
-	retries *retryBudget // the retries made, for RetryConfig's budget
+	retries retryBudget // the retries made, for RetryConfig's budget
 }
 
 // groupCounters are the counters every call of a group writes. They sit on
@@ -416,7 +416,6 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 		return nil, err
 	}
 	g.commands.Store(&commandTable{})
-	g.retries = newRetryBudget(cfg.Window)
 	if cfg.Alerts.OnAlert != nil {
 		g.alerts = newAlerter(cfg.Alerts)
 	}

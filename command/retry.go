@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bulwark-go/bulwark/metrics"
@@ -38,10 +39,12 @@ type Idempotent interface {
 // Each attempt is a real call: it goes through the rate limiters, both
 // breakers and the bulkhead again, so a retry storm cannot escape them,
 // and it is counted in the command's metrics and in the breakers with its
-// own primary outcome. A SHORT_CIRCUITED, *_REJECTED, QUEUE_TIMEOUT,
-// RATE_LIMITED, BAD_REQUEST or CANCELLED attempt is never retried: bulwark's
-// own refusals and the caller's mistakes or departure are final. The
-// fallback runs once, after the last attempt. The caller's deadline bounds
+// own primary outcome; an attempt that is retried also carries the event
+// RETRIED (so the metrics count retries as well as attempts). A
+// SHORT_CIRCUITED, *_REJECTED, QUEUE_TIMEOUT, RATE_LIMITED, BAD_REQUEST or
+// CANCELLED attempt is never retried: bulwark's own refusals and the
+// caller's mistakes or departure are final. The fallback runs once, after
+// the last attempt. The caller's deadline bounds
 // the whole call: a retry whose backoff (plus GroupConfig.DeadlineReserve)
 // would not end before it is not made, and the last attempt's answer
 // stands.
@@ -70,15 +73,19 @@ type RetryConfig struct {
 	// BudgetMinPerSecond × the window's length in seconds (as Finagle's
 	// retry budget and gRPC's retry throttling do): a dependency that fails
 	// every call then sees about 1 + BudgetRatio times the callers' load,
-	// not MaxAttempts times. A retry the budget refuses is not made. It
-	// must be in (0, 1]. Default 0.2.
+	// not MaxAttempts times. The retries are the RETRIED events in the
+	// commands' windows (plus the retries admitted and still in their
+	// backoff), the calls their attempts less their retries. A retry the
+	// budget refuses is not made. It must be in (0, 1]. Default 0.2.
 	BudgetRatio float64
 	// BudgetMinPerSecond is the retry rate always allowed, so that a group
 	// with few calls can retry at all. Default 1.
 	BudgetMinPerSecond float64
 	// NoBudget lifts the budget: every failed attempt of an idempotent
 	// command is retried up to MaxAttempts, which multiplies the load on a
-	// failing dependency by MaxAttempts. For tests and measurements.
+	// failing dependency by MaxAttempts. For tests and measurements. The
+	// retries made meanwhile are in the windows all the same: a budget
+	// restored by Reconfigure counts them.
 	NoBudget bool
 	// Sleep waits d before a retry, or until ctx ends (then it returns
 	// ctx's error and the call ends with the last attempt's answer).
@@ -188,8 +195,9 @@ func (rc *RetryConfig) allows(n int, e metrics.Event) bool {
 // retryAgain decides, after attempt number n of a call ended with r, which
 // rc.allows, whether to make another, and waits for it: it checks the
 // caller's context, the command, the delay against the caller's deadline
-// (less the reserve), and the group's budget (which it charges at now),
-// then sleeps. It reports whether to go on.
+// (less the reserve), and the group's budget (at now), then sleeps. It
+// reports whether to go on; when it does, the retry is pending in the budget
+// until retried records the attempt.
 func (c *commandState) retryAgain(ctx context.Context, cmd any, rc *RetryConfig, cs *commandSettings, n int, r *result, now time.Duration) bool {
 	if ctx.Err() != nil {
 		return false
@@ -205,10 +213,14 @@ func (c *commandState) retryAgain(ctx context.Context, cmd any, rc *RetryConfig,
 	if dl, has := ctx.Deadline(); has && time.Until(dl) <= d+cs.reserve {
 		return false
 	}
-	if !rc.NoBudget && !g.retries.spend(g, rc, now) {
+	if !g.retries.admit(g, rc, now) {
 		return false
 	}
-	return rc.Sleep(ctx, d) == nil
+	if rc.Sleep(ctx, d) != nil {
+		g.retries.pending.Add(-1) // not made after all
+		return false
+	}
+	return true
 }
 
 // idempotent reports whether cmd may be run again: it implements
@@ -223,58 +235,56 @@ func (g *Group) idempotent(cmd any) (ok bool) {
 	return id.Idempotent()
 }
 
-// retryBudget counts a group's retries over its metrics window, in the
-// window's buckets; the group's calls come from its commands' windows
-// (each attempt is counted there, so calls = attempts − retries). It takes
-// a lock: it is only on the path of a failed attempt of a retrying group.
+// retryBudget holds a group's retries to RetryConfig's budget. It reads
+// them from the group's commands' windows, where every attempt that is
+// retried carries a RETRIED event (so calls = attempts − retries), and adds
+// the retries it admitted whose attempt is not recorded yet (still in their
+// backoff): failing calls that decide at once then see each other, and a
+// burst of failures gets no more retries than the budget allows. Its zero
+// value is ready. It takes a lock: it is only on the path of a failed
+// attempt of a retrying group.
 type retryBudget struct {
-	mu      sync.Mutex
-	width   time.Duration
-	seconds float64 // the window's length in seconds
-	epochs  []int64 // bucket i holds the retries of epoch epochs[i]
-	retries []int64
+	mu sync.Mutex // serialises the budget's decisions
+	// pending counts the retries admitted (with or without a budget) whose
+	// attempt retried has not recorded yet.
+	pending atomic.Int64
 }
 
-func newRetryBudget(w metrics.Window) *retryBudget {
-	return &retryBudget{width: w.BucketWidth(), seconds: w.Length.Seconds(),
-		epochs: make([]int64, w.Buckets), retries: make([]int64, w.Buckets)}
-}
-
-// spend charges one retry to the budget if the group's window leaves room:
-// fewer retries than BudgetRatio × calls + BudgetMinPerSecond × window
-// seconds. Concurrent failing calls may overshoot it by the number that
-// decide at once.
-func (b *retryBudget) spend(g *Group, rc *RetryConfig, now time.Duration) bool {
-	var attempts int64
-	for _, c := range g.commands.Load().byName {
-		attempts += primaryCount(c.metrics.Counts(now))
+// admit reports whether the group's budget leaves room for one more retry
+// at now, always under NoBudget, and if so counts it as pending. Room
+// means fewer retries than BudgetRatio × calls + BudgetMinPerSecond ×
+// window seconds, over the group's metrics window.
+func (b *retryBudget) admit(g *Group, rc *RetryConfig, now time.Duration) bool {
+	if rc.NoBudget {
+		b.pending.Add(1)
+		return true
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ep := int64(now / b.width)
-	var retries int64
-	for i, e := range b.epochs {
-		if ep-e < int64(len(b.epochs)) && e <= ep {
-			retries += b.retries[i]
-		}
+	var calls, retries int64
+	for _, c := range g.commands.Load().byName {
+		n := c.metrics.Counts(now)
+		calls += Calls(n)
+		retries += n[metrics.Retried]
 	}
-	calls := attempts + 1 - retries // the attempt that failed is recorded after this decision
-	allowed := rc.BudgetRatio*float64(calls) + rc.BudgetMinPerSecond*b.seconds
+	// The attempt that failed is recorded after this decision: it is one
+	// more call. The pending retries are recorded after it too: each is one
+	// attempt and one retry, one more retry and no more calls.
+	calls++
+	retries += b.pending.Load()
+	allowed := rc.BudgetRatio*float64(calls) + rc.BudgetMinPerSecond*g.metrics.Window().Length.Seconds()
 	if float64(retries)+1 > allowed {
 		return false
 	}
-	i := int(ep % int64(len(b.epochs)))
-	if b.epochs[i] != ep {
-		b.epochs[i], b.retries[i] = ep, 0
-	}
-	b.retries[i]++
+	b.pending.Add(1)
 	return true
 }
 
 // retried records in the command's metrics an attempt, begun at start and
 // ended at now with r, that is being retried: its primary outcome (and
-// probe events), as a call of its own; the caller never sees it (no
-// fallback, no EXCEPTION_THROWN). It clears info for the next attempt and
+// probe events) and RETRIED, as a call of its own; the caller never sees
+// it (no fallback, no EXCEPTION_THROWN). The retry is then no longer
+// pending in the group's budget. It clears info for the next attempt and
 // returns the next attempt's start, which it reads (after the backoff
 // retryAgain waited).
 // Execute calls it from its failure branch, so that a call that succeeds
@@ -284,7 +294,9 @@ func (c *commandState) retried(start, now time.Duration, r *result, info *Info) 
 	if r.ran {
 		run = r.run
 	}
+	info.Events.Add(metrics.Retried)
 	c.metrics.Record(now, info.Events, run, now-start)
+	c.group.retries.pending.Add(-1)
 	info.Events, info.Probe = 0, false
 	info.Attempts++
 	return c.group.clock.Now()

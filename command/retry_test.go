@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	gometrics "github.com/rcrowley/go-metrics"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -368,6 +369,106 @@ func TestRetryEndsWithTheLastAnswerWhenTheCallerLeavesDuringBackoff(t *testing.T
 	assert.Equal(t, metrics.Failure, info.Event)
 	assert.Equal(t, 1, info.Attempts)
 	assert.EqualValues(t, 1, runs.Load())
+	assert.Zero(t, counts(t, g, "get")[metrics.Retried], "a retry not made is not RETRIED")
+	assert.Zero(t, g.retries.pending.Load(), "nor pending in the budget")
+}
+
+// TestRetryCountsOneRetriedEventPerRetriedAttempt: every attempt that is
+// retried carries RETRIED beside its own outcome, in the window and the
+// cumulative counts; the last attempt of a call never does.
+func TestRetryCountsOneRetriedEventPerRetriedAttempt(t *testing.T) {
+	strategies(t, func(t *testing.T, s Strategy) {
+		g, _, _ := retryGroup(t, s, RetryConfig{MaxAttempts: 3, NoBudget: true}, observeOnly)
+		var runs atomic.Int64
+		_, info, err := ExecuteInfo(context.Background(), g, retryOp{name: "get", idem: true, run: failing(2, errDep, &runs)})
+		require.NoError(t, err)
+		assert.False(t, info.Events.Has(metrics.Retried), "the last attempt is not retried: %v", info.Events)
+		c := counts(t, g, "get")
+		assert.EqualValues(t, 2, c[metrics.Retried], "two attempts retried")
+		assert.EqualValues(t, 2, c[metrics.Failure])
+		assert.EqualValues(t, 1, c[metrics.Success])
+
+		runs.Store(0)
+		_, info, err = ExecuteInfo(context.Background(), g, retryOp{name: "get", idem: true, run: failing(100, errDep, &runs)})
+		require.ErrorIs(t, err, errDep)
+		assert.Equal(t, 3, info.Attempts)
+		assert.False(t, info.Events.Has(metrics.Retried), "given up: the last attempt is not retried: %v", info.Events)
+		c = counts(t, g, "get")
+		assert.EqualValues(t, 4, c[metrics.Retried], "two more: the third attempt was the last")
+		assert.EqualValues(t, 5, c[metrics.Failure])
+		assert.EqualValues(t, primaryCount(c)-2, c[metrics.Retried], "attempts − calls == RETRIED")
+
+		_, _, err = ExecuteInfo(context.Background(), g, retryOp{name: "put", run: failing(100, errDep, &runs)})
+		require.ErrorIs(t, err, errDep)
+		assert.Zero(t, counts(t, g, "put")[metrics.Retried], "a call not retried has no RETRIED")
+
+		cmd := g.commands.Load().byName["get"]
+		assert.EqualValues(t, 4, cmd.metrics.Cumulative()[metrics.Retried])
+		assert.Zero(t, g.retries.pending.Load(), "no retry left pending in the budget")
+	})
+}
+
+// TestRetryBudgetCountsRetriesInTheirBackoff: retries the budget admitted
+// count against it while they wait, before their attempt is in the window,
+// so that calls failing at once share the budget instead of each seeing it
+// untouched. 30 calls fail together on an empty window: the budget (1% of
+// at most 21 calls, plus 1/s over 10 s) admits exactly 10 retries.
+func TestRetryBudgetCountsRetriesInTheirBackoff(t *testing.T) {
+	const callers = 30
+	var waiting atomic.Int64
+	release := make(chan struct{})
+	rc := RetryConfig{MaxAttempts: 2, BudgetRatio: 0.01, Sleep: func(ctx context.Context, _ time.Duration) error {
+		waiting.Add(1)
+		<-release
+		return nil
+	}}
+	g, _, _ := retryGroup(t, Semaphore, rc, func(c *GroupConfig) {
+		observeOnly(c)
+		c.MaxConcurrent = callers
+	})
+	var runs, returned atomic.Int64
+	cmd := retryOp{name: "get", idem: true, run: failing(1<<62, errDep, &runs)}
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := Execute(context.Background(), g, cmd)
+			assert.ErrorIs(t, err, errDep)
+			returned.Add(1)
+		}()
+	}
+	require.Eventually(t, func() bool { return waiting.Load()+returned.Load() == callers },
+		30*time.Second, time.Millisecond, "every call decided")
+	assert.EqualValues(t, 10, waiting.Load(), "retries admitted while none was recorded")
+	assert.EqualValues(t, 10, g.retries.pending.Load())
+	close(release)
+	wg.Wait()
+	assert.EqualValues(t, callers+10, runs.Load())
+	assert.EqualValues(t, 10, counts(t, g, "get")[metrics.Retried])
+	assert.Zero(t, g.retries.pending.Load())
+}
+
+// TestRetryBudgetCountsRetriesMadeWithoutIt: the budget reads the retries
+// from the commands' windows, so the retries made while NoBudget was set
+// still count once a Reconfigure restores the budget: the dependency did
+// get them.
+func TestRetryBudgetCountsRetriesMadeWithoutIt(t *testing.T) {
+	zero := func(context.Context, time.Duration) error { return nil }
+	g, _, _ := retryGroup(t, Semaphore, RetryConfig{MaxAttempts: 2, NoBudget: true, Sleep: zero}, observeOnly)
+	var runs atomic.Int64
+	cmd := retryOp{name: "get", idem: true, run: failing(1<<62, errDep, &runs)}
+	for range 20 {
+		_, _ = Execute(context.Background(), g, cmd)
+	}
+	require.EqualValues(t, 40, runs.Load(), "every call retried")
+	cfg := g.Config()
+	cfg.Retry.NoBudget = false
+	require.NoError(t, g.Reconfigure(cfg))
+	// 20 retries over 21 calls: above 20% of them plus 1/s × 10 s (14.2).
+	_, info, _ := ExecuteInfo(context.Background(), g, cmd)
+	assert.Equal(t, 1, info.Attempts, "the budget is spent")
+	assert.EqualValues(t, 41, runs.Load())
 }
 
 // TestRetryBudgetCapsTheLoadOnAFailingDependency measures the load
@@ -492,4 +593,57 @@ func TestConservationWithRetries(t *testing.T) {
 	// moves: all of them), plus 1/s over the 10 s window, plus the
 	// overshoot of the 64 goroutines that may decide at once.
 	assert.LessOrEqual(t, retries, callers/5+10+chaosGoroutines)
+}
+
+// TestRetryRetriedInGoMetrics: the go-metrics gauges of the command and of
+// its group include RETRIED, rolling and cumulative.
+func TestRetryRetriedInGoMetrics(t *testing.T) {
+	reg, _ := newTestRegistry(t)
+	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore,
+		Retry: RetryConfig{MaxAttempts: 3, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }}})
+	require.NoError(t, err)
+	var runs atomic.Int64
+	_, err = Execute(context.Background(), g, retryOp{name: "get", idem: true, run: failing(100, errDep, &runs)})
+	require.ErrorIs(t, err, errDep)
+	for _, name := range []string{"command.deps.get.rolling.retried", "command.deps.get.cumulative.retried",
+		"group.deps.rolling.retried", "group.deps.cumulative.retried"} {
+		gauge, ok := reg.Metrics().Get(name).(gometrics.Gauge)
+		require.True(t, ok, "%s missing", name)
+		assert.EqualValues(t, 2, gauge.Value(), name)
+	}
+}
+
+// TestRetryCallsCountCallersNotAttempts: Calls, the go-metrics calls
+// counter, the degraded rate and the degraded alarm count a retried call
+// once: a call of 3 attempts served by its fallback is one call, degraded
+// (rate 1, not 1/3, above the alarm's 0.5).
+func TestRetryCallsCountCallersNotAttempts(t *testing.T) {
+	reg, _ := newTestRegistry(t)
+	var alerts []Alert
+	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore,
+		Retry: RetryConfig{MaxAttempts: 3, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }},
+		Alerts: AlertConfig{OnAlert: func(a Alert) { alerts = append(alerts, a) }, DegradedRate: 0.5, DegradedMinCalls: 1,
+			Interval: time.Hour}})
+	require.NoError(t, err)
+	var runs atomic.Int64
+	v, info, err := ExecuteInfo(context.Background(), g, retryOp{name: "get", idem: true, run: failing(100, errDep, &runs),
+		fb: func(context.Context, error) (int, error) { return -1, nil }})
+	require.NoError(t, err)
+	require.Equal(t, -1, v)
+	require.Equal(t, 3, info.Attempts)
+
+	c := counts(t, g, "get")
+	assert.EqualValues(t, 3, primaryCount(c), "three attempts")
+	assert.EqualValues(t, 1, Calls(c), "one call")
+	s := g.Snapshot()
+	require.Len(t, s.Commands, 1)
+	assert.InDelta(t, 1.0, s.Commands[0].DegradedRate, 1e-9, "the one call was degraded")
+	calls, ok := reg.Metrics().Get("command.deps.get.calls").(gometrics.Counter)
+	require.True(t, ok)
+	assert.EqualValues(t, 1, calls.Snapshot().Count())
+	g.CheckAlerts()
+	require.Len(t, alerts, 1, "the degraded alarm fires")
+	assert.Equal(t, AlertDegraded, alerts[0].Kind)
+	assert.EqualValues(t, 1, alerts[0].Calls)
+	assert.InDelta(t, 1.0, alerts[0].DegradedRate, 1e-9)
 }

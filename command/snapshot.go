@@ -76,8 +76,8 @@ type CommandSnapshot struct {
 	Metrics metrics.Snapshot
 
 	// DegradedRate is the share of the window's calls answered with a
-	// fallback value: FALLBACK_SUCCESS / primary outcomes (0 when the
-	// window is empty).
+	// fallback value: FALLBACK_SUCCESS / Calls (0 when the window is
+	// empty).
 	DegradedRate float64
 
 	// AlertTier is the alert tier the command's breaker has reached in its

@@ -124,6 +124,12 @@
 //     tools show them as rejections; the pool's rollingCountCommandRejections
 //     does not (the pool refused nothing). The native event has them apart
 //     (rollingCountRateLimited).
+//   - RETRIED, an attempt that failed and was retried (see
+//     command.RetryConfig), has no Hystrix key and is left out of the
+//     Hystrix event: its counts are of attempts, so each retried attempt is
+//     already in rollingCountFailure or rollingCountTimeout with its own
+//     outcome, and counting RETRIED in any key would count it twice. The
+//     native event has it (rollingCountRetried).
 //   - both timeout keys carry the command's timeout (0 when it has none);
 //     interruptOnTimeout is true, since a timed-out call's context is
 //     cancelled.

@@ -142,6 +142,10 @@ type bulwarkCommand struct {
 	// (RATE_LIMITED), also counted as semaphore rejections in the Hystrix
 	// event.
 	RollingCountRateLimited int64 `json:"rollingCountRateLimited"`
+	// RollingCountRetried counts attempts that failed and were retried
+	// (RETRIED, see command.RetryConfig); each is also counted with its
+	// own outcome (FAILURE or TIMEOUT). The Hystrix event has no key for it.
+	RollingCountRetried int64 `json:"rollingCountRetried"`
 }
 
 func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.CommandSnapshot) {
@@ -166,6 +170,7 @@ func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 	e.AlertTier = c.AlertTier
 	e.DegradedAlarm = c.DegradedAlarm
 	e.RollingCountRateLimited = c.Metrics.Counts[metrics.RateLimited]
+	e.RollingCountRetried = c.Metrics.Counts[metrics.Retried]
 }
 
 // bulwarkGroup is the BulwarkGroup event: a group's bulkhead (pool or

@@ -204,6 +204,8 @@ func TestStreamNativeEvents(t *testing.T) {
 	assert.EqualValues(t, 15, num(ev["rollingCountQueueTimeout"]), "QUEUE_TIMEOUT apart")
 	rateLimited := sampleSnapshot().Groups[1].Commands[0].Metrics.Counts[metrics.RateLimited] // users/GetUser
 	assert.EqualValues(t, rateLimited, num(ev["rollingCountRateLimited"]), "RATE_LIMITED apart")
+	retried := sampleSnapshot().Groups[1].Commands[0].Metrics.Counts[metrics.Retried]
+	assert.EqualValues(t, retried, num(ev["rollingCountRetried"]), "RETRIED")
 
 	// Transitions in wall time: the last one was Since (2 s) before the
 	// snapshot, the first one 6 s before the last.

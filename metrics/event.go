@@ -7,7 +7,8 @@ import (
 
 // Event is one kind of thing that can happen to a command call. The names
 // follow Hystrix so the stream stays compatible with its tooling; Cancelled,
-// Slow, QueueTimeout and the Probe events are bulwark's own.
+// Slow, QueueTimeout, the Probe events, RateLimited and Retried are
+// bulwark's own.
 type Event uint8
 
 // The events counted in every bucket. A call has exactly one primary outcome
@@ -34,6 +35,7 @@ const (
 	ProbeSuccess                    // a probe judged a success (see command.GroupConfig.ProbeClassifier)
 	ProbeFailure                    // a probe judged a failure or timeout
 	RateLimited                     // a rate limiter refused the call; Run never started
+	Retried                         // the attempt failed and is being retried (recorded alongside its FAILURE or TIMEOUT)
 	NumEvents                       // number of event kinds; not an event
 )
 
@@ -57,6 +59,7 @@ var eventNames = [NumEvents]string{
 	ProbeSuccess:       "PROBE_SUCCESS",
 	ProbeFailure:       "PROBE_FAILURE",
 	RateLimited:        "RATE_LIMITED",
+	Retried:            "RETRIED",
 }
 
 // String returns the event's Hystrix-style name, such as "SHORT_CIRCUITED".

@@ -51,7 +51,7 @@ var (
 	cmdLabels = []string{"group", "command"}
 
 	eventsDesc     = desc("command_events_total", "Events counted since the command was created, by kind (outcomes, fallback outcomes, slow calls, ...).", "group", "command", "event")
-	callsDesc      = desc("command_calls_total", "Calls since the command was created: each has exactly one primary outcome.", cmdLabels...)
+	callsDesc      = desc("command_calls_total", "Callers' calls since the command was created: attempts (one primary outcome each) less retried ones.", cmdLabels...)
 	inFlightDesc   = desc("command_in_flight", "Calls of the command executing now.", cmdLabels...)
 	detachedDesc   = desc("command_detached", "Calls of the command that timed out while their Run still runs in the pool.", cmdLabels...)
 	degradedDesc   = desc("command_degraded_ratio", "Share of the rolling window's calls answered with a fallback value.", cmdLabels...)

@@ -317,3 +317,32 @@ func TestCollectorExportsModesAlertsAndGeneration(t *testing.T) {
 	assert.Equal(t, 2.0, value(t, fams, "bulwark_group_config_generation", "group", "pay"))
 	assert.Equal(t, 1.0, value(t, fams, "bulwark_command_events_total", append(getL, "event", "rate_limited")...))
 }
+
+// idemCall is a call that may be retried.
+type idemCall struct{ call }
+
+func (idemCall) Idempotent() bool { return true }
+
+// TestCollectorExportsRetried: the attempts a group retried are counted
+// under event="retried", beside their own outcome; calls_total counts the
+// callers' calls, each once.
+func TestCollectorExportsRetried(t *testing.T) {
+	clock := new(metrics.ManualClock)
+	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+	g, err := reg.NewGroup("api", command.GroupConfig{Strategy: command.Semaphore, Timeout: command.NoTimeout,
+		Retry: command.RetryConfig{MaxAttempts: 3, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }}})
+	require.NoError(t, err)
+	for range 2 {
+		_, err := command.Execute(context.Background(), g, idemCall{call{name: "fetch", err: errors.New("down"), clock: clock}})
+		require.Error(t, err)
+	}
+
+	c, err := New(reg)
+	require.NoError(t, err)
+	fams := scrape(t, c)
+	l := []string{"group", "api", "command", "fetch"}
+	assert.Equal(t, 4.0, value(t, fams, "bulwark_command_events_total", append(l, "event", "retried")...), "2 calls, 2 retried attempts each")
+	assert.Equal(t, 6.0, value(t, fams, "bulwark_command_events_total", append(l, "event", "failure")...), "every attempt")
+	assert.Equal(t, 2.0, value(t, fams, "bulwark_command_calls_total", l...), "each call once")
+}

@@ -13,12 +13,12 @@
 //
 // Labels: group and command (names the application chose: keep them few),
 // event (one of bulwark's outcome names, lower case, such as
-// "short_circuited" or "rate_limited"), state ("closed", "open",
+// "short_circuited", "rate_limited" or "retried"), state ("closed", "open",
 // "half-open"), mode ("normal", "forced-open", "forced-closed",
 // "observe-only") and tier (the names of the group's AlertConfig.Tiers).
 //
 //	bulwark_command_events_total{group,command,event}   counter: every event kind bulwark counts
-//	bulwark_command_calls_total{group,command}          counter: calls (one primary outcome each)
+//	bulwark_command_calls_total{group,command}          counter: callers' calls (attempts less event="retried")
 //	bulwark_command_in_flight{group,command}            gauge: calls executing now
 //	bulwark_command_detached{group,command}             gauge: timed-out calls whose Run still runs
 //	bulwark_command_degraded_ratio{group,command}       gauge: share of the window's calls served by a fallback

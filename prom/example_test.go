@@ -52,7 +52,7 @@ func ExampleNew() {
 	}
 	fmt.Println("families:", len(fams))
 	// Output:
-	// # HELP bulwark_command_calls_total Calls since the command was created: each has exactly one primary outcome.
+	// # HELP bulwark_command_calls_total Callers' calls since the command was created: attempts (one primary outcome each) less retried ones.
 	// # TYPE bulwark_command_calls_total counter
 	// bulwark_command_calls_total{command="getUser",group="users"} 3
 	// families: 23

@@ -170,10 +170,12 @@
 
   // ---- commands ---------------------------------------------------------
 
-  // The window's counters, in the Hystrix dashboard's colours. Cancelled and
-  // Rate limited are bulwark's own (from the native event). Rejected includes
-  // queue timeouts and rate-limit refusals, as the Hystrix event counts them
-  // (the native event has them apart).
+  // The window's counters, in the Hystrix dashboard's colours. Cancelled,
+  // Rate limited and Retried are bulwark's own (from the native event).
+  // Rejected includes queue timeouts and rate-limit refusals, as the Hystrix
+  // event counts them (the native event has them apart). Retried counts
+  // attempts that failed and were tried again; each is also in Failure or
+  // Timeout.
   const COUNTERS = [
     ['success', 'Success', (h) => h.rollingCountSuccess],
     ['failure', 'Failure', (h) => h.rollingCountFailure],
@@ -184,6 +186,7 @@
     ['fallback', 'Fallback', (h) => h.rollingCountFallbackSuccess],
     ['cancelled', 'Cancelled', (h, n) => (n ? n.rollingCountCancelled : 0)],
     ['rate-limited', 'Rate limited', (h, n) => (n ? n.rollingCountRateLimited : 0)],
+    ['retried', 'Retried', (h, n) => (n ? n.rollingCountRetried : 0)],
   ];
 
   const PERCENTILES = [

@@ -271,12 +271,10 @@ func summary(w io.Writer, p params, t *tally, gw *gateway, be *backend, reg *com
 		p.Clients, p.Duration, p.Quota, p.Burst, 100*p.Fail, (p.Duration / 3).Round(time.Millisecond), (2 * p.Duration / 3).Round(time.Millisecond))
 	fmt.Fprintf(w, "clients:  requests=%d ok=%d limited=%d degraded=%d upstream_5xx=%d errors=%d waited=%v (honouring Retry-After)\n",
 		t.requests, t.ok, t.limited, t.degraded, t.upstream5xx, t.errs, t.waited)
-	var attempts, shorted int64
+	var retries, shorted int64
 	for _, g := range reg.Snapshot().Groups {
 		for _, c := range g.Commands {
-			for _, e := range primaries {
-				attempts += c.Metrics.Cumulative[e]
-			}
+			retries += c.Metrics.Cumulative[metrics.Retried]
 			shorted += c.Metrics.Cumulative[metrics.ShortCircuited]
 		}
 		fmt.Fprintf(w, "breaker:  %s ends %v;", g.Name, g.Breaker.State)
@@ -291,10 +289,5 @@ func summary(w io.Writer, p params, t *tally, gw *gateway, be *backend, reg *com
 		load = float64(hits) / float64(forwarded)
 	}
 	fmt.Fprintf(w, "gateway:  forwarded=%d short_circuited=%d backend_hits=%d retries=%d load=%.2f (backend hits per forwarded request)\n",
-		forwarded, shorted, hits, attempts-forwarded, load)
+		forwarded, shorted, hits, retries, load)
 }
-
-// primaries are the primary outcomes: each attempt of a call has one.
-var primaries = []metrics.Event{metrics.Success, metrics.Failure, metrics.Timeout, metrics.BadRequest,
-	metrics.ShortCircuited, metrics.ThreadPoolRejected, metrics.SemaphoreRejected, metrics.Cancelled,
-	metrics.QueueTimeout, metrics.RateLimited}
