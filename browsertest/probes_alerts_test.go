@@ -25,6 +25,27 @@ func tileText(ctx context.Context, name, selector string) (string, error) {
 		`(() => { const t = `+tileJS(name)+`; return t ? t.querySelector('`+selector+`').textContent : ''; })()`))
 }
 
+// tileCounter reads the value of counter k (its CSS class suffix, as
+// "rate-limited") in a command's tile.
+func tileCounter(ctx context.Context, name, k string) func() (string, error) {
+	return func() (string, error) { return tileText(ctx, name, ".counter.c-"+k+" .v") }
+}
+
+// serveRegistry serves the dashboard of reg with cfg until the test ends,
+// and returns its URL.
+func serveRegistry(t *testing.T, reg *command.Registry, cfg dashboard.Config) string {
+	h, err := dashboard.New(reg, cfg)
+	require.NoError(t, err)
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		assert.NoError(t, h.Close(ctx))
+		ts.Close()
+	})
+	return ts.URL
+}
+
 // TestBrowserProbesAndAlerts: a command whose breaker has been open a
 // minute shows its probe counts and alert tier P3; a command over 5%
 // degraded shows its degraded alarm. The breakers run on a manual clock.
@@ -63,18 +84,10 @@ func TestBrowserProbesAndAlerts(t *testing.T) {
 	}
 	g.CheckAlerts()
 
-	h, err := dashboard.New(reg, dashboard.Config{})
-	require.NoError(t, err)
-	ts := httptest.NewServer(h)
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		assert.NoError(t, h.Close(ctx))
-		ts.Close()
-	}()
+	url := serveRegistry(t, reg, dashboard.Config{})
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.EmulateViewport(1400, 1000),
-		chromedp.Navigate(ts.URL+"/?delay=100"),
+		chromedp.Navigate(url+"/?delay=100"),
 	))
 
 	waitFor(t, 10*time.Second, "Pay probes", "probes 2 (1 ok, 1 failed)", func() (string, error) {

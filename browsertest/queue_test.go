@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,16 +35,8 @@ func TestBrowserWriteQueues(t *testing.T) {
 		return []any{map[string]any{"type": "BulwarkQueue", "name": xssName, "backlog": backlog.Load(),
 			"oldestAgeMs": 65000, "replayed": 12, "deadLettered": 1, "deadLetters": 1}}
 	}
-	h, err := dashboard.New(reg, dashboard.Config{Extra: extra})
-	require.NoError(t, err)
-	ts := httptest.NewServer(h)
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		assert.NoError(t, h.Close(ctx))
-		ts.Close()
-	}()
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/?delay=100")))
+	url := serveRegistry(t, reg, dashboard.Config{Extra: extra})
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(url+"/?delay=100")))
 
 	hidden := func() (string, error) {
 		return chromedp.Run(ctx, chromedp.Evaluate[string](`String(document.getElementById('queue-panel').hidden)`))

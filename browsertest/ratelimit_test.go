@@ -3,7 +3,6 @@ package browsertest
 import (
 	"context"
 	"log/slog"
-	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
@@ -48,20 +47,10 @@ func TestBrowserRateLimitedCounter(t *testing.T) {
 	}
 	require.Equal(t, calls-burst, limited, "the bucket admits its burst, then refuses")
 
-	h, err := dashboard.New(reg, dashboard.Config{})
-	require.NoError(t, err)
-	ts := httptest.NewServer(h)
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		assert.NoError(t, h.Close(cctx))
-		ts.Close()
-	}()
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/?delay=100")))
+	url := serveRegistry(t, reg, dashboard.Config{})
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(url+"/?delay=100")))
 
-	counter := func(k string) func() (string, error) {
-		return func() (string, error) { return tileText(ctx, "Query", ".counter.c-"+k+" .v") }
-	}
+	counter := func(k string) func() (string, error) { return tileCounter(ctx, "Query", k) }
 	waitFor(t, 10*time.Second, "Rate limited counter", strconv.Itoa(calls-burst), counter("rate-limited"))
 	waitFor(t, 10*time.Second, "Success counter", strconv.Itoa(burst), counter("success"))
 	waitFor(t, 10*time.Second, "Rejected counter (Hystrix's view)", strconv.Itoa(calls-burst), counter("rejected"))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
@@ -50,20 +49,10 @@ func TestBrowserRetriedCounter(t *testing.T) {
 		require.Equal(t, attempts, info.Attempts)
 	}
 
-	h, err := dashboard.New(reg, dashboard.Config{})
-	require.NoError(t, err)
-	ts := httptest.NewServer(h)
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		assert.NoError(t, h.Close(cctx))
-		ts.Close()
-	}()
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/?delay=100")))
+	url := serveRegistry(t, reg, dashboard.Config{})
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(url+"/?delay=100")))
 
-	counter := func(k string) func() (string, error) {
-		return func() (string, error) { return tileText(ctx, "Fetch", ".counter.c-"+k+" .v") }
-	}
+	counter := func(k string) func() (string, error) { return tileCounter(ctx, "Fetch", k) }
 	waitFor(t, 10*time.Second, "Retried counter", strconv.Itoa(calls*(attempts-1)), counter("retried"))
 	waitFor(t, 10*time.Second, "Failure counter", strconv.Itoa(calls*attempts), counter("failure"))
 	waitFor(t, 10*time.Second, "Rate limited counter", "0", counter("rate-limited"))
