@@ -185,5 +185,7 @@
 // does for Hystrix, and serves it with the page: see Aggregate for the merge
 // rules. The page divides an aggregated event's per-host keys (window,
 // latencies, error %) by its reportingHosts, as the Hystrix Dashboard does,
-// and shows the number of hosts on each tile.
+// and shows the number of hosts on each tile. An aggregate has no control
+// endpoint (control each instance's own): NewAggregate refuses a
+// Stream.Control token rather than ignore it.
 package dashboard
