@@ -425,7 +425,7 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 // ownClock returns a breaker's configured clock c, or nil if it is the
 // group's clock (or none: the breaker then gets the group's).
 func ownClock(c, group metrics.Clock) metrics.Clock {
-	if c == nil || metrics.SameClock(c, group) {
+	if metrics.SameClock(c, group) {
 		return nil
 	}
 	return c
