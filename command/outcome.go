@@ -22,6 +22,9 @@ var primaries = [...]metrics.Event{
 	metrics.RateLimited,
 }
 
+// callEvents are the events Calls reads: the primary outcomes and RETRIED.
+var callEvents = metrics.SetOf(append(primaries[:], metrics.Retried)...)
+
 // primaryCount returns the number of attempts in c: the sum of its primary
 // outcomes (Calls leaves the retried ones out).
 func primaryCount(c metrics.Counts) int64 {

@@ -263,7 +263,7 @@ func (b *retryBudget) admit(g *Group, rc *RetryConfig, now time.Duration) bool {
 	defer b.mu.Unlock()
 	var calls, retries int64
 	for _, c := range g.commands.Load().byName {
-		n := c.metrics.Counts(now)
+		n := c.metrics.CountsOf(now, callEvents)
 		calls += Calls(n)
 		retries += n[metrics.Retried]
 	}
@@ -282,11 +282,11 @@ func (b *retryBudget) admit(g *Group, rc *RetryConfig, now time.Duration) bool {
 
 // retried records in the command's metrics an attempt, begun at start and
 // ended at now with r, that is being retried: its primary outcome (and
-// probe events) and RETRIED, as a call of its own; the caller never sees
-// it (no fallback, no EXCEPTION_THROWN). The retry is then no longer
-// pending in the group's budget. It clears info for the next attempt and
-// returns the next attempt's start, which it reads (after the backoff
-// retryAgain waited).
+// probe events) and RETRIED: an attempt of its own in the windows, which
+// Calls does not count as a call; the caller never sees it (no fallback, no
+// EXCEPTION_THROWN). The retry is then no longer pending in the group's
+// budget. It clears info for the next attempt and returns the next
+// attempt's start, which it reads (after the backoff retryAgain waited).
 // Execute calls it from its failure branch, so that a call that succeeds
 // pays nothing for retries.
 func (c *commandState) retried(start, now time.Duration, r *result, info *Info) time.Duration {
