@@ -52,9 +52,9 @@ func TestParseErrorsInNewKnobsGiveLineAndField(t *testing.T) {
 		"limiter kind": {"{\"groups\": {\"a\": {\n  \"rateLimit\": {\"leakyBucket\": {}}}}}",
 			`line 2, column 17: json: unknown field "leakyBucket"`},
 		"window type": {"{\"groups\": {\"a\": {\"commands\": {\"c\": {\n  \"rateLimit\": {\"slidingWindow\": {\"limit\": 5, \"window\": \"1 sec\"}}}}}}}",
-			`line 2, column 57: duration "1 sec"`},
+			`line 2, column 57: field groups.commands.rateLimit.slidingWindow.window: time: unknown unit " sec" in duration "1 sec"`},
 		"reserve type": {"{\"groups\": {\"a\": {\n  \"deadlineReserve\": \"soon\"}}}",
-			`line 2, column 22: duration "soon"`},
+			`line 2, column 22: field groups.deadlineReserve: time: invalid duration "soon"`},
 		"maxKeys type": {"{\"groups\": {\"a\": {\n  \"keyedRateLimit\": {\"maxKeys\": \"many\"}}}}",
 			"line 2, column 39: field groups.keyedRateLimit.maxKeys"},
 	} {

@@ -93,44 +93,43 @@ type Window struct {
 // Duration is a duration written as a Go duration string ("80ms").
 type Duration time.Duration
 
-// noneValue is the json.UnmarshalTypeError.Value of "none" where a
-// Duration, not a Timeout, is read.
-const noneValue = `string "none"`
-
-// UnmarshalJSON parses a duration string. Any other JSON value, and
-// "none" (which only a Timeout takes), is a *json.UnmarshalTypeError,
-// which the decoder completes with the field.
+// UnmarshalJSON parses a duration string. It refuses any other value with
+// a *json.UnmarshalTypeError whose Value is b, which the decoder completes
+// with the field and Parse locates and explains (see parseDuration).
 func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return &json.UnmarshalTypeError{Value: kindOf(b), Type: reflect.TypeFor[Duration]()}
-	}
-	if s == "none" {
-		return &json.UnmarshalTypeError{Value: noneValue, Type: reflect.TypeFor[Duration]()}
-	}
-	v, err := time.ParseDuration(s)
+	v, err := parseDuration(b)
 	if err != nil {
-		return fmt.Errorf("duration %q: %w", s, err)
+		return &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeFor[Duration]()}
 	}
 	*d = Duration(v)
 	return nil
 }
 
-// kindOf names the kind of JSON value b as encoding/json's errors do.
+// parseDuration returns the duration the JSON value b writes, or an error
+// saying how durations are written.
+func parseDuration(b []byte) (time.Duration, error) {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return 0, fmt.Errorf(`a duration is a string such as "250ms", not %s`, kindOf(b))
+	}
+	if s == "none" {
+		return 0, errors.New(`"none" is only for a timeout: write a duration such as "250ms"`)
+	}
+	return time.ParseDuration(s)
+}
+
+// kindOf names the kind of JSON value b, which json.Unmarshal refused to
+// read as a string (so not a string nor null), with its article.
 func kindOf(b []byte) string {
 	switch b[0] {
-	case '"':
-		return "string"
 	case '{':
-		return "object"
+		return "an object"
 	case '[':
-		return "array"
+		return "an array"
 	case 't', 'f':
-		return "bool"
-	case 'n':
-		return "null"
+		return "a bool"
 	}
-	return "number"
+	return "a number"
 }
 
 // MarshalJSON writes the duration as a string.
@@ -193,8 +192,8 @@ func located(data []byte, err error) error {
 	case errors.Is(err, io.EOF):
 		return fmt.Errorf("%w: empty document", ErrInvalid)
 	}
-	// An unknown field or a bad duration: the decoder gives no offset, so
-	// point at the first occurrence in data of the quoted name or value.
+	// An unknown field: the decoder gives no offset, so point at the first
+	// occurrence in data of the quoted name.
 	msg := err.Error()
 	if i := strings.IndexByte(msg, '"'); i >= 0 {
 		if j := strings.IndexByte(msg[i+1:], '"'); j >= 0 {
@@ -206,22 +205,15 @@ func located(data []byte, err error) error {
 	return fmt.Errorf("%w: %w", ErrInvalid, err)
 }
 
-// durationError says where in data the duration typ refuses is, and how
-// durations are written.
+// durationError says where in data the duration typ refuses is, and why
+// (typ.Value is the value as written: see Duration.UnmarshalJSON).
 func durationError(data []byte, typ *json.UnmarshalTypeError) error {
-	match := func(v []byte) bool { return kindOf(v) == typ.Value }
-	why := "a duration is a string such as \"250ms\", not a " + typ.Value
-	if strings.ContainsRune("aeiou", rune(typ.Value[0])) {
-		why = "a duration is a string such as \"250ms\", not an " + typ.Value
-	}
-	if typ.Value == noneValue {
-		match = func(v []byte) bool { return bytes.HasPrefix(v, []byte(`"none"`)) }
-		why = `"none" is only for a timeout: write a duration such as "250ms"`
-	}
+	_, why := parseDuration([]byte(typ.Value))
+	match := func(v []byte) bool { return bytes.HasPrefix(v, []byte(typ.Value)) }
 	if off := valueAt(data, typ.Field, match); off >= 0 {
-		return fmt.Errorf("%w: %s: field %s: %s", ErrInvalid, position(data, off), typ.Field, why)
+		return fmt.Errorf("%w: %s: field %s: %w", ErrInvalid, position(data, off), typ.Field, why)
 	}
-	return fmt.Errorf("%w: field %s: %s", ErrInvalid, typ.Field, why)
+	return fmt.Errorf("%w: field %s: %w", ErrInvalid, typ.Field, why)
 }
 
 // valueAt returns the offset in data of the first value that match
