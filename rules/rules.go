@@ -192,14 +192,11 @@ func located(data []byte, err error) error {
 	case errors.Is(err, io.EOF):
 		return fmt.Errorf("%w: empty document", ErrInvalid)
 	}
-	// An unknown field: the decoder gives no offset, so point at the first
-	// occurrence in data of the quoted name.
-	msg := err.Error()
-	if i := strings.IndexByte(msg, '"'); i >= 0 {
-		if j := strings.IndexByte(msg[i+1:], '"'); j >= 0 {
-			if at := bytes.Index(data, []byte(msg[i:i+j+2])); at >= 0 {
-				return fmt.Errorf("%w: %s: %w", ErrInvalid, position(data, at), err)
-			}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		// The decoder gives neither offset nor field path: find the key.
+		name, _ = strconv.Unquote(name)
+		if off := find(data, place{unknown: name}); off >= 0 {
+			return fmt.Errorf("%w: %s: %w", ErrInvalid, position(data, off), err)
 		}
 	}
 	return fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -210,34 +207,48 @@ func located(data []byte, err error) error {
 func durationError(data []byte, typ *json.UnmarshalTypeError) error {
 	_, why := parseDuration([]byte(typ.Value))
 	match := func(v []byte) bool { return bytes.HasPrefix(v, []byte(typ.Value)) }
-	if off := valueAt(data, typ.Field, match); off >= 0 {
+	if off := find(data, place{field: typ.Field, match: match}); off >= 0 {
 		return fmt.Errorf("%w: %s: field %s: %w", ErrInvalid, position(data, off), typ.Field, why)
 	}
 	return fmt.Errorf("%w: field %s: %w", ErrInvalid, typ.Field, why)
 }
 
-// valueAt returns the offset in data of the first value that match
-// accepts whose field path is field (struct fields by JSON name, map keys
-// left out, as json.UnmarshalTypeError.Field gives it), or -1 if there is
-// none. Duration.UnmarshalJSON knows no offset: this finds it.
-func valueAt(data []byte, field string, match func(value []byte) bool) int {
+// place is what find looks for: the first value whose field path is field
+// (struct fields by JSON name, map keys left out, as
+// json.UnmarshalTypeError.Field gives it) that match accepts, or, if match
+// is nil, the first object key equal to unknown that names no field of its
+// struct. The decoder gives the offset of neither.
+type place struct {
+	field   string
+	match   func(value []byte) bool
+	unknown string
+}
+
+// find returns the offset in data, a document the decoder refused, of the
+// place p, or -1 if there is none.
+func find(data []byte, p place) int {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	return walk(dec, data, reflect.TypeFor[Document](), "", field, match)
+	return walk(dec, data, reflect.TypeFor[Document](), "", p)
+}
+
+// next returns the offset in data of the next token dec reads.
+func next(dec *json.Decoder, data []byte) int {
+	at := int(dec.InputOffset())
+	return at + len(data[at:]) - len(bytes.TrimLeft(data[at:], " \t\r\n:,"))
 }
 
 // walk reads the next value from dec, of Go type t at field path path,
-// and returns valueAt's answer within it.
-func walk(dec *json.Decoder, data []byte, t reflect.Type, path, field string, match func([]byte) bool) int {
+// and returns find's answer within it.
+func walk(dec *json.Decoder, data []byte, t reflect.Type, path string, p place) int {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	start := int(dec.InputOffset())
-	start += len(data[start:]) - len(bytes.TrimLeft(data[start:], " \t\r\n:,"))
+	start := next(dec, data)
 	tok, err := dec.Token()
 	if err != nil {
 		return -1
 	}
-	if path == field && match(data[start:]) {
+	if p.match != nil && path == p.field && p.match(data[start:]) {
 		return start
 	}
 	if d, ok := tok.(json.Delim); !ok || d == '}' || d == ']' {
@@ -263,6 +274,7 @@ func walk(dec *json.Decoder, data []byte, t reflect.Type, path, field string, ma
 	for dec.More() {
 		elem, sub := t, "\x00" // an array's element or an unknown field: no match
 		if tok == json.Delim('{') {
+			keyAt := next(dec, data)
 			key, err := dec.Token()
 			if err != nil {
 				return -1
@@ -272,9 +284,11 @@ func walk(dec *json.Decoder, data []byte, t reflect.Type, path, field string, ma
 				elem, sub = t.Elem(), path
 			case ok:
 				elem, sub = f.typ, strings.TrimPrefix(path+"."+f.path, ".")
+			case t.Kind() == reflect.Struct && p.match == nil && key == p.unknown:
+				return keyAt
 			}
 		}
-		if off := walk(dec, data, elem, sub, field, match); off >= 0 {
+		if off := walk(dec, data, elem, sub, p); off >= 0 {
 			return off
 		}
 	}

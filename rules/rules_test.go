@@ -242,3 +242,11 @@ func TestBadDurationStringIsLocatedAtItsValue(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalid)
 	assert.ErrorContains(t, err, `line 2, column 20: field groups.timeout: time: invalid duration "fast"`)
 }
+
+// TestUnknownFieldIsLocatedAtItsKey: an unknown field is located at its
+// key, not at an earlier occurrence of the same text (here a group's name).
+func TestUnknownFieldIsLocatedAtItsKey(t *testing.T) {
+	_, err := Parse([]byte("{\"groups\": {\"brust\": {},\n  \"b\": {\"rateLimit\": {\"tokenBucket\": {\"rate\": 1, \"brust\": 2}}}}}"))
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.ErrorContains(t, err, `line 2, column 50: json: unknown field "brust"`)
+}
