@@ -39,8 +39,9 @@
 // warm-up now). A document that no longer sets a command's warm-up (it
 // drops the command's breaker, the command or its group) keeps the warm-up
 // the command's breaker runs with: a command left to the commandBreaker
-// template then runs the template's settings with its own warm-up. Alerts (command.AlertConfig) cannot change live, so a
-// document cannot set them: they come from the baseline.
+// template then runs the template's settings with its own warm-up. Alerts
+// (command.AlertConfig) cannot change live, so a document cannot set them:
+// they come from the baseline.
 //
 // Rate limits are declared, one kind of package ratelimit each:
 //
@@ -60,8 +61,8 @@
 // which starts full (a bucket) or empty (a window); so does a spec
 // removed and declared again. The limiters tell time by the registry's
 // clock (command.Registry.Clock), so Execute hands them its own clock
-// readings (command.ClockedLimiter). A limiter set in code stays unless the document
-// declares one in its place; a document cannot remove it.
+// readings (command.ClockedLimiter). A limiter set in code stays unless
+// the document declares one in its place; a document cannot remove it.
 //
 // What a group's settings become: the base is the preset when one is named,
 // else the group's baseline (its config when the rules first touched it;

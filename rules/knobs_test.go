@@ -52,9 +52,9 @@ func TestParseErrorsInNewKnobsGiveLineAndField(t *testing.T) {
 		"limiter kind": {"{\"groups\": {\"a\": {\n  \"rateLimit\": {\"leakyBucket\": {}}}}}",
 			`line 2, column 17: json: unknown field "leakyBucket"`},
 		"window type": {"{\"groups\": {\"a\": {\"commands\": {\"c\": {\n  \"rateLimit\": {\"slidingWindow\": {\"limit\": 5, \"window\": \"1 sec\"}}}}}}}",
-			`line 2, column 57: duration "1 sec"`},
+			`line 2, column 57: field groups.commands.rateLimit.slidingWindow.window: time: unknown unit " sec" in duration "1 sec"`},
 		"reserve type": {"{\"groups\": {\"a\": {\n  \"deadlineReserve\": \"soon\"}}}",
-			`line 2, column 22: duration "soon"`},
+			`line 2, column 22: field groups.deadlineReserve: time: invalid duration "soon"`},
 		"maxKeys type": {"{\"groups\": {\"a\": {\n  \"keyedRateLimit\": {\"maxKeys\": \"many\"}}}}",
 			"line 2, column 39: field groups.keyedRateLimit.maxKeys"},
 	} {
@@ -188,6 +188,12 @@ func TestNewKnobsTakeEffect(t *testing.T) {
 	assert.Equal(t, metrics.Success, event(t, keyed, op{name: "q", run: succeed}, command.WithKey("alice")))
 	assert.Equal(t, metrics.RateLimited, event(t, keyed, op{name: "q", run: succeed}, command.WithKey("alice")))
 	assert.Equal(t, metrics.Success, event(t, keyed, op{name: "q", run: succeed}, command.WithKey("bob")), "each key its own quota")
+	assert.Equal(t, metrics.Success, event(t, keyed, op{name: "q", run: succeed}, command.WithKey("carol")))
+	perKey, ok := keyed.Config().KeyedRateLimit.(*ratelimit.PerKey)
+	require.True(t, ok)
+	assert.Equal(t, 2, perKey.Len(), "at most maxKeys keys are kept")
+	assert.Equal(t, uint64(1), perKey.Evictions())
+	assert.Equal(t, metrics.Success, event(t, keyed, op{name: "q", run: succeed}, command.WithKey("alice")), "alice was evicted: a full quota again")
 
 	attempts := 0
 	failing := op{name: "q", idem: true, run: func(context.Context) (int, error) { attempts++; return 0, errors.New("down") }}
@@ -321,4 +327,40 @@ func TestCommandWithWarmUpCanLeaveTheDocument(t *testing.T) {
 	assert.ErrorContains(t, err, `breaker of command "q": circuit: invalid config: WarmUp 3m0s differs from 1m0s`)
 	err = m.ApplyJSON([]byte(`{"groups": {"created": {"commandBreaker": {"warmUp": "3m"}}}}`))
 	require.ErrorIs(t, err, circuit.ErrInvalidConfig, "so is a template that sets another")
+}
+
+// TestDocumentLimiterReplacesCodeLimiterUntilDropped: a limiter set in code
+// stays while the document declares none, is replaced by one the document
+// declares in its place, and comes back when the document drops it.
+func TestDocumentLimiterReplacesCodeLimiterUntilDropped(t *testing.T) {
+	reg, clock := manualRegistry(t)
+	lim, err := ratelimit.NewTokenBucket(ratelimit.TokenBucketConfig{Rate: 1, Clock: clock})
+	require.NoError(t, err)
+	keyed, err := ratelimit.NewPerKey(ratelimit.PerKeyConfig{New: func(string) (ratelimit.Limiter, error) { return lim, nil }})
+	require.NoError(t, err)
+	_, err = reg.NewGroup("api", command.GroupConfig{Strategy: command.Semaphore, RateLimit: lim, KeyedRateLimit: keyed,
+		Commands: map[string]command.CommandConfig{"q": {RateLimit: lim}}})
+	require.NoError(t, err)
+	g, _ := reg.Group("api")
+	m := NewManager(reg, quiet)
+
+	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"api": {"maxConcurrent": 4, "commands": {"q": {"timeout": "1s"}}}}}`)))
+	c := g.Config()
+	assert.Same(t, lim, c.RateLimit, "the document declares none: the code's stays")
+	assert.Same(t, keyed, c.KeyedRateLimit)
+	assert.Same(t, lim, c.Commands["q"].RateLimit)
+
+	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"api": {"rateLimit": {"tokenBucket": {"rate": 5}},
+		"keyedRateLimit": {"tokenBucket": {"rate": 5}},
+		"commands": {"q": {"rateLimit": {"slidingWindow": {"limit": 5}}}}}}}`)))
+	c = g.Config()
+	assert.NotSame(t, lim, c.RateLimit, "declared in its place: the document's")
+	assert.NotSame(t, keyed, c.KeyedRateLimit)
+	assert.NotSame(t, lim, c.Commands["q"].RateLimit)
+
+	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"api": {}}}`)))
+	c = g.Config()
+	assert.Same(t, lim, c.RateLimit, "dropped from the document: the code's again")
+	assert.Same(t, keyed, c.KeyedRateLimit)
+	assert.Same(t, lim, c.Commands["q"].RateLimit)
 }

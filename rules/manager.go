@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/bulwark-go/bulwark/command"
-	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // DefaultInterval is how often Watch reads the rules file by default.
@@ -24,7 +23,6 @@ const DefaultInterval = 250 * time.Millisecond
 type Manager struct {
 	reg    *command.Registry
 	logger *slog.Logger
-	clock  metrics.Clock // of the limiters the rules build: the registry's
 
 	mu        sync.Mutex
 	baselines map[string]command.GroupConfig // by group, as first touched
@@ -42,7 +40,7 @@ func NewManager(reg *command.Registry, logger *slog.Logger) *Manager {
 	if logger == nil {
 		logger = reg.Logger()
 	}
-	return &Manager{reg: reg, logger: logger, clock: reg.Clock(), baselines: map[string]command.GroupConfig{}, named: map[string]bool{}}
+	return &Manager{reg: reg, logger: logger, baselines: map[string]command.GroupConfig{}, named: map[string]bool{}}
 }
 
 // ApplyJSON parses a rules document and applies it; see Apply.
@@ -90,7 +88,7 @@ type plan struct {
 func (m *Manager) applyLocked(doc *Document) error {
 	var plans []plan
 	var errs []error
-	lim := &limits{clock: m.clock, prev: m.limits, next: map[limitSlot]builtLimit{}}
+	lim := &limits{clock: m.reg.Clock(), prev: m.limits, next: map[limitSlot]builtLimit{}}
 	for _, name := range slices.Sorted(maps.Keys(doc.Groups)) {
 		g, exists := m.reg.Group(name)
 		base, known := m.baselines[name]

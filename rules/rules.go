@@ -93,44 +93,43 @@ type Window struct {
 // Duration is a duration written as a Go duration string ("80ms").
 type Duration time.Duration
 
-// noneValue is the json.UnmarshalTypeError.Value of "none" where a
-// Duration, not a Timeout, is read.
-const noneValue = `string "none"`
-
-// UnmarshalJSON parses a duration string. Any other JSON value, and
-// "none" (which only a Timeout takes), is a *json.UnmarshalTypeError,
-// which the decoder completes with the field.
+// UnmarshalJSON parses a duration string. It refuses any other value with
+// a *json.UnmarshalTypeError whose Value is b, which the decoder completes
+// with the field and Parse locates and explains (see parseDuration).
 func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return &json.UnmarshalTypeError{Value: kindOf(b), Type: reflect.TypeFor[Duration]()}
-	}
-	if s == "none" {
-		return &json.UnmarshalTypeError{Value: noneValue, Type: reflect.TypeFor[Duration]()}
-	}
-	v, err := time.ParseDuration(s)
+	v, err := parseDuration(b)
 	if err != nil {
-		return fmt.Errorf("duration %q: %w", s, err)
+		return &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeFor[Duration]()}
 	}
 	*d = Duration(v)
 	return nil
 }
 
-// kindOf names the kind of JSON value b as encoding/json's errors do.
+// parseDuration returns the duration the JSON value b writes, or an error
+// saying how durations are written.
+func parseDuration(b []byte) (time.Duration, error) {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return 0, fmt.Errorf(`a duration is a string such as "250ms", not %s`, kindOf(b))
+	}
+	if s == "none" {
+		return 0, errors.New(`"none" is only for a timeout: write a duration such as "250ms"`)
+	}
+	return time.ParseDuration(s)
+}
+
+// kindOf names the kind of JSON value b, which json.Unmarshal refused to
+// read as a string (so not a string nor null), with its article.
 func kindOf(b []byte) string {
 	switch b[0] {
-	case '"':
-		return "string"
 	case '{':
-		return "object"
+		return "an object"
 	case '[':
-		return "array"
+		return "an array"
 	case 't', 'f':
-		return "bool"
-	case 'n':
-		return "null"
+		return "a bool"
 	}
-	return "number"
+	return "a number"
 }
 
 // MarshalJSON writes the duration as a string.
@@ -193,59 +192,63 @@ func located(data []byte, err error) error {
 	case errors.Is(err, io.EOF):
 		return fmt.Errorf("%w: empty document", ErrInvalid)
 	}
-	// An unknown field or a bad duration: the decoder gives no offset, so
-	// point at the first occurrence in data of the quoted name or value.
-	msg := err.Error()
-	if i := strings.IndexByte(msg, '"'); i >= 0 {
-		if j := strings.IndexByte(msg[i+1:], '"'); j >= 0 {
-			if at := bytes.Index(data, []byte(msg[i:i+j+2])); at >= 0 {
-				return fmt.Errorf("%w: %s: %w", ErrInvalid, position(data, at), err)
-			}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		// The decoder gives neither offset nor field path: find the key.
+		name, _ = strconv.Unquote(name)
+		if off := find(data, place{unknown: name}); off >= 0 {
+			return fmt.Errorf("%w: %s: %w", ErrInvalid, position(data, off), err)
 		}
 	}
 	return fmt.Errorf("%w: %w", ErrInvalid, err)
 }
 
-// durationError says where in data the duration typ refuses is, and how
-// durations are written.
+// durationError says where in data the duration typ refuses is, and why
+// (typ.Value is the value as written: see Duration.UnmarshalJSON).
 func durationError(data []byte, typ *json.UnmarshalTypeError) error {
-	match := func(v []byte) bool { return kindOf(v) == typ.Value }
-	why := "a duration is a string such as \"250ms\", not a " + typ.Value
-	if strings.ContainsRune("aeiou", rune(typ.Value[0])) {
-		why = "a duration is a string such as \"250ms\", not an " + typ.Value
+	_, why := parseDuration([]byte(typ.Value))
+	match := func(v []byte) bool { return bytes.HasPrefix(v, []byte(typ.Value)) }
+	if off := find(data, place{field: typ.Field, match: match}); off >= 0 {
+		return fmt.Errorf("%w: %s: field %s: %w", ErrInvalid, position(data, off), typ.Field, why)
 	}
-	if typ.Value == noneValue {
-		match = func(v []byte) bool { return bytes.HasPrefix(v, []byte(`"none"`)) }
-		why = `"none" is only for a timeout: write a duration such as "250ms"`
-	}
-	if off := valueAt(data, typ.Field, match); off >= 0 {
-		return fmt.Errorf("%w: %s: field %s: %s", ErrInvalid, position(data, off), typ.Field, why)
-	}
-	return fmt.Errorf("%w: field %s: %s", ErrInvalid, typ.Field, why)
+	return fmt.Errorf("%w: field %s: %w", ErrInvalid, typ.Field, why)
 }
 
-// valueAt returns the offset in data of the first value that match
-// accepts whose field path is field (struct fields by JSON name, map keys
-// left out, as json.UnmarshalTypeError.Field gives it), or -1 if there is
-// none. Duration.UnmarshalJSON knows no offset: this finds it.
-func valueAt(data []byte, field string, match func(value []byte) bool) int {
+// place is what find looks for: the first value whose field path is field
+// (struct fields by JSON name, map keys left out, as
+// json.UnmarshalTypeError.Field gives it) that match accepts, or, if match
+// is nil, the first object key equal to unknown that names no field of its
+// struct. The decoder gives the offset of neither.
+type place struct {
+	field   string
+	match   func(value []byte) bool
+	unknown string
+}
+
+// find returns the offset in data, a document the decoder refused, of the
+// place p, or -1 if there is none.
+func find(data []byte, p place) int {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	return walk(dec, data, reflect.TypeFor[Document](), "", field, match)
+	return walk(dec, data, reflect.TypeFor[Document](), "", p)
+}
+
+// next returns the offset in data of the next token dec reads.
+func next(dec *json.Decoder, data []byte) int {
+	at := int(dec.InputOffset())
+	return at + len(data[at:]) - len(bytes.TrimLeft(data[at:], " \t\r\n:,"))
 }
 
 // walk reads the next value from dec, of Go type t at field path path,
-// and returns valueAt's answer within it.
-func walk(dec *json.Decoder, data []byte, t reflect.Type, path, field string, match func([]byte) bool) int {
+// and returns find's answer within it.
+func walk(dec *json.Decoder, data []byte, t reflect.Type, path string, p place) int {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	start := int(dec.InputOffset())
-	start += len(data[start:]) - len(bytes.TrimLeft(data[start:], " \t\r\n:,"))
+	start := next(dec, data)
 	tok, err := dec.Token()
 	if err != nil {
 		return -1
 	}
-	if path == field && match(data[start:]) {
+	if p.match != nil && path == p.field && p.match(data[start:]) {
 		return start
 	}
 	if d, ok := tok.(json.Delim); !ok || d == '}' || d == ']' {
@@ -271,6 +274,7 @@ func walk(dec *json.Decoder, data []byte, t reflect.Type, path, field string, ma
 	for dec.More() {
 		elem, sub := t, "\x00" // an array's element or an unknown field: no match
 		if tok == json.Delim('{') {
+			keyAt := next(dec, data)
 			key, err := dec.Token()
 			if err != nil {
 				return -1
@@ -280,9 +284,11 @@ func walk(dec *json.Decoder, data []byte, t reflect.Type, path, field string, ma
 				elem, sub = t.Elem(), path
 			case ok:
 				elem, sub = f.typ, strings.TrimPrefix(path+"."+f.path, ".")
+			case t.Kind() == reflect.Struct && p.match == nil && key == p.unknown:
+				return keyAt
 			}
 		}
-		if off := walk(dec, data, elem, sub, field, match); off >= 0 {
+		if off := walk(dec, data, elem, sub, p); off >= 0 {
 			return off
 		}
 	}

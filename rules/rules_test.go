@@ -37,7 +37,7 @@ func TestParseErrorsGiveLineAndField(t *testing.T) {
 		"unknown field": {"{\"groups\": {\n  \"a\": {\n    \"maxConcurent\": 3\n  }\n}}", `line 3, column 5: json: unknown field "maxConcurent"`},
 		"syntax":        {"{\"groups\": {\n  \"a\": {,}\n}}", "line 2, column 9: invalid character ','"},
 		"type":          {"{\"groups\": {\n  \"a\": {\"maxConcurrent\": \"ten\"}\n}}", "line 2, column 31: field groups.maxConcurrent"},
-		"duration":      {"{\"groups\": {\n  \"a\": {\"timeout\": \"fast\"}\n}}", `line 2, column 20: duration "fast"`},
+		"duration":      {"{\"groups\": {\n  \"a\": {\"timeout\": \"fast\"}\n}}", `line 2, column 20: field groups.timeout: time: invalid duration "fast"`},
 		"no groups":     {`{}`, `no "groups" object`},
 		"trailing":      {"{\"groups\": {}}\n{}", "line 2, column 1: data after the document"},
 		"empty":         {"", "empty document"},
@@ -232,4 +232,21 @@ func TestNoneIsOnlyForTimeouts(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalid, name)
 		assert.ErrorContains(t, err, tc.want, name)
 	}
+}
+
+// TestBadDurationStringIsLocatedAtItsValue: a duration string that does not
+// parse is located at the value, not at an earlier occurrence of the same
+// text (here a group's name), and the error names the field.
+func TestBadDurationStringIsLocatedAtItsValue(t *testing.T) {
+	_, err := Parse([]byte("{\"groups\": {\"fast\": {},\n  \"b\": {\"timeout\": \"fast\"}}}"))
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.ErrorContains(t, err, `line 2, column 20: field groups.timeout: time: invalid duration "fast"`)
+}
+
+// TestUnknownFieldIsLocatedAtItsKey: an unknown field is located at its
+// key, not at an earlier occurrence of the same text (here a group's name).
+func TestUnknownFieldIsLocatedAtItsKey(t *testing.T) {
+	_, err := Parse([]byte("{\"groups\": {\"brust\": {},\n  \"b\": {\"rateLimit\": {\"tokenBucket\": {\"rate\": 1, \"brust\": 2}}}}}"))
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.ErrorContains(t, err, `line 2, column 50: json: unknown field "brust"`)
 }
