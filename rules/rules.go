@@ -272,7 +272,7 @@ func walk(dec *json.Decoder, data []byte, t reflect.Type, path string, p place) 
 		}
 	}
 	for dec.More() {
-		elem, sub := t, "\x00" // an array's element or an unknown field: no match
+		elem, sub := t, "\x00" // an array's value (no rule has one) or an unknown field: walked past, never matched
 		if tok == json.Delim('{') {
 			keyAt := next(dec, data)
 			key, err := dec.Token()
