@@ -142,6 +142,9 @@ func run(ctx context.Context, rev, version string) error {
 		return err
 	}
 	for _, dir := range published {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		start := time.Now()
 		got, err := install(ctx, tmp, env, modulePath(dir), version)
 		took := time.Since(start).Round(100 * time.Millisecond)
