@@ -7,7 +7,7 @@ replace github.com/bulwark-go/bulwark => ../
 require (
 	github.com/afex/hystrix-go v0.0.0-20180502004556-fa1af6a1f4f5
 	github.com/alibaba/sentinel-golang v1.0.4
-	github.com/bulwark-go/bulwark v0.0.0-00010101000000-000000000000
+	github.com/bulwark-go/bulwark v0.1.0
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/panjf2000/ants/v2 v2.12.1
 	github.com/sony/gobreaker/v2 v2.4.0

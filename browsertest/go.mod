@@ -5,7 +5,7 @@ go 1.25.0
 replace github.com/bulwark-go/bulwark => ../
 
 require (
-	github.com/bulwark-go/bulwark v0.0.0-00010101000000-000000000000
+	github.com/bulwark-go/bulwark v0.1.0
 	github.com/chromedp/cdproto v0.160.1
 	github.com/chromedp/chromedp v0.23.1
 	github.com/stretchr/testify v1.12.1

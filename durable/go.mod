@@ -3,7 +3,7 @@ module github.com/bulwark-go/bulwark/durable
 go 1.25.0
 
 require (
-	github.com/bulwark-go/bulwark v0.0.0-00010101000000-000000000000
+	github.com/bulwark-go/bulwark v0.1.0
 	github.com/rcrowley/go-metrics v0.0.0-20250401214520-65e299d6c5c9
 	github.com/stretchr/testify v1.12.1
 	go.etcd.io/bbolt v1.5.0

@@ -3,8 +3,8 @@ module github.com/bulwark-go/bulwark/redis
 go 1.26.0
 
 require (
-	github.com/bulwark-go/bulwark v0.0.0-00010101000000-000000000000
-	github.com/bulwark-go/bulwark/durable v0.0.0-00010101000000-000000000000
+	github.com/bulwark-go/bulwark v0.1.0
+	github.com/bulwark-go/bulwark/durable v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0

@@ -4,7 +4,10 @@
 # starts a private redis-server on a free loopback port for the tests (BULWARK_REDIS_ADDR; stopped
 # at the end), checks gofmt, then in each module (every directory with a go.mod: the library,
 # browsertest/, bench/ and the integration modules) runs go mod tidy -diff, go vet, staticcheck
-# and go test -race -count=1, and smoke-runs the benchmark programs once (bench/quick.sh).
+# and go test -race -count=1, smoke-runs the benchmark programs once (bench/quick.sh), and
+# checks that each published module installs with go get at a pretend tag (scripts/publishtest,
+# docs/RELEASING.md). Last it prints, as information that never fails, how many identifiers each
+# package exports beside the targets of issue 23 (scripts/apicount).
 #
 # Each stage prints one line with its duration; a stage that fails also prints its whole output,
 # and the stages after it still run. The last line is "summary: N passed, M failed" (stages);
@@ -16,6 +19,7 @@ logs=$(mktemp -d "${TMPDIR:-/tmp}/bulwark-test.XXXXXX")
 redis_pid=""
 trap '[ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null; rm -rf "$logs"' EXIT
 passed=0
+last=""
 failed=0
 began=$EPOCHREALTIME
 
@@ -40,6 +44,7 @@ stage() {
 		;;
 	esac
 	printf '%-4s  %-58s %7ss\n' "$status" "$what$detail" "$took"
+	last=$status
 	if [ "$status" = ok ]; then
 		passed=$((passed + 1))
 	else
@@ -48,6 +53,12 @@ stage() {
 		cat "$logs/out"
 		echo "---- end of output"
 	fi
+}
+
+# info WHAT COMMAND...: a stage whose output is shown, indented, when it passes too.
+info() {
+	stage "$@"
+	if [ "$last" = ok ]; then sed 's/^/      /' "$logs/out"; fi
 }
 
 # indir DIR COMMAND...: runs COMMAND in DIR.
@@ -116,6 +127,8 @@ for mod in $(git ls-files --cached --others --exclude-standard go.mod '*/go.mod'
 	stage "$name: go test -race -count=1 ./..." indir "$mod" go test -race -count=1 ./...
 done
 stage "bench: smoke run of every benchmark program (quick.sh)" bench/quick.sh
+stage "publish: go get of each published module (publishtest)" go -C scripts/publishtest run .
+info "info: exported identifiers per package (apicount)" go run ./scripts/apicount
 
 total=$(awk -v s="$(seconds "$began")" 'BEGIN { printf "%dm%02ds", s / 60, s % 60 }')
 if [ "$failed" = 0 ]; then
