@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,6 +103,102 @@ func TestSlidingWindowNeverExceedsLimitInAnyWindow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSlidingWindowOlderInstantDoesNotReopenTheWindow: an instant older than
+// the newest one the window has seen (Execute hands these over when calls
+// race: each read the clock before it took the window's lock) counts as
+// that newest instant. It used to be counted against the window of its own
+// instant, which no longer held the newer sub-window's calls: limit 10
+// admitted 10 at 1.001 s, then 10 more at 0.999 s.
+func TestSlidingWindowOlderInstantDoesNotReopenTheWindow(t *testing.T) {
+	w, err := NewSlidingWindow(SlidingWindowConfig{Limit: 10, Clock: new(metrics.ManualClock)}) // 1 s in 2 × 500 ms
+	require.NoError(t, err)
+	for i := range 10 {
+		require.NoError(t, w.AdmitAt(1001*time.Millisecond), "call %d", i)
+	}
+	require.ErrorIs(t, w.AdmitAt(1001*time.Millisecond), ErrLimited)
+	err = w.AdmitAt(999 * time.Millisecond)
+	require.ErrorIs(t, err, ErrLimited, "an older instant finds the window as full as the newest")
+	var le *LimitError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, 499*time.Millisecond, le.RetryAfter, "counted from the newest instant")
+	require.ErrorIs(t, w.AdmitAt(1999*time.Millisecond), ErrLimited)
+	require.NoError(t, w.AdmitAt(2*time.Second), "the sub-window of 1.001 s left")
+}
+
+// TestSlidingWindowNeverExceedsLimitWithInstantsOutOfOrder offers calls at
+// instants that run back and forth (each up to 3 sub-windows before the
+// newest): no window-length span that starts on a sub-window boundary
+// holds more than Limit calls, each counted at the instant the window
+// admitted it at, the newest it had seen.
+func TestSlidingWindowNeverExceedsLimitWithInstantsOutOfOrder(t *testing.T) {
+	for _, buckets := range []int{1, 2, 5} {
+		t.Run(fmt.Sprintf("buckets=%d", buckets), func(t *testing.T) {
+			const limit = 10
+			w, err := NewSlidingWindow(SlidingWindowConfig{Limit: limit,
+				Window: metrics.Window{Length: time.Second, Buckets: buckets}, Clock: new(metrics.ManualClock)})
+			require.NoError(t, err)
+			width := time.Second / time.Duration(buckets)
+			rng := rand.New(rand.NewPCG(1, uint64(buckets)))
+			var admitted []time.Duration // at the newest instant offered so far
+			newest := time.Duration(math.MinInt64)
+			for now := time.Duration(0); now < 20*time.Second; now += 7 * time.Millisecond {
+				at := now - time.Duration(rng.Int64N(int64(3*width)))
+				newest = max(newest, at)
+				if w.AdmitAt(at) == nil {
+					admitted = append(admitted, newest)
+				}
+			}
+			require.Greater(t, len(admitted), 20*limit/2, "the window admits calls at all")
+			for start := -3 * width; start < 20*time.Second; start += width {
+				n := 0
+				for _, at := range admitted {
+					if at >= start && at < start+time.Second {
+						n++
+					}
+				}
+				require.LessOrEqual(t, n, limit, "calls in [%v, %v)", start, start+time.Second)
+			}
+		})
+	}
+}
+
+// TestSlidingWindowConcurrentCallsNeverExceedLimit: 64 goroutines read a
+// clock that they move on, then call AdmitAt, so that their instants reach
+// the window out of order. Every instant lies in [0, end], so at most Limit
+// calls per window-length span from 0 can have been admitted. Before
+// older instants counted as the newest, this admitted about 10 to 30%
+// more.
+func TestSlidingWindowConcurrentCallsNeverExceedLimit(t *testing.T) {
+	const (
+		limit      = 10
+		length     = 100 * time.Millisecond
+		goroutines = 64
+		calls      = 500 // per goroutine
+	)
+	var clock metrics.ManualClock
+	w, err := NewSlidingWindow(SlidingWindowConfig{Limit: limit, Window: metrics.Window{Length: length, Buckets: 2}, Clock: &clock})
+	require.NoError(t, err)
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for i := range calls {
+				if w.AdmitAt(clock.Now()) == nil {
+					admitted.Add(1)
+				}
+				if i%4 == 0 {
+					clock.Advance(length / 200)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	windows := int64(clock.Now()/length) + 1
+	require.Greater(t, windows, int64(10), "the run spans many windows")
+	require.LessOrEqual(t, admitted.Load(), limit*windows, "admitted over %d windows of %v", windows, length)
+	require.Greater(t, admitted.Load(), limit*windows/2, "the window admits calls at all")
 }
 
 func TestSlidingWindowRefusalSaysWhenOldestSubWindowLeaves(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -363,4 +365,48 @@ func TestDocumentLimiterReplacesCodeLimiterUntilDropped(t *testing.T) {
 	assert.Same(t, lim, c.RateLimit, "dropped from the document: the code's again")
 	assert.Same(t, keyed, c.KeyedRateLimit)
 	assert.Same(t, lim, c.Commands["q"].RateLimit)
+}
+
+// TestRulesSlidingWindowNeverOverAdmitsThroughExecute: 64 goroutines call
+// Execute on a group whose rules declare a sliding window, on the
+// registry's clock, which they move on. Execute reads the clock at each
+// call's start and hands that instant to the window, so instants reach it
+// out of order; still at most limit calls per window-length span from 0
+// succeed. (Before the window counted an older instant as the newest it had
+// seen, this admitted about 10 to 30% more.)
+func TestRulesSlidingWindowNeverOverAdmitsThroughExecute(t *testing.T) {
+	const (
+		limit      = 10
+		length     = 100 * time.Millisecond
+		goroutines = 64
+		calls      = 300 // per goroutine
+	)
+	reg, clock := manualRegistry(t)
+	m := NewManager(reg, quiet)
+	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"api": {"strategy": "semaphore", "maxConcurrent": 1000,
+		"rateLimit": {"slidingWindow": {"limit": 10, "window": "100ms", "buckets": 2}}}}}`)))
+	g, _ := reg.Group("api")
+	var wg sync.WaitGroup
+	var succeeded atomic.Int64
+	for range goroutines {
+		wg.Go(func() {
+			for i := range calls {
+				switch e := event(t, g, op{name: "q", run: succeed}); e {
+				case metrics.Success:
+					succeeded.Add(1)
+				case metrics.RateLimited:
+				default:
+					t.Errorf("event %v", e)
+				}
+				if i%4 == 0 {
+					clock.Advance(length / 200)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	windows := int64(clock.Now()/length) + 1
+	require.Greater(t, windows, int64(10), "the run spans many windows")
+	require.LessOrEqual(t, succeeded.Load(), limit*windows, "succeeded over %d windows of %v", windows, length)
+	require.Greater(t, succeeded.Load(), limit*windows/2, "the window admits calls at all")
 }
