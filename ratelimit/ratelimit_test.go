@@ -68,6 +68,34 @@ func TestTokenBucketRefusalSaysWhenToRetry(t *testing.T) {
 	require.NoError(t, b.Admit(context.Background()), "admitted at RetryAfter")
 }
 
+// TestTokenBucketRateTooLowToCountIsRefused: below about 4.3e-10 tokens a
+// second, the interval between two tokens no longer fits the bucket's
+// nanosecond arithmetic. Such a rate used to pass Validate, and the bucket
+// then admitted every call (burst 1) or none (burst 2). It is refused,
+// naming the field; a low rate that fits still admits its burst and then
+// refuses, saying when the next token comes.
+func TestTokenBucketRateTooLowToCountIsRefused(t *testing.T) {
+	for _, c := range []TokenBucketConfig{{Rate: 1e-11}, {Rate: 1e-11, Burst: 2}, {Rate: 1e-9, Burst: 3}, {Rate: 1e12, Burst: 1 << 62}} {
+		_, err := NewTokenBucket(c)
+		require.ErrorIs(t, err, ErrInvalidConfig, "%+v", c)
+		require.ErrorContains(t, err, fmt.Sprintf("TokenBucketConfig.Rate %v with Burst %d takes", c.Rate, c.Burst))
+		require.ErrorContains(t, err, "more than MaxFillTime (73 years)")
+	}
+	var clock metrics.ManualClock
+	clock.Set(time.Hour)
+	b, err := NewTokenBucket(TokenBucketConfig{Rate: 1e-9, Burst: 2, Clock: &clock}) // a token every 31.7 years
+	require.NoError(t, err)
+	require.NoError(t, b.Admit(context.Background()))
+	require.NoError(t, b.Admit(context.Background()))
+	err = b.Admit(context.Background())
+	var le *LimitError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, time.Duration(1e18), le.RetryAfter)
+	clock.Advance(le.RetryAfter)
+	require.NoError(t, b.Admit(context.Background()))
+	require.ErrorIs(t, b.Admit(context.Background()), ErrLimited)
+}
+
 func TestSlidingWindowNeverExceedsLimitInAnyWindow(t *testing.T) {
 	for _, buckets := range []int{1, 2, 5} {
 		t.Run(fmt.Sprintf("buckets=%d", buckets), func(t *testing.T) {
