@@ -273,17 +273,76 @@ func TestPacerSpacesSlotsEvenly(t *testing.T) {
 	}
 }
 
+// TestPacerWaitsForItsSlotAndHonoursCtx, on a manual clock that the
+// pacer's Sleep moves: each call waits exactly until its slot; a call whose
+// ctx has ended takes no slot; one whose ctx ends while it waits keeps its
+// slot used.
 func TestPacerWaitsForItsSlotAndHonoursCtx(t *testing.T) {
-	p, err := NewPacer(PacerConfig{Interval: 200 * time.Millisecond, MaxWait: time.Minute})
+	var clock metrics.ManualClock
+	var slept []time.Duration
+	var during func() // called during each wait
+	p, err := NewPacer(PacerConfig{Interval: 200 * time.Millisecond, MaxWait: time.Minute, Clock: &clock,
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			slept = append(slept, d)
+			if during != nil {
+				during()
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			clock.Advance(d)
+			return nil
+		}})
 	require.NoError(t, err)
 	require.NoError(t, p.Admit(context.Background()), "the first call goes at once")
-	start := time.Now()
+	require.Empty(t, slept)
 	require.NoError(t, p.Admit(context.Background()))
-	require.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond, "the second call waited for its slot")
+	require.Equal(t, []time.Duration{200 * time.Millisecond}, slept, "the second call waited for its slot")
 
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, p.Admit(ended), context.Canceled)
+	require.Len(t, slept, 1, "a call whose ctx has ended does not wait")
+	require.NoError(t, p.Admit(context.Background()))
+	require.Equal(t, 200*time.Millisecond, slept[1], "and took no slot: the next call has the one after the second's")
+
+	clock.Advance(50 * time.Millisecond)
+	leaving, leave := context.WithCancel(context.Background())
+	during = leave
+	require.ErrorIs(t, p.Admit(leaving), context.Canceled, "the ctx ended during the wait")
+	require.Equal(t, 150*time.Millisecond, slept[2], "it had the slot at 600 ms")
+	wait, err := p.reserve(clock.Now())
+	require.NoError(t, err)
+	require.Equal(t, 350*time.Millisecond, wait, "which stays used: the next slot is at 800 ms")
+}
+
+// TestPacerRefusesEndedCtxWhenItsSlotIsNow: once the previous wait overran
+// its slot (a timer fired late on a loaded machine), the next call's slot
+// is now, and Admit used to admit it without looking at its ctx, which had
+// ended. It returns ctx's error, and the call takes no slot.
+func TestPacerRefusesEndedCtxWhenItsSlotIsNow(t *testing.T) {
+	var clock metrics.ManualClock
+	p, err := NewPacer(PacerConfig{Interval: 200 * time.Millisecond, MaxWait: time.Minute, Clock: &clock})
+	require.NoError(t, err)
+	require.NoError(t, p.Admit(context.Background()))
+	clock.Advance(time.Second) // past the next slot: the next call waits 0
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	require.ErrorIs(t, p.Admit(ctx), context.Canceled)
+	wait, err := p.reserve(clock.Now())
+	require.NoError(t, err)
+	require.Zero(t, wait, "the refused call took no slot")
+}
+
+// TestPacerDefaultSleepEndsWithCtx: the default Sleep, a timer, returns
+// ctx's error when ctx ends during a wait of an hour.
+func TestPacerDefaultSleepEndsWithCtx(t *testing.T) {
+	p, err := NewPacer(PacerConfig{Interval: time.Hour, MaxWait: 2 * time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, p.Admit(context.Background()))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, p.Admit(ctx), context.DeadlineExceeded)
 }
 
 func TestWarmUpRisesFromColdToFullRate(t *testing.T) {
