@@ -79,6 +79,13 @@
 //
 // A document is applied whole or not at all: it is parsed strictly
 // (unknown fields are errors, reported with their line and column), every
-// group's new config is checked (Group.CheckReconfigure) before the first
-// change, and an error leaves every group as it was.
+// group's new config is checked before the first change (Group.CheckReconfigure;
+// for a group to create, its name and GroupConfig.Validate), and an error
+// leaves every group, limiter and baseline as it was (a fuzz test,
+// FuzzRefusedDocumentChangesNothing, holds it to that). The groups to
+// create are created before any other group changes: should the registry
+// still refuse one (its metrics' names taken in the go-metrics registry,
+// say), those created are closed again and nothing changed. The one change
+// that can still fail later is the reconfiguration of a group that code
+// closes meanwhile; the error names it.
 package rules

@@ -64,8 +64,13 @@ func (m *Manager) ApplyJSON(data []byte) error {
 // Apply applies doc to the registry's groups, all or nothing: every new
 // config is checked before the first change, and any error (wrapping
 // ErrInvalid, naming the group and field) leaves every group as it was.
-// Groups doc names that do not exist are created; groups the previous
-// document named that doc does not are returned to their baseline.
+// Groups doc names that do not exist are created, before any existing
+// group changes: if the registry refuses one (a name its go-metrics
+// registry already holds, say), those created are closed again and no
+// group changed. Groups the previous document named that doc does not are
+// returned to their baseline. The one change that can fail after that is
+// the reconfiguration of a group that code closes meanwhile; the error
+// then names it.
 func (m *Manager) Apply(doc *Document) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -86,9 +91,40 @@ type plan struct {
 }
 
 func (m *Manager) applyLocked(doc *Document) error {
+	lim := &limits{clock: m.reg.Clock(), prev: m.limits, next: map[limitSlot]builtLimit{}}
+	plans, err := m.plan(doc, lim)
+	if err != nil {
+		return err
+	}
+	if err := m.create(plans); err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range plans {
+		if p.group == nil {
+			continue
+		}
+		if _, known := m.baselines[p.name]; !known {
+			m.baselines[p.name] = p.group.Config()
+		}
+		if err := p.group.Reconfigure(p.cfg); err != nil { // only a race with code that closed the group; it names the group
+			errs = append(errs, err)
+		}
+	}
+	m.limits = lim.next
+	m.named = map[string]bool{}
+	for name := range doc.Groups {
+		m.named[name] = true
+	}
+	return errors.Join(errs...)
+}
+
+// plan returns the change of every group doc names or the document in
+// force named, each checked as the registry and the group would check it,
+// or every refusal it finds, each wrapping ErrInvalid. It changes nothing.
+func (m *Manager) plan(doc *Document, lim *limits) ([]plan, error) {
 	var plans []plan
 	var errs []error
-	lim := &limits{clock: m.reg.Clock(), prev: m.limits, next: map[limitSlot]builtLimit{}}
 	for _, name := range slices.Sorted(maps.Keys(doc.Groups)) {
 		g, exists := m.reg.Group(name)
 		base, known := m.baselines[name]
@@ -97,7 +133,10 @@ func (m *Manager) applyLocked(doc *Document) error {
 		}
 		rule := doc.Groups[name]
 		cfg, err := rule.config(name, base, lim)
-		if err == nil && !exists {
+		switch {
+		case err == nil && !exists && name == "":
+			err = errors.New("a group name must not be empty")
+		case err == nil && !exists:
 			err = cfg.Validate()
 		}
 		if err != nil {
@@ -126,37 +165,40 @@ func (m *Manager) applyLocked(doc *Document) error {
 			plans = append(plans, plan{name, g, base})
 		}
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
+	return plans, errors.Join(errs...)
+}
+
+// create creates the groups plans create, and records their baselines. If
+// the registry refuses one, it closes those it created and returns the
+// error: then nothing changed.
+func (m *Manager) create(plans []plan) error {
+	var created []*command.Group
 	for _, p := range plans {
-		if _, known := m.baselines[p.name]; !known {
-			if p.group != nil {
-				m.baselines[p.name] = p.group.Config()
-			} else {
-				// The zero config, but for what cannot change live: the
-				// strategy and the breakers' warm-up.
-				base := command.GroupConfig{Strategy: p.cfg.Strategy}
-				base.Breaker.WarmUp, base.CommandBreaker.WarmUp = p.cfg.Breaker.WarmUp, p.cfg.CommandBreaker.WarmUp
-				m.baselines[p.name] = base
+		if p.group != nil {
+			continue
+		}
+		g, err := m.reg.NewGroup(p.name, p.cfg)
+		if err != nil {
+			errs := []error{fmt.Errorf("rules: group %q not created, no group changed: %w", p.name, err)}
+			for _, c := range created {
+				errs = append(errs, c.Close(context.Background()))
 			}
+			return errors.Join(errs...)
 		}
-		var err error
-		if p.group == nil {
-			_, err = m.reg.NewGroup(p.name, p.cfg)
-		} else {
-			err = p.group.Reconfigure(p.cfg)
-		}
-		if err != nil { // only a race with code that closed or created the group meanwhile; it names the group
-			errs = append(errs, err)
-		}
+		created = append(created, g)
 	}
-	m.limits = lim.next
-	m.named = map[string]bool{}
-	for name := range doc.Groups {
-		m.named[name] = true
+	for _, g := range created {
+		if _, known := m.baselines[g.Name()]; known { // created by the rules before, then closed by code
+			continue
+		}
+		// The zero config, but for what cannot change live: the strategy
+		// and the breakers' warm-up.
+		cfg := g.Config()
+		base := command.GroupConfig{Strategy: cfg.Strategy}
+		base.Breaker.WarmUp, base.CommandBreaker.WarmUp = cfg.Breaker.WarmUp, cfg.CommandBreaker.WarmUp
+		m.baselines[g.Name()] = base
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // keepWarmUps returns cfg, given to g by rule r (nil: by no rule, the
