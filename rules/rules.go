@@ -28,12 +28,12 @@ type Document struct {
 type Group struct {
 	Preset           string             `json:"preset"`
 	Strategy         *string            `json:"strategy"`
-	MaxConcurrent    *int               `json:"maxConcurrent"`
+	MaxConcurrent    *int               `json:"maxConcurrent" rules:"nonzero"`
 	QueueSize        *int               `json:"queueSize"`
-	Timeout          *Timeout           `json:"timeout"`
-	FallbackLimit    *int               `json:"fallbackLimit"`
-	SlowCallDuration *Duration          `json:"slowCallDuration"`
-	MaxCommands      *int               `json:"maxCommands"`
+	Timeout          *Timeout           `json:"timeout" rules:"nonzero"`
+	FallbackLimit    *int               `json:"fallbackLimit" rules:"nonzero"`
+	SlowCallDuration *Duration          `json:"slowCallDuration" rules:"nonzero"`
+	MaxCommands      *int               `json:"maxCommands" rules:"nonzero"`
 	NoFallback       *bool              `json:"noFallback"`
 	DeadlineReserve  *Duration          `json:"deadlineReserve"`
 	Retry            *Retry             `json:"retry"`
@@ -46,8 +46,8 @@ type Group struct {
 
 // Command is the rule of one command of a group.
 type Command struct {
-	Timeout          *Timeout   `json:"timeout"`
-	SlowCallDuration *Duration  `json:"slowCallDuration"`
+	Timeout          *Timeout   `json:"timeout" rules:"nonzero"`
+	SlowCallDuration *Duration  `json:"slowCallDuration" rules:"nonzero"`
 	Breaker          *Breaker   `json:"breaker"`
 	RateLimit        *RateLimit `json:"rateLimit"`
 }
@@ -56,35 +56,35 @@ type Command struct {
 // and NoBudget are code's: they come from the base.
 type Retry struct {
 	MaxAttempts        *int      `json:"maxAttempts"`
-	Backoff            *Duration `json:"backoff"`
-	MaxBackoff         *Duration `json:"maxBackoff"`
-	MaxRetryAfter      *Duration `json:"maxRetryAfter"`
-	BudgetRatio        *float64  `json:"budgetRatio"`
-	BudgetMinPerSecond *float64  `json:"budgetMinPerSecond"`
+	Backoff            *Duration `json:"backoff" rules:"nonzero"`
+	MaxBackoff         *Duration `json:"maxBackoff" rules:"nonzero"`
+	MaxRetryAfter      *Duration `json:"maxRetryAfter" rules:"nonzero"`
+	BudgetRatio        *float64  `json:"budgetRatio" rules:"nonzero"`
+	BudgetMinPerSecond *float64  `json:"budgetMinPerSecond" rules:"nonzero"`
 }
 
 // Breaker overrides the fields of a circuit.Config it sets.
 type Breaker struct {
 	Window            *Window   `json:"window"`
-	MinRequests       *int      `json:"minRequests"`
-	FailureRatio      *float64  `json:"failureRatio"`
+	MinRequests       *int      `json:"minRequests" rules:"nonzero"`
+	FailureRatio      *float64  `json:"failureRatio" rules:"nonzero"`
 	SlowCallDuration  *Duration `json:"slowCallDuration"`
 	SlowCallRatio     *float64  `json:"slowCallRatio"`
-	OpenDuration      *Duration `json:"openDuration"`
+	OpenDuration      *Duration `json:"openDuration" rules:"nonzero"`
 	BackoffMultiplier *float64  `json:"backoffMultiplier"`
-	MaxOpenDuration   *Duration `json:"maxOpenDuration"`
-	HalfOpenProbes    *int      `json:"halfOpenProbes"`
-	HalfOpenSuccesses *int      `json:"halfOpenSuccesses"`
-	HalfOpenMaxWait   *Duration `json:"halfOpenMaxWait"`
+	MaxOpenDuration   *Duration `json:"maxOpenDuration" rules:"nonzero"`
+	HalfOpenProbes    *int      `json:"halfOpenProbes" rules:"nonzero"`
+	HalfOpenSuccesses *int      `json:"halfOpenSuccesses" rules:"nonzero"`
+	HalfOpenMaxWait   *Duration `json:"halfOpenMaxWait" rules:"nonzero"`
 	RampUp            *Duration `json:"rampUp"`
-	RampUpFloor       *float64  `json:"rampUpFloor"`
+	RampUpFloor       *float64  `json:"rampUpFloor" rules:"nonzero"`
 	WarmUp            *Duration `json:"warmUp"`
 }
 
 // Window is a rolling window's shape.
 type Window struct {
-	Length  *Duration `json:"length"`
-	Buckets *int      `json:"buckets"`
+	Length  *Duration `json:"length" rules:"nonzero"`
+	Buckets *int      `json:"buckets" rules:"nonzero"`
 }
 
 // Duration is a duration written as a Go duration string ("80ms").
