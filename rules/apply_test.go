@@ -75,7 +75,7 @@ func observe(reg *command.Registry, m *Manager) string {
 // control endpoint: answered 422, and a group's MaxConcurrent was 9).
 func TestEmptyGroupNameIsRefusedBeforeAnyChange(t *testing.T) {
 	reg := newRegistry(t)
-	m := NewManager(reg, quiet)
+	m := newManager(t, reg)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"a": {"maxConcurrent": 3}}}`)))
 	before := observe(reg, m)
 	err := m.ApplyJSON([]byte(`{"groups": {"": {"maxConcurrent": 9}, "a": {"maxConcurrent": 9}, "new": {}}}`))
@@ -96,7 +96,7 @@ func TestGroupTheRegistryRefusesChangesNoGroup(t *testing.T) {
 	gm := gometrics.NewRegistry()
 	reg := command.NewRegistry(command.RegistryConfig{Metrics: gm, Clock: new(metrics.ManualClock), Logger: quiet})
 	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
-	m := NewManager(reg, quiet)
+	m := newManager(t, reg)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"a": {"maxConcurrent": 3}}}`)))
 	require.NoError(t, gm.Register("group.z.config.generation", gometrics.NewCounter()))
 	before := observe(reg, m)
@@ -168,7 +168,7 @@ func FuzzRefusedDocumentChangesNothing(f *testing.F) {
 			Commands: map[string]command.CommandConfig{"d": {Timeout: time.Second}}})
 		require.NoError(t, err)
 		require.Equal(t, metrics.Success, event(t, coded, op{name: "traffic", run: succeed}))
-		m := NewManager(reg, quiet)
+		m := newManager(t, reg)
 		require.NoError(t, m.ApplyJSON([]byte(fuzzBase)))
 		before := observe(reg, m)
 		err = m.ApplyJSON(doc)

@@ -34,13 +34,16 @@ type Manager struct {
 }
 
 // NewManager returns a Manager for the groups of reg, logging on logger
-// (nil: the registry's). The rate limiters the rules build tell time by the
-// registry's clock.
-func NewManager(reg *command.Registry, logger *slog.Logger) *Manager {
+// (nil: the registry's), or an error if reg is nil. The
+// rate limiters the rules build tell time by the registry's clock.
+func NewManager(reg *command.Registry, logger *slog.Logger) (*Manager, error) {
+	if reg == nil {
+		return nil, errors.New("rules: NewManager: the registry is nil")
+	}
 	if logger == nil {
 		logger = reg.Logger()
 	}
-	return &Manager{reg: reg, logger: logger, baselines: map[string]command.GroupConfig{}, named: map[string]bool{}}
+	return &Manager{reg: reg, logger: logger, baselines: map[string]command.GroupConfig{}, named: map[string]bool{}}, nil
 }
 
 // ApplyJSON parses a rules document and applies it; see Apply.

@@ -32,6 +32,23 @@ func newRegistry(t *testing.T) *command.Registry {
 	return reg
 }
 
+// newManager returns a Manager for reg, logging nowhere.
+func newManager(t *testing.T, reg *command.Registry) *Manager {
+	m, err := NewManager(reg, quiet)
+	require.NoError(t, err)
+	return m
+}
+
+// TestNewManagerRefusesNilRegistry: NewManager(nil, nil) used to panic
+// (it asked the nil registry for its logger).
+func TestNewManagerRefusesNilRegistry(t *testing.T) {
+	for _, logger := range []*slog.Logger{nil, quiet} {
+		m, err := NewManager(nil, logger)
+		require.EqualError(t, err, "rules: NewManager: the registry is nil")
+		require.Nil(t, m)
+	}
+}
+
 func TestParseErrorsGiveLineAndField(t *testing.T) {
 	for name, tc := range map[string]struct{ doc, want string }{
 		"unknown field": {"{\"groups\": {\n  \"a\": {\n    \"maxConcurent\": 3\n  }\n}}", `line 3, column 5: json: unknown field "maxConcurent"`},
@@ -54,7 +71,7 @@ func TestApplyPresetOverridesAndCommands(t *testing.T) {
 	_, err := reg.NewGroup("recs", command.GroupConfig{MaxConcurrent: 5, IsBadRequest: classifier,
 		CommandBreaker: circuit.Config{Mode: circuit.ObserveOnly}})
 	require.NoError(t, err)
-	m := NewManager(reg, quiet)
+	m := newManager(t, reg)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {
 		"recs": {"preset": "l1", "maxConcurrent": 20, "breaker": {"failureRatio": 0.3},
 			"commands": {"similar": {"timeout": "50ms", "breaker": {"minRequests": 5}}}},
@@ -95,7 +112,7 @@ func TestApplyPresetOverridesAndCommands(t *testing.T) {
 // TestApplyIsAllOrNothing: one bad group keeps every group as it was.
 func TestApplyIsAllOrNothing(t *testing.T) {
 	reg := newRegistry(t)
-	m := NewManager(reg, quiet)
+	m := newManager(t, reg)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"a": {"maxConcurrent": 3}, "b": {"timeout": "1s"}}}`)))
 	for _, doc := range []string{
 		`{"groups": {"a": {"maxConcurrent": 9}, "b": {"breaker": {"failureRatio": 2}}}}`,
@@ -121,7 +138,7 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 // stay.
 func TestWatchAppliesChangesAndKeepsRulesOnBadFile(t *testing.T) {
 	reg := newRegistry(t)
-	m := NewManager(reg, quiet)
+	m := newManager(t, reg)
 	path := filepath.Join(t.TempDir(), "rules.json")
 	write := func(doc string) {
 		tmp := path + ".tmp"
@@ -152,7 +169,7 @@ func TestWatchAppliesChangesAndKeepsRulesOnBadFile(t *testing.T) {
 }
 
 func TestWatchRefusesBadFileAtStart(t *testing.T) {
-	m := NewManager(newRegistry(t), quiet)
+	m := newManager(t, newRegistry(t))
 	path := filepath.Join(t.TempDir(), "rules.json")
 	require.NoError(t, os.WriteFile(path, []byte(`{"groups": {"db": {"bogus": 1}}}`), 0o600))
 	err := m.Watch(context.Background(), path, time.Millisecond)
@@ -165,7 +182,7 @@ func TestWatchRefusesBadFileAtStart(t *testing.T) {
 // config, the error names the group once.
 func TestErrorsNameTheGroupOnce(t *testing.T) {
 	reg := newRegistry(t)
-	m := NewManager(reg, quiet)
+	m := newManager(t, reg)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"b": {"timeout": "1s"}}}`)))
 	for name, tc := range map[string]struct{ doc, want string }{
 		"refused by the group": {`{"groups": {"b": {"strategy": "semaphore"}}}`,
