@@ -93,6 +93,12 @@
 // longer names returns to its baseline; a group it names that does not
 // exist is created.
 //
+// LoadFile and Watch read a regular file only (a FIFO would block a read
+// past any cancellation: ErrNotRegular), of at most MaxFileSize bytes.
+// Watch polls the file's stat, reads the file only when the stat moved and
+// applies it only when its contents changed, and logs an unreadable file
+// once per episode (see Manager.Watch).
+//
 // A document is applied whole or not at all: it is parsed strictly
 // (unknown fields, repeated keys and the zeros above are errors, reported
 // with their line and column), every group's new config is checked before

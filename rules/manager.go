@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,7 +30,7 @@ type Manager struct {
 	named     map[string]bool                // groups the document in force names
 	applied   int                            // documents applied
 	lastErr   error                          // of the last document tried
-	lastDoc   []byte                         // the last document ApplyJSON applied
+	lastSum   [sha256.Size]byte              // of the last document ApplyJSON applied
 	limits    map[limitSlot]builtLimit       // the limiters of the document in force
 }
 
@@ -59,7 +60,7 @@ func (m *Manager) ApplyJSON(data []byte) error {
 		return err
 	}
 	m.mu.Lock()
-	m.lastDoc = data
+	m.lastSum = sha256.Sum256(data)
 	m.mu.Unlock()
 	return nil
 }
@@ -254,9 +255,11 @@ func (m *Manager) Status() (applied int, lastErr error) {
 	return m.applied, m.lastErr
 }
 
-// LoadFile reads the rules file at path and applies it; see ApplyJSON.
+// LoadFile reads the rules file at path and applies it; see ApplyJSON. A
+// path that names no regular file (ErrNotRegular) or a file over
+// MaxFileSize is refused.
 func (m *Manager) LoadFile(path string) error {
-	data, err := os.ReadFile(path)
+	data, _, err := readFile(path)
 	if err != nil {
 		return fmt.Errorf("rules: %w", err)
 	}
@@ -270,42 +273,72 @@ func (m *Manager) LoadFile(path string) error {
 // zero or less) and applies it whenever its contents change, until ctx
 // ends; it then returns nil. It first applies the file as it is, unless it
 // is the document last applied (by LoadFile, say), and returns that error
-// if it cannot (a program should not start on a bad rules file). Later, a file that cannot be read or applied is logged at Error
-// level with its error (line and field) and otherwise ignored: the rules
-// in force stay until a good file comes. Run it on a goroutine of its own.
+// if it cannot (a program should not start on a bad rules file); the file
+// must be a regular one (ErrNotRegular) of at most MaxFileSize bytes.
+//
+// Later, a file that cannot be read is logged at Error level once per
+// episode (again when the error changes), and at Info level once it reads
+// again; a file that cannot be applied is logged at Error level with its
+// error (line and field), once per content. Either way the rules in force
+// stay until a good file comes. A poll reads the file only if its stat
+// moved (another file renamed in its place, another size or modification
+// time, or a modification less than 2 s before the last read, which a
+// filesystem's coarse timestamps could hide), and applies it only if its
+// contents changed (by SHA-256): an unchanged file costs a stat. A tool
+// that rewrites the file in place with the same size and sets its
+// modification time back is not noticed: write a new file and rename it
+// over the old one, as editors and configuration tools do. Run it on a
+// goroutine of its own.
 func (m *Manager) Watch(ctx context.Context, path string, interval time.Duration) error {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
-	last, err := os.ReadFile(path)
+	data, fi, err := readFile(path)
 	if err != nil {
 		return fmt.Errorf("rules: %w", err)
 	}
+	last := stamp{info: fi, sum: sha256.Sum256(data), readAt: time.Now()}
 	m.mu.Lock()
-	fresh := string(last) != string(m.lastDoc)
+	fresh := last.sum != m.lastSum
 	m.mu.Unlock()
 	if fresh {
-		if err := m.ApplyJSON(last); err != nil {
+		if err := m.ApplyJSON(data); err != nil {
 			return fmt.Errorf("rules file %s: %w", path, err)
 		}
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	var failing string // the read error of the episode under way; "" while the file reads
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 		}
-		data, err := os.ReadFile(path)
+		fi, err := os.Stat(path)
+		if err == nil && failing == "" && last.unchanged(fi) {
+			continue
+		}
+		var data []byte
+		if err == nil {
+			data, fi, err = readFile(path)
+		}
 		if err != nil {
-			m.logger.Error("bulwark: rules file unreadable; rules in force kept", slog.String("path", path), slog.Any("error", err))
+			if err.Error() != failing {
+				failing = err.Error()
+				m.logger.Error("bulwark: rules file unreadable; rules in force kept", slog.String("path", path), slog.Any("error", err))
+			}
 			continue
 		}
-		if string(data) == string(last) {
+		if failing != "" {
+			failing = ""
+			m.logger.Info("bulwark: rules file readable again", slog.String("path", path))
+		}
+		prev := last.sum
+		last = stamp{info: fi, sum: sha256.Sum256(data), readAt: time.Now()}
+		if last.sum == prev {
 			continue
 		}
-		last = data
 		if err := m.ApplyJSON(data); err != nil {
 			m.logger.Error("bulwark: rules file rejected; rules in force kept", slog.String("path", path), slog.Any("error", err))
 		}
