@@ -119,17 +119,24 @@ func TestSlidingWindowNeverExceedsLimitInAnyWindow(t *testing.T) {
 				clock.Advance(130 * time.Millisecond)
 			}
 			require.Greater(t, len(times), 20*limit/2, "the window admits calls at all")
-			// Every window-length span starting on a sub-window boundary.
-			for start := time.Duration(0); start < 20*time.Second; start += width {
-				n := 0
-				for _, at := range times {
-					if at >= start && at < start+time.Second {
-						n++
-					}
-				}
-				require.LessOrEqual(t, n, limit, "calls in [%v, %v)", start, start+time.Second)
-			}
+			requireAtMostPerSpan(t, times, limit, 0, 20*time.Second, width)
 		})
+	}
+}
+
+// requireAtMostPerSpan checks that no 1 s span of times (instants of
+// admitted calls) starting on a multiple of width in [from, to) holds
+// more than limit of them.
+func requireAtMostPerSpan(t *testing.T, times []time.Duration, limit int, from, to, width time.Duration) {
+	t.Helper()
+	for start := from; start < to; start += width {
+		n := 0
+		for _, at := range times {
+			if at >= start && at < start+time.Second {
+				n++
+			}
+		}
+		require.LessOrEqual(t, n, limit, "calls in [%v, %v)", start, start+time.Second)
 	}
 }
 
@@ -179,15 +186,7 @@ func TestSlidingWindowNeverExceedsLimitWithInstantsOutOfOrder(t *testing.T) {
 				}
 			}
 			require.Greater(t, len(admitted), 20*limit/2, "the window admits calls at all")
-			for start := -3 * width; start < 20*time.Second; start += width {
-				n := 0
-				for _, at := range admitted {
-					if at >= start && at < start+time.Second {
-						n++
-					}
-				}
-				require.LessOrEqual(t, n, limit, "calls in [%v, %v)", start, start+time.Second)
-			}
+			requireAtMostPerSpan(t, admitted, limit, -3*width, 20*time.Second, width)
 		})
 	}
 }
