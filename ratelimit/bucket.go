@@ -14,7 +14,9 @@ type TokenBucketConfig struct {
 	// Rate is how many tokens a second the bucket gains (the sustained
 	// call rate). Required: positive and finite. The bucket works with the
 	// interval between two tokens in whole nanoseconds (1 s / Rate, rounded
-	// down, at least 1 ns): Rate 3 is one token per 333,333,333 ns.
+	// down, at least 1 ns): Rate 3 is one token per 333,333,333 ns. The
+	// bucket must fill within MaxFillTime (Burst intervals at most 73
+	// years), so a rate below about 4.3e-10 a second is refused.
 	Rate float64
 	// Burst is the bucket's capacity: how many calls may go at once after a
 	// quiet spell. Default 1.
@@ -22,6 +24,11 @@ type TokenBucketConfig struct {
 	// Clock tells the time. Default metrics.SystemClock().
 	Clock metrics.Clock
 }
+
+// MaxFillTime is the longest a TokenBucket may take to fill (Burst tokens
+// at Rate): about 73 years (2^61 ns). The bucket counts in nanoseconds on
+// one int64, which a longer fill time would overflow.
+const MaxFillTime = time.Duration(1 << 61)
 
 // Validate reports the first invalid field of c; the error wraps
 // ErrInvalidConfig.
@@ -32,7 +39,17 @@ func (c TokenBucketConfig) Validate() error {
 	case c.Burst < 0:
 		return invalid("TokenBucketConfig.Burst %d must not be negative", c.Burst)
 	}
+	if fill := float64(max(c.Burst, 1)) * tokenInterval(c.Rate); fill > float64(MaxFillTime) {
+		return invalid("TokenBucketConfig.Rate %v with Burst %d takes %.3g years to fill the bucket: more than MaxFillTime (73 years)",
+			c.Rate, c.Burst, fill/float64(365.25*24*time.Hour))
+	}
 	return nil
+}
+
+// tokenInterval returns the nanoseconds between two tokens at rate: 1 s /
+// rate, rounded down, at least 1.
+func tokenInterval(rate float64) float64 {
+	return max(1, math.Floor(float64(time.Second)/rate))
 }
 
 // TokenBucket admits calls at a steady Rate with bursts up to Burst. It
@@ -63,12 +80,10 @@ func NewTokenBucket(c TokenBucketConfig) (*TokenBucket, error) {
 	if c.Burst == 0 {
 		c.Burst = 1
 	}
-	interval := int64(max(1, math.Floor(float64(time.Second)/c.Rate)))
-	tau := int64(c.Burst-1) * interval
-	if interval > 0 && tau/interval != int64(c.Burst-1) {
-		tau = math.MaxInt64 / 2 // overflow: unlimited burst
-	}
-	b := &TokenBucket{interval: interval, tau: tau, clock: clockOr(c.Clock)}
+	// Validate bounds Burst × interval by MaxFillTime: neither tau nor the
+	// instants tat reaches (now + tau + interval) overflow.
+	interval := int64(tokenInterval(c.Rate))
+	b := &TokenBucket{interval: interval, tau: int64(c.Burst-1) * interval, clock: clockOr(c.Clock)}
 	b.tat.Store(math.MinInt64 / 2) // long ago: full
 	return b, nil
 }

@@ -34,7 +34,8 @@
 //
 // Every limiter reads a metrics.Clock (Config.Clock, default
 // metrics.SystemClock), so tests run on a metrics.ManualClock and never
-// sleep. The limiters that never wait (TokenBucket, SlidingWindow, WarmUp)
+// sleep (a Pacer waits through PacerConfig.Sleep, which a test sets to move
+// that clock). The limiters that never wait (TokenBucket, SlidingWindow, WarmUp)
 // also take a reading from their caller: AdmitAt(now) is Admit at instant
 // now of their Clock, which command.Execute uses to spare them a clock
 // reading when their clock is its group's. Configurations are validated: a bad value is an error wrapping

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,6 +68,34 @@ func TestTokenBucketRefusalSaysWhenToRetry(t *testing.T) {
 	require.NoError(t, b.Admit(context.Background()), "admitted at RetryAfter")
 }
 
+// TestTokenBucketRateTooLowToCountIsRefused: below about 4.3e-10 tokens a
+// second, the interval between two tokens no longer fits the bucket's
+// nanosecond arithmetic. Such a rate used to pass Validate, and the bucket
+// then admitted every call (burst 1) or none (burst 2). It is refused,
+// naming the field; a low rate that fits still admits its burst and then
+// refuses, saying when the next token comes.
+func TestTokenBucketRateTooLowToCountIsRefused(t *testing.T) {
+	for _, c := range []TokenBucketConfig{{Rate: 1e-11}, {Rate: 1e-11, Burst: 2}, {Rate: 1e-9, Burst: 3}, {Rate: 1e12, Burst: 1 << 62}} {
+		_, err := NewTokenBucket(c)
+		require.ErrorIs(t, err, ErrInvalidConfig, "%+v", c)
+		require.ErrorContains(t, err, fmt.Sprintf("TokenBucketConfig.Rate %v with Burst %d takes", c.Rate, c.Burst))
+		require.ErrorContains(t, err, "more than MaxFillTime (73 years)")
+	}
+	var clock metrics.ManualClock
+	clock.Set(time.Hour)
+	b, err := NewTokenBucket(TokenBucketConfig{Rate: 1e-9, Burst: 2, Clock: &clock}) // a token every 31.7 years
+	require.NoError(t, err)
+	require.NoError(t, b.Admit(context.Background()))
+	require.NoError(t, b.Admit(context.Background()))
+	err = b.Admit(context.Background())
+	var le *LimitError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, time.Duration(1e18), le.RetryAfter)
+	clock.Advance(le.RetryAfter)
+	require.NoError(t, b.Admit(context.Background()))
+	require.ErrorIs(t, b.Admit(context.Background()), ErrLimited)
+}
+
 func TestSlidingWindowNeverExceedsLimitInAnyWindow(t *testing.T) {
 	for _, buckets := range []int{1, 2, 5} {
 		t.Run(fmt.Sprintf("buckets=%d", buckets), func(t *testing.T) {
@@ -87,18 +119,113 @@ func TestSlidingWindowNeverExceedsLimitInAnyWindow(t *testing.T) {
 				clock.Advance(130 * time.Millisecond)
 			}
 			require.Greater(t, len(times), 20*limit/2, "the window admits calls at all")
-			// Every window-length span starting on a sub-window boundary.
-			for start := time.Duration(0); start < 20*time.Second; start += width {
-				n := 0
-				for _, at := range times {
-					if at >= start && at < start+time.Second {
-						n++
-					}
+			requireAtMostPerSpan(t, times, limit, 0, 20*time.Second, width)
+		})
+	}
+}
+
+// requireAtMostPerSpan checks that no 1 s span of times (instants of
+// admitted calls) starting on a multiple of width in [from, to) holds
+// more than limit of them.
+func requireAtMostPerSpan(t *testing.T, times []time.Duration, limit int, from, to, width time.Duration) {
+	t.Helper()
+	for start := from; start < to; start += width {
+		n := 0
+		for _, at := range times {
+			if at >= start && at < start+time.Second {
+				n++
+			}
+		}
+		require.LessOrEqual(t, n, limit, "calls in [%v, %v)", start, start+time.Second)
+	}
+}
+
+// TestSlidingWindowOlderInstantDoesNotReopenTheWindow: an instant older than
+// the newest one the window has seen (Execute hands these over when calls
+// race: each read the clock before it took the window's lock) counts as
+// that newest instant. It used to be counted against the window of its own
+// instant, which no longer held the newer sub-window's calls: limit 10
+// admitted 10 at 1.001 s, then 10 more at 0.999 s.
+func TestSlidingWindowOlderInstantDoesNotReopenTheWindow(t *testing.T) {
+	w, err := NewSlidingWindow(SlidingWindowConfig{Limit: 10, Clock: new(metrics.ManualClock)}) // 1 s in 2 × 500 ms
+	require.NoError(t, err)
+	for i := range 10 {
+		require.NoError(t, w.AdmitAt(1001*time.Millisecond), "call %d", i)
+	}
+	require.ErrorIs(t, w.AdmitAt(1001*time.Millisecond), ErrLimited)
+	err = w.AdmitAt(999 * time.Millisecond)
+	require.ErrorIs(t, err, ErrLimited, "an older instant finds the window as full as the newest")
+	var le *LimitError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, 499*time.Millisecond, le.RetryAfter, "counted from the newest instant")
+	require.ErrorIs(t, w.AdmitAt(1999*time.Millisecond), ErrLimited)
+	require.NoError(t, w.AdmitAt(2*time.Second), "the sub-window of 1.001 s left")
+}
+
+// TestSlidingWindowNeverExceedsLimitWithInstantsOutOfOrder offers calls at
+// instants that run back and forth (each up to 3 sub-windows before the
+// newest): no window-length span that starts on a sub-window boundary
+// holds more than Limit calls, each counted at the instant the window
+// admitted it at, the newest it had seen.
+func TestSlidingWindowNeverExceedsLimitWithInstantsOutOfOrder(t *testing.T) {
+	for _, buckets := range []int{1, 2, 5} {
+		t.Run(fmt.Sprintf("buckets=%d", buckets), func(t *testing.T) {
+			const limit = 10
+			w, err := NewSlidingWindow(SlidingWindowConfig{Limit: limit,
+				Window: metrics.Window{Length: time.Second, Buckets: buckets}, Clock: new(metrics.ManualClock)})
+			require.NoError(t, err)
+			width := time.Second / time.Duration(buckets)
+			rng := rand.New(rand.NewPCG(1, uint64(buckets)))
+			var admitted []time.Duration // at the newest instant offered so far
+			newest := time.Duration(math.MinInt64)
+			for now := time.Duration(0); now < 20*time.Second; now += 7 * time.Millisecond {
+				at := now - time.Duration(rng.Int64N(int64(3*width)))
+				newest = max(newest, at)
+				if w.AdmitAt(at) == nil {
+					admitted = append(admitted, newest)
 				}
-				require.LessOrEqual(t, n, limit, "calls in [%v, %v)", start, start+time.Second)
+			}
+			require.Greater(t, len(admitted), 20*limit/2, "the window admits calls at all")
+			requireAtMostPerSpan(t, admitted, limit, -3*width, 20*time.Second, width)
+		})
+	}
+}
+
+// TestSlidingWindowConcurrentCallsNeverExceedLimit: 64 goroutines read a
+// clock that they move on, then call AdmitAt, so that their instants reach
+// the window out of order. Every instant lies in [0, end], so at most Limit
+// calls per window-length span from 0 can have been admitted. Before
+// older instants counted as the newest, this admitted about 10 to 30%
+// more.
+func TestSlidingWindowConcurrentCallsNeverExceedLimit(t *testing.T) {
+	const (
+		limit      = 10
+		length     = 100 * time.Millisecond
+		goroutines = 64
+		calls      = 500 // per goroutine
+	)
+	var clock metrics.ManualClock
+	w, err := NewSlidingWindow(SlidingWindowConfig{Limit: limit, Window: metrics.Window{Length: length, Buckets: 2}, Clock: &clock})
+	require.NoError(t, err)
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for i := range calls {
+				if w.AdmitAt(clock.Now()) == nil {
+					admitted.Add(1)
+				}
+				if i%4 == 0 {
+					clock.Advance(length / 200)
+				}
 			}
 		})
 	}
+	wg.Wait()
+	windows := int64(clock.Now()/length) + 1
+	require.Greater(t, windows, int64(10), "the run spans many windows")
+	require.LessOrEqual(t, admitted.Load(), limit*windows, "admitted over %d windows of %v", windows, length)
+	require.Greater(t, admitted.Load(), limit*windows/2, "the window admits calls at all")
 }
 
 func TestSlidingWindowRefusalSaysWhenOldestSubWindowLeaves(t *testing.T) {
@@ -145,17 +272,76 @@ func TestPacerSpacesSlotsEvenly(t *testing.T) {
 	}
 }
 
+// TestPacerWaitsForItsSlotAndHonoursCtx, on a manual clock that the
+// pacer's Sleep moves: each call waits exactly until its slot; a call whose
+// ctx has ended takes no slot; one whose ctx ends while it waits keeps its
+// slot used.
 func TestPacerWaitsForItsSlotAndHonoursCtx(t *testing.T) {
-	p, err := NewPacer(PacerConfig{Interval: 200 * time.Millisecond, MaxWait: time.Minute})
+	var clock metrics.ManualClock
+	var slept []time.Duration
+	var during func() // called during each wait
+	p, err := NewPacer(PacerConfig{Interval: 200 * time.Millisecond, MaxWait: time.Minute, Clock: &clock,
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			slept = append(slept, d)
+			if during != nil {
+				during()
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			clock.Advance(d)
+			return nil
+		}})
 	require.NoError(t, err)
 	require.NoError(t, p.Admit(context.Background()), "the first call goes at once")
-	start := time.Now()
+	require.Empty(t, slept)
 	require.NoError(t, p.Admit(context.Background()))
-	require.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond, "the second call waited for its slot")
+	require.Equal(t, []time.Duration{200 * time.Millisecond}, slept, "the second call waited for its slot")
 
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, p.Admit(ended), context.Canceled)
+	require.Len(t, slept, 1, "a call whose ctx has ended does not wait")
+	require.NoError(t, p.Admit(context.Background()))
+	require.Equal(t, 200*time.Millisecond, slept[1], "and took no slot: the next call has the one after the second's")
+
+	clock.Advance(50 * time.Millisecond)
+	leaving, leave := context.WithCancel(context.Background())
+	during = leave
+	require.ErrorIs(t, p.Admit(leaving), context.Canceled, "the ctx ended during the wait")
+	require.Equal(t, 150*time.Millisecond, slept[2], "it had the slot at 600 ms")
+	wait, err := p.reserve(clock.Now())
+	require.NoError(t, err)
+	require.Equal(t, 350*time.Millisecond, wait, "which stays used: the next slot is at 800 ms")
+}
+
+// TestPacerRefusesEndedCtxWhenItsSlotIsNow: once the previous wait overran
+// its slot (a timer fired late on a loaded machine), the next call's slot
+// is now, and Admit used to admit it without looking at its ctx, which had
+// ended. It returns ctx's error, and the call takes no slot.
+func TestPacerRefusesEndedCtxWhenItsSlotIsNow(t *testing.T) {
+	var clock metrics.ManualClock
+	p, err := NewPacer(PacerConfig{Interval: 200 * time.Millisecond, MaxWait: time.Minute, Clock: &clock})
+	require.NoError(t, err)
+	require.NoError(t, p.Admit(context.Background()))
+	clock.Advance(time.Second) // past the next slot: the next call waits 0
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	require.ErrorIs(t, p.Admit(ctx), context.Canceled)
+	wait, err := p.reserve(clock.Now())
+	require.NoError(t, err)
+	require.Zero(t, wait, "the refused call took no slot")
+}
+
+// TestPacerDefaultSleepEndsWithCtx: the default Sleep, a timer, returns
+// ctx's error when ctx ends during a wait of an hour.
+func TestPacerDefaultSleepEndsWithCtx(t *testing.T) {
+	p, err := NewPacer(PacerConfig{Interval: time.Hour, MaxWait: 2 * time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, p.Admit(context.Background()))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, p.Admit(ctx), context.DeadlineExceeded)
 }
 
 func TestWarmUpRisesFromColdToFullRate(t *testing.T) {

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -52,13 +53,22 @@ func (c SlidingWindowConfig) Validate() error {
 // of a longer count on each call. (A fixed window, one sub-window, allows
 // twice the limit in a moment around its boundary.)
 //
+// A call is counted at its instant (Admit's clock reading, AdmitAt's now),
+// or at the newest instant the window has seen if that is later: calls
+// that read the clock and then race for the window reach it out of order,
+// and the later one in the window's order did happen after the newer
+// reading. (Counted at its own older instant, such a call would be judged
+// by a window that no longer holds the newest sub-window's calls, and
+// admitted on top of them.) The guarantee above holds for these instants.
+//
 // Admit takes a mutex, so that the count and the admission are one step.
 type SlidingWindow struct {
-	mu    sync.Mutex
-	limit int64
-	ring  *metrics.Rolling
-	width time.Duration
-	clock metrics.Clock
+	mu     sync.Mutex
+	limit  int64
+	ring   *metrics.Rolling
+	width  time.Duration
+	clock  metrics.Clock
+	newest time.Duration // the newest instant seen; calls are counted no earlier
 }
 
 // NewSlidingWindow returns an empty sliding window, or an error wrapping
@@ -72,7 +82,8 @@ func NewSlidingWindow(c SlidingWindowConfig) (*SlidingWindow, error) {
 	if err != nil {
 		return nil, invalid("SlidingWindowConfig.Window: %v", err)
 	}
-	return &SlidingWindow{limit: int64(c.Limit), ring: ring, width: c.Window.BucketWidth(), clock: clockOr(c.Clock)}, nil
+	return &SlidingWindow{limit: int64(c.Limit), ring: ring, width: c.Window.BucketWidth(), clock: clockOr(c.Clock),
+		newest: math.MinInt64}, nil
 }
 
 // admitted is the event a SlidingWindow counts its admitted calls as.
@@ -95,10 +106,13 @@ func (w *SlidingWindow) Clock() metrics.Clock { return w.clock }
 
 // AdmitAt is Admit at instant now, a reading of the window's Clock taken
 // for this call, for a caller that has just read that clock (see
-// command.ClockedLimiter): the window does not read it again.
+// command.ClockedLimiter): the window does not read it again. An instant
+// older than the newest one seen counts as the newest (see SlidingWindow).
 func (w *SlidingWindow) AdmitAt(now time.Duration) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	now = max(now, w.newest)
+	w.newest = now
 	if w.ring.Count(now, metrics.Success) >= w.limit {
 		return &LimitError{RetryAfter: w.width - mod(now, w.width)}
 	}

@@ -43,6 +43,22 @@
 // (command.AlertConfig) cannot change live, so a document cannot set them:
 // they come from the baseline.
 //
+// A key that an object repeats is refused (struct fields as the decoder
+// matches them, case aside; group and command names when equal), at its
+// line and column: the decoder would silently keep the last one. So is an
+// explicit zero for a field whose zero would silently mean a default: a
+// group's maxConcurrent, timeout, fallbackLimit, slowCallDuration and
+// maxCommands; a command's timeout and slowCallDuration; a retry's
+// backoff, maxBackoff, maxRetryAfter, budgetRatio and budgetMinPerSecond;
+// a breaker's window length and buckets, minRequests, failureRatio,
+// openDuration, maxOpenDuration, halfOpenProbes, halfOpenSuccesses,
+// halfOpenMaxWait and rampUpFloor; a limiter's burst, window, buckets and
+// maxKeys. Omit such a field for the default (more exactly, to keep the
+// base's value, see below), write the value meant, or "none" for no
+// timeout. A zero that means off (deadlineReserve, a breaker's
+// slowCallDuration, slowCallRatio, backoffMultiplier, rampUp and warmUp, a
+// retry's maxAttempts) or is the value itself (queueSize) is accepted.
+//
 // Rate limits are declared, one kind of package ratelimit each:
 //
 //	"rateLimit": {"tokenBucket": {"rate": 100, "burst": 20}}
@@ -77,8 +93,22 @@
 // longer names returns to its baseline; a group it names that does not
 // exist is created.
 //
+// LoadFile and Watch read a regular file only (a FIFO would block a read
+// past any cancellation: ErrNotRegular), of at most MaxFileSize bytes.
+// Watch polls the file's stat, reads the file only when the stat moved and
+// applies it only when its contents changed, and logs an unreadable file
+// once per episode (see Manager.Watch).
+//
 // A document is applied whole or not at all: it is parsed strictly
-// (unknown fields are errors, reported with their line and column), every
-// group's new config is checked (Group.CheckReconfigure) before the first
-// change, and an error leaves every group as it was.
+// (unknown fields, repeated keys and the zeros above are errors, reported
+// with their line and column), every group's new config is checked before
+// the first change (Group.CheckReconfigure; for a group to create, its
+// name and GroupConfig.Validate), and an error leaves every group, limiter
+// and baseline as it was (a fuzz test, FuzzRefusedDocumentChangesNothing,
+// holds it to that). The groups to create are created before any other
+// group changes: should the registry still refuse one (its metrics' names
+// taken in the go-metrics registry, say), those created are closed again
+// and nothing changed. The one change that can still fail later is the
+// reconfiguration of a group that code closes meanwhile; the error names
+// it.
 package rules

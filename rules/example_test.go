@@ -15,8 +15,12 @@ func ExampleManager_ApplyJSON() {
 	clock := new(metrics.ManualClock)
 	reg := command.NewRegistry(command.RegistryConfig{Clock: clock})
 	defer reg.Close(context.Background())
-	m := rules.NewManager(reg, nil)
-	err := m.ApplyJSON([]byte(`{"groups": {"search": {"strategy": "semaphore",
+	m, err := rules.NewManager(reg, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = m.ApplyJSON([]byte(`{"groups": {"search": {"strategy": "semaphore",
 		"rateLimit": {"tokenBucket": {"rate": 1, "burst": 2}}}}}`))
 	if err != nil {
 		fmt.Println(err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,7 +71,7 @@ func TestParseErrorsInNewKnobsGiveLineAndField(t *testing.T) {
 // field, and changes nothing.
 func TestNewKnobsRefuseBadValuesNamingTheField(t *testing.T) {
 	reg, _ := manualRegistry(t)
-	m := NewManager(reg, quiet)
+	m := newManager(t, reg)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"a": {"maxConcurrent": 3}}}`)))
 	for name, tc := range map[string]struct {
 		group string
@@ -110,7 +112,7 @@ func TestNewKnobsRefuseBadValuesNamingTheField(t *testing.T) {
 // changes it is refused whole with an error naming the field.
 func TestWarmUpByRules(t *testing.T) {
 	reg, clock := manualRegistry(t)
-	m := NewManager(reg, quiet)
+	m := newManager(t, reg)
 	doc := `{"groups": {"cold": {"strategy": "semaphore", "breaker": {"warmUp": "1m", "minRequests": 1}}}}`
 	require.NoError(t, m.ApplyJSON([]byte(doc)))
 	g, ok := reg.Group("cold")
@@ -153,7 +155,7 @@ func TestNewKnobsTakeEffect(t *testing.T) {
 	_, err := reg.NewGroup("retrying", command.GroupConfig{Strategy: command.Semaphore,
 		Retry: command.RetryConfig{Sleep: func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }}})
 	require.NoError(t, err)
-	m := NewManager(reg, quiet)
+	m := newManager(t, reg)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {
 		"bucket":   {"strategy": "semaphore", "rateLimit": {"tokenBucket": {"rate": 1, "burst": 3}}},
 		"window":   {"strategy": "semaphore", "commands": {"q": {"rateLimit": {"slidingWindow": {"limit": 2, "window": "10s", "buckets": 10}}}}},
@@ -218,7 +220,7 @@ func TestNewKnobsTakeEffect(t *testing.T) {
 // rejected document changes none.
 func TestUnchangedLimiterSpecKeepsTheLimiter(t *testing.T) {
 	reg, _ := manualRegistry(t)
-	m := NewManager(reg, quiet)
+	m := newManager(t, reg)
 	doc := func(maxConcurrent, burst int, extra string) []byte {
 		return []byte(fmt.Sprintf(`{"groups": {"api": {"strategy": "semaphore", "maxConcurrent": %d,
 			"rateLimit": {"tokenBucket": {"rate": 1, "burst": %d}},
@@ -272,7 +274,7 @@ func TestPresetKeepsWhatCodeSet(t *testing.T) {
 		Alerts:          command.AlertConfig{OnAlert: func(command.Alert) {}},
 		ProbeClassifier: func(error) circuit.Outcome { return circuit.Success }})
 	require.NoError(t, err)
-	m := NewManager(reg, quiet)
+	m := newManager(t, reg)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"api": {"preset": "l1"}}}`)))
 	g, _ := reg.Group("api")
 	c := g.Config()
@@ -290,7 +292,7 @@ func TestCommandWithWarmUpCanLeaveTheDocument(t *testing.T) {
 	reg, _ := manualRegistry(t)
 	_, err := reg.NewGroup("coded", command.GroupConfig{Strategy: command.Semaphore})
 	require.NoError(t, err)
-	m := NewManager(reg, quiet)
+	m := newManager(t, reg)
 	declare := `{"groups": {
 		"created": {"strategy": "semaphore", "commands": {"q": {"breaker": {"warmUp": "1m", "minRequests": 7}}}},
 		"coded": {"commands": {"q": {"breaker": {"warmUp": "2m"}}}}}}`
@@ -342,7 +344,7 @@ func TestDocumentLimiterReplacesCodeLimiterUntilDropped(t *testing.T) {
 		Commands: map[string]command.CommandConfig{"q": {RateLimit: lim}}})
 	require.NoError(t, err)
 	g, _ := reg.Group("api")
-	m := NewManager(reg, quiet)
+	m := newManager(t, reg)
 
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"api": {"maxConcurrent": 4, "commands": {"q": {"timeout": "1s"}}}}}`)))
 	c := g.Config()
@@ -363,4 +365,48 @@ func TestDocumentLimiterReplacesCodeLimiterUntilDropped(t *testing.T) {
 	assert.Same(t, lim, c.RateLimit, "dropped from the document: the code's again")
 	assert.Same(t, keyed, c.KeyedRateLimit)
 	assert.Same(t, lim, c.Commands["q"].RateLimit)
+}
+
+// TestRulesSlidingWindowNeverOverAdmitsThroughExecute: 64 goroutines call
+// Execute on a group whose rules declare a sliding window, on the
+// registry's clock, which they move on. Execute reads the clock at each
+// call's start and hands that instant to the window, so instants reach it
+// out of order; still at most limit calls per window-length span from 0
+// succeed. (Before the window counted an older instant as the newest it had
+// seen, this admitted about 10 to 30% more.)
+func TestRulesSlidingWindowNeverOverAdmitsThroughExecute(t *testing.T) {
+	const (
+		limit      = 10
+		length     = 100 * time.Millisecond
+		goroutines = 64
+		calls      = 300 // per goroutine
+	)
+	reg, clock := manualRegistry(t)
+	m := newManager(t, reg)
+	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"api": {"strategy": "semaphore", "maxConcurrent": 1000,
+		"rateLimit": {"slidingWindow": {"limit": 10, "window": "100ms", "buckets": 2}}}}}`)))
+	g, _ := reg.Group("api")
+	var wg sync.WaitGroup
+	var succeeded atomic.Int64
+	for range goroutines {
+		wg.Go(func() {
+			for i := range calls {
+				switch e := event(t, g, op{name: "q", run: succeed}); e {
+				case metrics.Success:
+					succeeded.Add(1)
+				case metrics.RateLimited:
+				default:
+					t.Errorf("event %v", e)
+				}
+				if i%4 == 0 {
+					clock.Advance(length / 200)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	windows := int64(clock.Now()/length) + 1
+	require.Greater(t, windows, int64(10), "the run spans many windows")
+	require.LessOrEqual(t, succeeded.Load(), limit*windows, "succeeded over %d windows of %v", windows, length)
+	require.Greater(t, succeeded.Load(), limit*windows/2, "the window admits calls at all")
 }

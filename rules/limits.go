@@ -22,7 +22,7 @@ type RateLimit struct {
 // (0: 1).
 type TokenBucket struct {
 	Rate  float64 `json:"rate"`
-	Burst int     `json:"burst"`
+	Burst int     `json:"burst" rules:"nonzero"`
 }
 
 // SlidingWindow declares a ratelimit.SlidingWindow (see
@@ -30,8 +30,8 @@ type TokenBucket struct {
 // counted in buckets sub-windows (0: 2).
 type SlidingWindow struct {
 	Limit   int      `json:"limit"`
-	Window  Duration `json:"window"`
-	Buckets int      `json:"buckets"`
+	Window  Duration `json:"window" rules:"nonzero"`
+	Buckets int      `json:"buckets" rules:"nonzero"`
 }
 
 // KeyedRateLimit declares a ratelimit.PerKey limiter: each key (WithKey)
@@ -39,7 +39,7 @@ type SlidingWindow struct {
 // (0: ratelimit.DefaultMaxKeys) are kept, the least recently used evicted.
 type KeyedRateLimit struct {
 	RateLimit
-	MaxKeys int `json:"maxKeys"`
+	MaxKeys int `json:"maxKeys" rules:"nonzero"`
 }
 
 // limitSpec is a limiter declaration as compared between documents: equal

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,18 +30,21 @@ type Manager struct {
 	named     map[string]bool                // groups the document in force names
 	applied   int                            // documents applied
 	lastErr   error                          // of the last document tried
-	lastDoc   []byte                         // the last document ApplyJSON applied
+	lastSum   [sha256.Size]byte              // of the last document ApplyJSON applied
 	limits    map[limitSlot]builtLimit       // the limiters of the document in force
 }
 
 // NewManager returns a Manager for the groups of reg, logging on logger
-// (nil: the registry's). The rate limiters the rules build tell time by the
-// registry's clock.
-func NewManager(reg *command.Registry, logger *slog.Logger) *Manager {
+// (nil: the registry's), or an error if reg is nil. The
+// rate limiters the rules build tell time by the registry's clock.
+func NewManager(reg *command.Registry, logger *slog.Logger) (*Manager, error) {
+	if reg == nil {
+		return nil, errors.New("rules: NewManager: the registry is nil")
+	}
 	if logger == nil {
 		logger = reg.Logger()
 	}
-	return &Manager{reg: reg, logger: logger, baselines: map[string]command.GroupConfig{}, named: map[string]bool{}}
+	return &Manager{reg: reg, logger: logger, baselines: map[string]command.GroupConfig{}, named: map[string]bool{}}, nil
 }
 
 // ApplyJSON parses a rules document and applies it; see Apply.
@@ -56,7 +60,7 @@ func (m *Manager) ApplyJSON(data []byte) error {
 		return err
 	}
 	m.mu.Lock()
-	m.lastDoc = data
+	m.lastSum = sha256.Sum256(data)
 	m.mu.Unlock()
 	return nil
 }
@@ -64,8 +68,13 @@ func (m *Manager) ApplyJSON(data []byte) error {
 // Apply applies doc to the registry's groups, all or nothing: every new
 // config is checked before the first change, and any error (wrapping
 // ErrInvalid, naming the group and field) leaves every group as it was.
-// Groups doc names that do not exist are created; groups the previous
-// document named that doc does not are returned to their baseline.
+// Groups doc names that do not exist are created, before any existing
+// group changes: if the registry refuses one (a name its go-metrics
+// registry already holds, say), those created are closed again and no
+// group changed. Groups the previous document named that doc does not are
+// returned to their baseline. The one change that can fail after that is
+// the reconfiguration of a group that code closes meanwhile; the error
+// then names it.
 func (m *Manager) Apply(doc *Document) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -86,9 +95,40 @@ type plan struct {
 }
 
 func (m *Manager) applyLocked(doc *Document) error {
+	lim := &limits{clock: m.reg.Clock(), prev: m.limits, next: map[limitSlot]builtLimit{}}
+	plans, err := m.plan(doc, lim)
+	if err != nil {
+		return err
+	}
+	if err := m.create(plans); err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range plans {
+		if p.group == nil {
+			continue
+		}
+		if _, known := m.baselines[p.name]; !known {
+			m.baselines[p.name] = p.group.Config()
+		}
+		if err := p.group.Reconfigure(p.cfg); err != nil { // only a race with code that closed the group; it names the group
+			errs = append(errs, err)
+		}
+	}
+	m.limits = lim.next
+	m.named = map[string]bool{}
+	for name := range doc.Groups {
+		m.named[name] = true
+	}
+	return errors.Join(errs...)
+}
+
+// plan returns the change of every group doc names or the document in
+// force named, each checked as the registry and the group would check it,
+// or every refusal it finds, each wrapping ErrInvalid. It changes nothing.
+func (m *Manager) plan(doc *Document, lim *limits) ([]plan, error) {
 	var plans []plan
 	var errs []error
-	lim := &limits{clock: m.reg.Clock(), prev: m.limits, next: map[limitSlot]builtLimit{}}
 	for _, name := range slices.Sorted(maps.Keys(doc.Groups)) {
 		g, exists := m.reg.Group(name)
 		base, known := m.baselines[name]
@@ -97,7 +137,10 @@ func (m *Manager) applyLocked(doc *Document) error {
 		}
 		rule := doc.Groups[name]
 		cfg, err := rule.config(name, base, lim)
-		if err == nil && !exists {
+		switch {
+		case err == nil && !exists && name == "":
+			err = errors.New("a group name must not be empty")
+		case err == nil && !exists:
 			err = cfg.Validate()
 		}
 		if err != nil {
@@ -126,37 +169,40 @@ func (m *Manager) applyLocked(doc *Document) error {
 			plans = append(plans, plan{name, g, base})
 		}
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
+	return plans, errors.Join(errs...)
+}
+
+// create creates the groups plans create, and records their baselines. If
+// the registry refuses one, it closes those it created and returns the
+// error: then nothing changed.
+func (m *Manager) create(plans []plan) error {
+	var created []*command.Group
 	for _, p := range plans {
-		if _, known := m.baselines[p.name]; !known {
-			if p.group != nil {
-				m.baselines[p.name] = p.group.Config()
-			} else {
-				// The zero config, but for what cannot change live: the
-				// strategy and the breakers' warm-up.
-				base := command.GroupConfig{Strategy: p.cfg.Strategy}
-				base.Breaker.WarmUp, base.CommandBreaker.WarmUp = p.cfg.Breaker.WarmUp, p.cfg.CommandBreaker.WarmUp
-				m.baselines[p.name] = base
+		if p.group != nil {
+			continue
+		}
+		g, err := m.reg.NewGroup(p.name, p.cfg)
+		if err != nil {
+			errs := []error{fmt.Errorf("rules: group %q not created, no group changed: %w", p.name, err)}
+			for _, c := range created {
+				errs = append(errs, c.Close(context.Background()))
 			}
+			return errors.Join(errs...)
 		}
-		var err error
-		if p.group == nil {
-			_, err = m.reg.NewGroup(p.name, p.cfg)
-		} else {
-			err = p.group.Reconfigure(p.cfg)
-		}
-		if err != nil { // only a race with code that closed or created the group meanwhile; it names the group
-			errs = append(errs, err)
-		}
+		created = append(created, g)
 	}
-	m.limits = lim.next
-	m.named = map[string]bool{}
-	for name := range doc.Groups {
-		m.named[name] = true
+	for _, g := range created {
+		if _, known := m.baselines[g.Name()]; known { // created by the rules before, then closed by code
+			continue
+		}
+		// The zero config, but for what cannot change live: the strategy
+		// and the breakers' warm-up.
+		cfg := g.Config()
+		base := command.GroupConfig{Strategy: cfg.Strategy}
+		base.Breaker.WarmUp, base.CommandBreaker.WarmUp = cfg.Breaker.WarmUp, cfg.CommandBreaker.WarmUp
+		m.baselines[g.Name()] = base
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // keepWarmUps returns cfg, given to g by rule r (nil: by no rule, the
@@ -209,9 +255,11 @@ func (m *Manager) Status() (applied int, lastErr error) {
 	return m.applied, m.lastErr
 }
 
-// LoadFile reads the rules file at path and applies it; see ApplyJSON.
+// LoadFile reads the rules file at path and applies it; see ApplyJSON. A
+// path that names no regular file (ErrNotRegular) or a file over
+// MaxFileSize is refused.
 func (m *Manager) LoadFile(path string) error {
-	data, err := os.ReadFile(path)
+	data, _, err := readFile(path)
 	if err != nil {
 		return fmt.Errorf("rules: %w", err)
 	}
@@ -225,42 +273,72 @@ func (m *Manager) LoadFile(path string) error {
 // zero or less) and applies it whenever its contents change, until ctx
 // ends; it then returns nil. It first applies the file as it is, unless it
 // is the document last applied (by LoadFile, say), and returns that error
-// if it cannot (a program should not start on a bad rules file). Later, a file that cannot be read or applied is logged at Error
-// level with its error (line and field) and otherwise ignored: the rules
-// in force stay until a good file comes. Run it on a goroutine of its own.
+// if it cannot (a program should not start on a bad rules file); the file
+// must be a regular one (ErrNotRegular) of at most MaxFileSize bytes.
+//
+// Later, a file that cannot be read is logged at Error level once per
+// episode (again when the error changes), and at Info level once it reads
+// again; a file that cannot be applied is logged at Error level with its
+// error (line and field), once per content. Either way the rules in force
+// stay until a good file comes. A poll reads the file only if its stat
+// moved (another file renamed in its place, another size or modification
+// time, or a modification less than 2 s before the last read, which a
+// filesystem's coarse timestamps could hide), and applies it only if its
+// contents changed (by SHA-256): an unchanged file costs a stat. A tool
+// that rewrites the file in place with the same size and sets its
+// modification time back is not noticed: write a new file and rename it
+// over the old one, as editors and configuration tools do. Run it on a
+// goroutine of its own.
 func (m *Manager) Watch(ctx context.Context, path string, interval time.Duration) error {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
-	last, err := os.ReadFile(path)
+	data, fi, err := readFile(path)
 	if err != nil {
 		return fmt.Errorf("rules: %w", err)
 	}
+	last := stamp{info: fi, sum: sha256.Sum256(data), readAt: time.Now()}
 	m.mu.Lock()
-	fresh := string(last) != string(m.lastDoc)
+	fresh := last.sum != m.lastSum
 	m.mu.Unlock()
 	if fresh {
-		if err := m.ApplyJSON(last); err != nil {
+		if err := m.ApplyJSON(data); err != nil {
 			return fmt.Errorf("rules file %s: %w", path, err)
 		}
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	var failing string // the read error of the episode under way; "" while the file reads
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 		}
-		data, err := os.ReadFile(path)
+		fi, err := os.Stat(path)
+		if err == nil && failing == "" && last.unchanged(fi) {
+			continue
+		}
+		var data []byte
+		if err == nil {
+			data, fi, err = readFile(path)
+		}
 		if err != nil {
-			m.logger.Error("bulwark: rules file unreadable; rules in force kept", slog.String("path", path), slog.Any("error", err))
+			if err.Error() != failing {
+				failing = err.Error()
+				m.logger.Error("bulwark: rules file unreadable; rules in force kept", slog.String("path", path), slog.Any("error", err))
+			}
 			continue
 		}
-		if string(data) == string(last) {
+		if failing != "" {
+			failing = ""
+			m.logger.Info("bulwark: rules file readable again", slog.String("path", path))
+		}
+		prev := last.sum
+		last = stamp{info: fi, sum: sha256.Sum256(data), readAt: time.Now()}
+		if last.sum == prev {
 			continue
 		}
-		last = data
 		if err := m.ApplyJSON(data); err != nil {
 			m.logger.Error("bulwark: rules file rejected; rules in force kept", slog.String("path", path), slog.Any("error", err))
 		}

@@ -1,16 +1,13 @@
 package rules
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/bulwark-go/bulwark/circuit"
@@ -31,12 +28,12 @@ type Document struct {
 type Group struct {
 	Preset           string             `json:"preset"`
 	Strategy         *string            `json:"strategy"`
-	MaxConcurrent    *int               `json:"maxConcurrent"`
+	MaxConcurrent    *int               `json:"maxConcurrent" rules:"nonzero"`
 	QueueSize        *int               `json:"queueSize"`
-	Timeout          *Timeout           `json:"timeout"`
-	FallbackLimit    *int               `json:"fallbackLimit"`
-	SlowCallDuration *Duration          `json:"slowCallDuration"`
-	MaxCommands      *int               `json:"maxCommands"`
+	Timeout          *Timeout           `json:"timeout" rules:"nonzero"`
+	FallbackLimit    *int               `json:"fallbackLimit" rules:"nonzero"`
+	SlowCallDuration *Duration          `json:"slowCallDuration" rules:"nonzero"`
+	MaxCommands      *int               `json:"maxCommands" rules:"nonzero"`
 	NoFallback       *bool              `json:"noFallback"`
 	DeadlineReserve  *Duration          `json:"deadlineReserve"`
 	Retry            *Retry             `json:"retry"`
@@ -49,8 +46,8 @@ type Group struct {
 
 // Command is the rule of one command of a group.
 type Command struct {
-	Timeout          *Timeout   `json:"timeout"`
-	SlowCallDuration *Duration  `json:"slowCallDuration"`
+	Timeout          *Timeout   `json:"timeout" rules:"nonzero"`
+	SlowCallDuration *Duration  `json:"slowCallDuration" rules:"nonzero"`
 	Breaker          *Breaker   `json:"breaker"`
 	RateLimit        *RateLimit `json:"rateLimit"`
 }
@@ -59,35 +56,35 @@ type Command struct {
 // and NoBudget are code's: they come from the base.
 type Retry struct {
 	MaxAttempts        *int      `json:"maxAttempts"`
-	Backoff            *Duration `json:"backoff"`
-	MaxBackoff         *Duration `json:"maxBackoff"`
-	MaxRetryAfter      *Duration `json:"maxRetryAfter"`
-	BudgetRatio        *float64  `json:"budgetRatio"`
-	BudgetMinPerSecond *float64  `json:"budgetMinPerSecond"`
+	Backoff            *Duration `json:"backoff" rules:"nonzero"`
+	MaxBackoff         *Duration `json:"maxBackoff" rules:"nonzero"`
+	MaxRetryAfter      *Duration `json:"maxRetryAfter" rules:"nonzero"`
+	BudgetRatio        *float64  `json:"budgetRatio" rules:"nonzero"`
+	BudgetMinPerSecond *float64  `json:"budgetMinPerSecond" rules:"nonzero"`
 }
 
 // Breaker overrides the fields of a circuit.Config it sets.
 type Breaker struct {
 	Window            *Window   `json:"window"`
-	MinRequests       *int      `json:"minRequests"`
-	FailureRatio      *float64  `json:"failureRatio"`
+	MinRequests       *int      `json:"minRequests" rules:"nonzero"`
+	FailureRatio      *float64  `json:"failureRatio" rules:"nonzero"`
 	SlowCallDuration  *Duration `json:"slowCallDuration"`
 	SlowCallRatio     *float64  `json:"slowCallRatio"`
-	OpenDuration      *Duration `json:"openDuration"`
+	OpenDuration      *Duration `json:"openDuration" rules:"nonzero"`
 	BackoffMultiplier *float64  `json:"backoffMultiplier"`
-	MaxOpenDuration   *Duration `json:"maxOpenDuration"`
-	HalfOpenProbes    *int      `json:"halfOpenProbes"`
-	HalfOpenSuccesses *int      `json:"halfOpenSuccesses"`
-	HalfOpenMaxWait   *Duration `json:"halfOpenMaxWait"`
+	MaxOpenDuration   *Duration `json:"maxOpenDuration" rules:"nonzero"`
+	HalfOpenProbes    *int      `json:"halfOpenProbes" rules:"nonzero"`
+	HalfOpenSuccesses *int      `json:"halfOpenSuccesses" rules:"nonzero"`
+	HalfOpenMaxWait   *Duration `json:"halfOpenMaxWait" rules:"nonzero"`
 	RampUp            *Duration `json:"rampUp"`
-	RampUpFloor       *float64  `json:"rampUpFloor"`
+	RampUpFloor       *float64  `json:"rampUpFloor" rules:"nonzero"`
 	WarmUp            *Duration `json:"warmUp"`
 }
 
 // Window is a rolling window's shape.
 type Window struct {
-	Length  *Duration `json:"length"`
-	Buckets *int      `json:"buckets"`
+	Length  *Duration `json:"length" rules:"nonzero"`
+	Buckets *int      `json:"buckets" rules:"nonzero"`
 }
 
 // Duration is a duration written as a Go duration string ("80ms").
@@ -156,152 +153,6 @@ func (t Timeout) MarshalJSON() ([]byte, error) {
 		return []byte(`"none"`), nil
 	}
 	return Duration(t).MarshalJSON()
-}
-
-// Parse reads a rules document strictly: a syntax error, an unknown field
-// or a value of the wrong type is an error wrapping ErrInvalid that gives
-// its line and column, and so is trailing data after the document.
-func Parse(data []byte) (*Document, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var doc Document
-	if err := dec.Decode(&doc); err != nil {
-		return nil, located(data, err)
-	}
-	end := int(dec.InputOffset())
-	if rest := bytes.TrimLeft(data[end:], " \t\r\n"); len(rest) > 0 {
-		return nil, fmt.Errorf("%w: %s: data after the document", ErrInvalid, position(data, len(data)-len(rest)))
-	}
-	if doc.Groups == nil {
-		return nil, fmt.Errorf("%w: no \"groups\" object (an empty one is {\"groups\": {}})", ErrInvalid)
-	}
-	return &doc, nil
-}
-
-// located turns a decoding error into one that says where in data it is.
-func located(data []byte, err error) error {
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syntax):
-		return fmt.Errorf("%w: %s: %w", ErrInvalid, position(data, int(syntax.Offset)-1), err)
-	case errors.As(err, &typ) && typ.Type == reflect.TypeFor[Duration]():
-		return durationError(data, typ)
-	case errors.As(err, &typ):
-		return fmt.Errorf("%w: %s: field %s: %w", ErrInvalid, position(data, int(typ.Offset)), typ.Field, err)
-	case errors.Is(err, io.EOF):
-		return fmt.Errorf("%w: empty document", ErrInvalid)
-	}
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		// The decoder gives neither offset nor field path: find the key.
-		name, _ = strconv.Unquote(name)
-		if off := find(data, place{unknown: name}); off >= 0 {
-			return fmt.Errorf("%w: %s: %w", ErrInvalid, position(data, off), err)
-		}
-	}
-	return fmt.Errorf("%w: %w", ErrInvalid, err)
-}
-
-// durationError says where in data the duration typ refuses is, and why
-// (typ.Value is the value as written: see Duration.UnmarshalJSON).
-func durationError(data []byte, typ *json.UnmarshalTypeError) error {
-	_, why := parseDuration([]byte(typ.Value))
-	match := func(v []byte) bool { return bytes.HasPrefix(v, []byte(typ.Value)) }
-	if off := find(data, place{field: typ.Field, match: match}); off >= 0 {
-		return fmt.Errorf("%w: %s: field %s: %w", ErrInvalid, position(data, off), typ.Field, why)
-	}
-	return fmt.Errorf("%w: field %s: %w", ErrInvalid, typ.Field, why)
-}
-
-// place is what find looks for: the first value whose field path is field
-// (struct fields by JSON name, map keys left out, as
-// json.UnmarshalTypeError.Field gives it) that match accepts, or, if match
-// is nil, the first object key equal to unknown that names no field of its
-// struct. The decoder gives the offset of neither.
-type place struct {
-	field   string
-	match   func(value []byte) bool
-	unknown string
-}
-
-// find returns the offset in data, a document the decoder refused, of the
-// place p, or -1 if there is none.
-func find(data []byte, p place) int {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	return walk(dec, data, reflect.TypeFor[Document](), "", p)
-}
-
-// next returns the offset in data of the next token dec reads.
-func next(dec *json.Decoder, data []byte) int {
-	at := int(dec.InputOffset())
-	return at + len(data[at:]) - len(bytes.TrimLeft(data[at:], " \t\r\n:,"))
-}
-
-// walk reads the next value from dec, of Go type t at field path path,
-// and returns find's answer within it.
-func walk(dec *json.Decoder, data []byte, t reflect.Type, path string, p place) int {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	start := next(dec, data)
-	tok, err := dec.Token()
-	if err != nil {
-		return -1
-	}
-	if p.match != nil && path == p.field && p.match(data[start:]) {
-		return start
-	}
-	if d, ok := tok.(json.Delim); !ok || d == '}' || d == ']' {
-		return -1
-	}
-	type fieldOf struct {
-		typ  reflect.Type
-		path string // the JSON name, after the Go names of the structs it is promoted from
-	}
-	fields := map[string]fieldOf{}
-	if t.Kind() == reflect.Struct {
-		for _, f := range reflect.VisibleFields(t) {
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "" || f.Anonymous {
-				continue
-			}
-			for i := len(f.Index) - 1; i > 0; i-- {
-				name = t.FieldByIndex(f.Index[:i]).Name + "." + name
-			}
-			fields[name[strings.LastIndexByte(name, '.')+1:]] = fieldOf{f.Type, name}
-		}
-	}
-	for dec.More() {
-		elem, sub := t, "\x00" // an array's value (no rule has one) or an unknown field: walked past, never matched
-		if tok == json.Delim('{') {
-			keyAt := next(dec, data)
-			key, err := dec.Token()
-			if err != nil {
-				return -1
-			}
-			switch f, ok := fields[key.(string)]; {
-			case t.Kind() == reflect.Map:
-				elem, sub = t.Elem(), path
-			case ok:
-				elem, sub = f.typ, strings.TrimPrefix(path+"."+f.path, ".")
-			case t.Kind() == reflect.Struct && p.match == nil && key == p.unknown:
-				return keyAt
-			}
-		}
-		if off := walk(dec, data, elem, sub, p); off >= 0 {
-			return off
-		}
-	}
-	_, _ = dec.Token() // the closing delimiter
-	return -1
-}
-
-// position returns "line L, column C" of byte offset off in data.
-func position(data []byte, off int) string {
-	off = min(max(off, 0), len(data))
-	line := 1 + bytes.Count(data[:off], []byte("\n"))
-	col := off - bytes.LastIndexByte(data[:off], '\n')
-	return fmt.Sprintf("line %d, column %d", line, col)
 }
 
 // config returns the GroupConfig rule r gives the group called name whose

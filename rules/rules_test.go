@@ -32,6 +32,23 @@ func newRegistry(t *testing.T) *command.Registry {
 	return reg
 }
 
+// newManager returns a Manager for reg, logging nowhere.
+func newManager(t *testing.T, reg *command.Registry) *Manager {
+	m, err := NewManager(reg, quiet)
+	require.NoError(t, err)
+	return m
+}
+
+// TestNewManagerRefusesNilRegistry: NewManager(nil, nil) used to panic
+// (it asked the nil registry for its logger).
+func TestNewManagerRefusesNilRegistry(t *testing.T) {
+	for _, logger := range []*slog.Logger{nil, quiet} {
+		m, err := NewManager(nil, logger)
+		require.EqualError(t, err, "rules: NewManager: the registry is nil")
+		require.Nil(t, m)
+	}
+}
+
 func TestParseErrorsGiveLineAndField(t *testing.T) {
 	for name, tc := range map[string]struct{ doc, want string }{
 		"unknown field": {"{\"groups\": {\n  \"a\": {\n    \"maxConcurent\": 3\n  }\n}}", `line 3, column 5: json: unknown field "maxConcurent"`},
@@ -54,7 +71,7 @@ func TestApplyPresetOverridesAndCommands(t *testing.T) {
 	_, err := reg.NewGroup("recs", command.GroupConfig{MaxConcurrent: 5, IsBadRequest: classifier,
 		CommandBreaker: circuit.Config{Mode: circuit.ObserveOnly}})
 	require.NoError(t, err)
-	m := NewManager(reg, quiet)
+	m := newManager(t, reg)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {
 		"recs": {"preset": "l1", "maxConcurrent": 20, "breaker": {"failureRatio": 0.3},
 			"commands": {"similar": {"timeout": "50ms", "breaker": {"minRequests": 5}}}},
@@ -95,7 +112,7 @@ func TestApplyPresetOverridesAndCommands(t *testing.T) {
 // TestApplyIsAllOrNothing: one bad group keeps every group as it was.
 func TestApplyIsAllOrNothing(t *testing.T) {
 	reg := newRegistry(t)
-	m := NewManager(reg, quiet)
+	m := newManager(t, reg)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"a": {"maxConcurrent": 3}, "b": {"timeout": "1s"}}}`)))
 	for _, doc := range []string{
 		`{"groups": {"a": {"maxConcurrent": 9}, "b": {"breaker": {"failureRatio": 2}}}}`,
@@ -121,7 +138,7 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 // stay.
 func TestWatchAppliesChangesAndKeepsRulesOnBadFile(t *testing.T) {
 	reg := newRegistry(t)
-	m := NewManager(reg, quiet)
+	m := newManager(t, reg)
 	path := filepath.Join(t.TempDir(), "rules.json")
 	write := func(doc string) {
 		tmp := path + ".tmp"
@@ -152,7 +169,7 @@ func TestWatchAppliesChangesAndKeepsRulesOnBadFile(t *testing.T) {
 }
 
 func TestWatchRefusesBadFileAtStart(t *testing.T) {
-	m := NewManager(newRegistry(t), quiet)
+	m := newManager(t, newRegistry(t))
 	path := filepath.Join(t.TempDir(), "rules.json")
 	require.NoError(t, os.WriteFile(path, []byte(`{"groups": {"db": {"bogus": 1}}}`), 0o600))
 	err := m.Watch(context.Background(), path, time.Millisecond)
@@ -165,7 +182,7 @@ func TestWatchRefusesBadFileAtStart(t *testing.T) {
 // config, the error names the group once.
 func TestErrorsNameTheGroupOnce(t *testing.T) {
 	reg := newRegistry(t)
-	m := NewManager(reg, quiet)
+	m := newManager(t, reg)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"b": {"timeout": "1s"}}}`)))
 	for name, tc := range map[string]struct{ doc, want string }{
 		"refused by the group": {`{"groups": {"b": {"strategy": "semaphore"}}}`,
@@ -249,4 +266,90 @@ func TestUnknownFieldIsLocatedAtItsKey(t *testing.T) {
 	_, err := Parse([]byte("{\"groups\": {\"brust\": {},\n  \"b\": {\"rateLimit\": {\"tokenBucket\": {\"rate\": 1, \"brust\": 2}}}}}"))
 	require.ErrorIs(t, err, ErrInvalid)
 	assert.ErrorContains(t, err, `line 2, column 50: json: unknown field "brust"`)
+}
+
+// TestDuplicateKeyIsRefusedWithLineAndColumn: a key repeated in an object
+// used to be accepted, the last one silently winning. It is refused at the
+// repeated key, with where the first one is; struct fields repeat as the
+// decoder matches them (case aside), map keys (group and command names)
+// only when equal.
+func TestDuplicateKeyIsRefusedWithLineAndColumn(t *testing.T) {
+	for name, tc := range map[string]struct{ doc, want string }{
+		"field": {"{\"groups\": {\"a\": {\"maxConcurrent\": 3,\n  \"maxConcurrent\": 9}}}",
+			`line 2, column 3: duplicate key "maxConcurrent" (first at line 1, column 19): a repeated key would silently replace the first`},
+		"field in another case": {"{\"groups\": {\"a\": {\"timeout\": \"1s\", \"Timeout\": \"2s\"}}}",
+			`line 1, column 36: duplicate key "Timeout" (first at line 1, column 19)`},
+		"group": {"{\"groups\": {\"a\": {},\n\"a\": {\"timeout\": \"1s\"}}}",
+			`line 2, column 1: duplicate key "a" (first at line 1, column 13)`},
+		"command": {"{\"groups\": {\"a\": {\"commands\": {\"q\": {}, \"r\": {}, \"q\": {}}}}}",
+			`line 1, column 50: duplicate key "q" (first at line 1, column 32)`},
+		"nested field": {"{\"groups\": {\"a\": {\"breaker\": {\"window\": {\"length\": \"1s\", \"length\": \"2s\"}}}}}",
+			`line 1, column 58: duplicate key "length" (first at line 1, column 42)`},
+		"promoted field": {"{\"groups\": {\"a\": {\"keyedRateLimit\": {\"tokenBucket\": {\"rate\": 1}, \"tokenBucket\": {\"rate\": 2}}}}}",
+			`line 1, column 66: duplicate key "tokenBucket" (first at line 1, column 38)`},
+		"groups": {"{\"groups\": {\"a\": {}}, \"groups\": {}}", `line 1, column 23: duplicate key "groups" (first at line 1, column 2)`},
+	} {
+		_, err := Parse([]byte(tc.doc))
+		require.ErrorIs(t, err, ErrInvalid, name)
+		assert.ErrorContains(t, err, tc.want, name)
+	}
+	doc, err := Parse([]byte(`{"groups": {"a": {"commands": {"q": {}, "Q": {}}}, "A": {}}}`))
+	require.NoError(t, err, "names that differ in case are different groups and commands")
+	assert.Len(t, doc.Groups, 2)
+	assert.Len(t, doc.Groups["a"].Commands, 2)
+}
+
+// TestExplicitZeroThatMeansDefaultIsRefused: a zero written for a field
+// whose zero means a default used to be taken silently ("timeout": "0s"
+// made a group's 300 ms timeout the library's 1 s). It is refused at the
+// value, naming the field; a zero that means off, or that is the value
+// itself (queueSize 0), stays allowed.
+func TestExplicitZeroThatMeansDefaultIsRefused(t *testing.T) {
+	for _, tc := range []struct{ group, field string }{
+		{`{"maxConcurrent": 0}`, "groups.maxConcurrent"},
+		{`{"timeout": "0s"}`, "groups.timeout"},
+		{`{"fallbackLimit": 0}`, "groups.fallbackLimit"},
+		{`{"slowCallDuration": "0ms"}`, "groups.slowCallDuration"},
+		{`{"maxCommands": 0}`, "groups.maxCommands"},
+		{`{"commands": {"q": {"timeout": "0"}}}`, "groups.commands.timeout"},
+		{`{"commands": {"q": {"slowCallDuration": "0s"}}}`, "groups.commands.slowCallDuration"},
+		{`{"retry": {"backoff": "0s"}}`, "groups.retry.backoff"},
+		{`{"retry": {"maxBackoff": "0s"}}`, "groups.retry.maxBackoff"},
+		{`{"retry": {"maxRetryAfter": "0s"}}`, "groups.retry.maxRetryAfter"},
+		{`{"retry": {"budgetRatio": 0.0}}`, "groups.retry.budgetRatio"},
+		{`{"retry": {"budgetMinPerSecond": -0}}`, "groups.retry.budgetMinPerSecond"},
+		{`{"breaker": {"window": {"length": "0s"}}}`, "groups.breaker.window.length"},
+		{`{"breaker": {"window": {"buckets": 0}}}`, "groups.breaker.window.buckets"},
+		{`{"breaker": {"minRequests": 0}}`, "groups.breaker.minRequests"},
+		{`{"breaker": {"failureRatio": 0e3}}`, "groups.breaker.failureRatio"},
+		{`{"breaker": {"openDuration": "0s"}}`, "groups.breaker.openDuration"},
+		{`{"breaker": {"maxOpenDuration": "0s"}}`, "groups.breaker.maxOpenDuration"},
+		{`{"breaker": {"halfOpenProbes": 0}}`, "groups.breaker.halfOpenProbes"},
+		{`{"breaker": {"halfOpenSuccesses": 0}}`, "groups.breaker.halfOpenSuccesses"},
+		{`{"breaker": {"halfOpenMaxWait": "0s"}}`, "groups.breaker.halfOpenMaxWait"},
+		{`{"breaker": {"rampUpFloor": 0}}`, "groups.breaker.rampUpFloor"},
+		{`{"commandBreaker": {"minRequests": 0}}`, "groups.commandBreaker.minRequests"},
+		{`{"commands": {"q": {"breaker": {"openDuration": "0s"}}}}`, "groups.commands.breaker.openDuration"},
+		{`{"rateLimit": {"tokenBucket": {"rate": 1, "burst": 0}}}`, "groups.rateLimit.tokenBucket.burst"},
+		{`{"rateLimit": {"slidingWindow": {"limit": 1, "window": "0s"}}}`, "groups.rateLimit.slidingWindow.window"},
+		{`{"commands": {"q": {"rateLimit": {"slidingWindow": {"limit": 1, "buckets": 0}}}}}`, "groups.commands.rateLimit.slidingWindow.buckets"},
+		{`{"keyedRateLimit": {"maxKeys": 0, "tokenBucket": {"rate": 1}}}`, "groups.keyedRateLimit.maxKeys"},
+		{`{"keyedRateLimit": {"tokenBucket": {"rate": 1, "burst": 0}}}`, "groups.keyedRateLimit.RateLimit.tokenBucket.burst"},
+	} {
+		doc := "{\"groups\": {\"a\": {},\n  \"b\": " + tc.group + "}}"
+		_, err := Parse([]byte(doc))
+		require.ErrorIs(t, err, ErrInvalid, tc.field)
+		assert.ErrorContains(t, err, "line 2, column ", tc.field)
+		assert.ErrorContains(t, err, "field "+tc.field+": ", tc.field)
+		assert.ErrorContains(t, err, " would silently mean the default: omit the field for the default", tc.field)
+	}
+	_, err := Parse([]byte("{\"groups\": {\"a\": {\n  \"timeout\": \"0s\"}}}"))
+	assert.EqualError(t, err, `rules: invalid: line 2, column 14: field groups.timeout: "0s" would silently mean the default: omit the field for the default, or write "none" for no timeout`)
+
+	doc, err := Parse([]byte(`{"groups": {"a": {"queueSize": 0, "deadlineReserve": "0s", "noFallback": false,
+		"retry": {"maxAttempts": 0},
+		"breaker": {"slowCallDuration": "0s", "slowCallRatio": 0, "backoffMultiplier": 0, "rampUp": "0s", "warmUp": "0s"},
+		"commands": {"q": {"timeout": "none"}}}}}`))
+	require.NoError(t, err, "a zero that means off, or is the value itself")
+	assert.Zero(t, *doc.Groups["a"].QueueSize)
 }

@@ -115,7 +115,10 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	live := rules.NewManager(reg, logger)
+	live, err := rules.NewManager(reg, logger)
+	if err != nil {
+		return err
+	}
 	if *rulesFile != "" {
 		if err := live.LoadFile(*rulesFile); err != nil {
 			return err
