@@ -647,8 +647,9 @@ func (g *Group) newCommand(name string) *commandState {
 // Close stops the group: it stops its breakers' health checks
 // (circuit.Breaker.Close), closes the bulkhead (waiting, until ctx ends,
 // for calls in progress), removes the group from its registry and its
-// metrics from the go-metrics registry. Calls made after Close are rejected
-// with an error matching ErrRejected and isolation.ErrClosed.
+// metrics from the go-metrics registry. Calls made after Close are
+// rejected (THREAD_POOL_REJECTED or SEMAPHORE_REJECTED) with an error
+// matching ErrClosed and isolation.ErrClosed, not ErrRejected.
 func (g *Group) Close(ctx context.Context) error {
 	g.mu.Lock()
 	if g.closed.Load() {
