@@ -187,10 +187,56 @@ func TestCollectorExportsWhatTheServiceDid(t *testing.T) {
 	assert.Len(t, h.GetBucket(), len(buckets)+1, "and +Inf")
 
 	// Every call took 20 ms of Run: the window's quantiles, within the
-	// histogram's bin width (1/32).
-	assert.InDelta(t, 0.020, value(t, fams, "bulwark_command_latency_window_seconds", append(get, "phase", "run", "quantile", "0.5")...), 0.020/32)
-	assert.InDelta(t, 0.020, value(t, fams, "bulwark_command_latency_window_seconds", append(get, "phase", "total", "quantile", "0.995")...), 0.020/32)
+	// histogram's bin width (1/32), in a summary whose count and sum are
+	// the histogram's.
+	win := summary(t, fams, "bulwark_command_latency_window_seconds", append(get, "phase", "run")...)
+	assert.InDelta(t, 0.020, quantile(t, win, 0.5), 0.020/32)
+	assert.InDelta(t, 0.020, quantile(t, summary(t, fams, "bulwark_command_latency_window_seconds", append(get, "phase", "total")...), 0.995), 0.020/32)
+	assert.Len(t, win.GetQuantile(), len(metrics.Quantiles()))
+	assert.Equal(t, uint64(4), win.GetSampleCount())
+	assert.InDelta(t, 0.080, win.GetSampleSum(), 1e-9)
+	assert.Equal(t, dto.MetricType_SUMMARY, fams["bulwark_command_latency_window_seconds"].GetType())
 	assert.InDelta(t, 0.020, value(t, fams, "bulwark_command_latency_window_mean_seconds", append(get, "phase", "run")...), 0.020/32)
+	assert.Equal(t, 0.0, value(t, fams, "bulwark_group_renamed_commands", "group", "users"))
+	assert.Equal(t, 0.0, value(t, fams, "bulwark_collector_dropped_series_total"))
+}
+
+// summary returns the summary of family name with exactly the given labels
+// (name, value pairs), failing if there is none.
+func summary(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels ...string) *dto.Summary {
+	t.Helper()
+	f, ok := fams[name]
+	require.True(t, ok, "family %s", name)
+	want := map[string]string{}
+	for i := 0; i < len(labels); i += 2 {
+		want[labels[i]] = labels[i+1]
+	}
+next:
+	for _, m := range f.GetMetric() {
+		if len(m.GetLabel()) != len(want) {
+			continue
+		}
+		for _, l := range m.GetLabel() {
+			if want[l.GetName()] != l.GetValue() {
+				continue next
+			}
+		}
+		return m.GetSummary()
+	}
+	t.Fatalf("no summary %s%v", name, labels)
+	return nil
+}
+
+// quantile returns quantile q of s, failing if s has none.
+func quantile(t *testing.T, s *dto.Summary, q float64) float64 {
+	t.Helper()
+	for _, sq := range s.GetQuantile() {
+		if sq.GetQuantile() == q {
+			return sq.GetValue()
+		}
+	}
+	t.Fatalf("no quantile %v in %v", q, s)
+	return 0
 }
 
 // TestCollectorExportsEveryEventKind: the events counter is generic over
@@ -238,8 +284,12 @@ func TestCollectorCountersNeverDecrease(t *testing.T) {
 	fams := scrape(t, c)
 	assert.Equal(t, 3.0, value(t, fams, "bulwark_command_calls_total", get...))
 	assert.Equal(t, 0.0, value(t, fams, "bulwark_command_degraded_ratio", get...), "empty window")
-	_, ok := fams["bulwark_command_latency_window_seconds"]
-	assert.False(t, ok, "no latency series for an empty window")
+	for _, m := range fams["bulwark_command_latency_window_seconds"].GetMetric() {
+		assert.Empty(t, m.GetSummary().GetQuantile(), "no quantile for an empty window")
+		assert.Equal(t, uint64(3), m.GetSummary().GetSampleCount(), "the count keeps what left the window")
+	}
+	_, ok := fams["bulwark_command_latency_window_mean_seconds"]
+	assert.False(t, ok, "no mean for an empty window")
 	for _, m := range fams["bulwark_command_latency_seconds"].GetMetric() {
 		assert.Equal(t, uint64(3), m.GetHistogram().GetSampleCount(), "the histogram keeps what left the window")
 	}
