@@ -94,9 +94,9 @@ func scrape(t *testing.T, c prometheus.Collector) map[string]*dto.MetricFamily {
 	return parsed
 }
 
-// value returns the value of the series of family name with exactly the
-// given labels (name, value pairs), failing if there is none.
-func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+// series returns the series of family name with exactly the given labels
+// (name, value pairs), failing if there is none.
+func series(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels ...string) *dto.Metric {
 	t.Helper()
 	f, ok := fams[name]
 	require.True(t, ok, "family %s", name)
@@ -114,15 +114,24 @@ next:
 				continue next
 			}
 		}
-		switch f.GetType() {
-		case dto.MetricType_COUNTER:
-			return m.GetCounter().GetValue()
-		case dto.MetricType_GAUGE:
-			return m.GetGauge().GetValue()
-		}
-		t.Fatalf("family %s has type %v", name, f.GetType())
+		return m
 	}
 	t.Fatalf("no series %s%v", name, labels)
+	return nil
+}
+
+// value returns the value of the counter or gauge of family name with
+// exactly the given labels.
+func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	t.Helper()
+	m := series(t, fams, name, labels...)
+	switch fams[name].GetType() {
+	case dto.MetricType_COUNTER:
+		return m.GetCounter().GetValue()
+	case dto.MetricType_GAUGE:
+		return m.GetGauge().GetValue()
+	}
+	t.Fatalf("family %s has type %v", name, fams[name].GetType())
 	return 0
 }
 
@@ -201,30 +210,12 @@ func TestCollectorExportsWhatTheServiceDid(t *testing.T) {
 	assert.Equal(t, 0.0, value(t, fams, "bulwark_collector_dropped_series_total"))
 }
 
-// summary returns the summary of family name with exactly the given labels
-// (name, value pairs), failing if there is none.
+// summary returns the summary of family name with exactly the given
+// labels.
 func summary(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels ...string) *dto.Summary {
 	t.Helper()
-	f, ok := fams[name]
-	require.True(t, ok, "family %s", name)
-	want := map[string]string{}
-	for i := 0; i < len(labels); i += 2 {
-		want[labels[i]] = labels[i+1]
-	}
-next:
-	for _, m := range f.GetMetric() {
-		if len(m.GetLabel()) != len(want) {
-			continue
-		}
-		for _, l := range m.GetLabel() {
-			if want[l.GetName()] != l.GetValue() {
-				continue next
-			}
-		}
-		return m.GetSummary()
-	}
-	t.Fatalf("no summary %s%v", name, labels)
-	return nil
+	require.Equal(t, dto.MetricType_SUMMARY, fams[name].GetType(), name)
+	return series(t, fams, name, labels...).GetSummary()
 }
 
 // quantile returns quantile q of s, failing if s has none.
