@@ -16,6 +16,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/metrics"
+	"github.com/bulwark-go/bulwark/ratelimit"
 )
 
 // The chaos tests drive two groups (pool and semaphore) with 64 goroutines
@@ -337,6 +338,20 @@ func chaosCall(t *testing.T, r *rand.Rand, g *Group, local map[string]*tally) (c
 		}
 	}
 	return rec, ok
+}
+
+// nthLimiter refuses every nth call of Admit and admits the others: its
+// refusals depend on how many calls it saw, never on timing.
+type nthLimiter struct {
+	n     int64
+	calls atomic.Int64
+}
+
+func (l *nthLimiter) Admit(context.Context) error {
+	if l.calls.Add(1)%l.n == 0 {
+		return ratelimit.ErrLimited
+	}
+	return nil
 }
 
 // checkDiscards checks that every non-zero value Run produced and no caller

@@ -27,7 +27,10 @@
 // and its own metrics; commands of the same name share them, even if their
 // types differ. Names must come from a small fixed set, never from request
 // data: GroupConfig.MaxCommands (default 1000) caps them, and past it new
-// names share the command OverflowCommand.
+// names share the command OverflowCommand. MaxNameLength (256 bytes) caps
+// their length: a longer name, or one that is not valid UTF-8, is renamed
+// when first seen (a valid prefix and a hash of the name), logged and
+// counted, so that every exported name is valid and bounded.
 //
 // Fallback and Discard are found by their method sets: a Fallback with a
 // pointer receiver on a command passed by value, or with another result
@@ -53,8 +56,8 @@
 // event names:
 //
 //   - SHORT_CIRCUITED: a breaker refused the call; Run did not run.
-//   - THREAD_POOL_REJECTED, SEMAPHORE_REJECTED: the bulkhead was full (or
-//     closed); Run did not run.
+//   - THREAD_POOL_REJECTED, SEMAPHORE_REJECTED: the bulkhead was full, or
+//     closed (see Closing); Run did not run.
 //   - SUCCESS: Run returned no error before the deadline. It is also SLOW when
 //     Run took longer than GroupConfig.SlowCallDuration.
 //   - FAILURE: Run returned an error, or panicked (the error is an
@@ -198,6 +201,16 @@
 // Registry.Close is final: it closes every group, then NewGroup and
 // GroupOrNew return ErrClosed. It waits for the calls still running,
 // detached ones included, until its ctx ends: give it a deadline.
+//
+// A call to a closed group (Group.Close or Registry.Close), or one still
+// queued in its pool when Close stops waiting, never runs: its closed
+// bulkhead refuses it, so its one outcome is THREAD_POOL_REJECTED or
+// SEMAPHORE_REJECTED, the breakers do not count it and its fallback runs,
+// as for any rejection; but its error (the one the fallback gets too)
+// matches ErrClosed and isolation.ErrClosed, not ErrRejected, so that a
+// shutdown does not read as a full bulkhead. (A closed group is gone from
+// the registry's snapshots and the go-metrics registry, so these
+// rejections show only in its own Group.Snapshot.)
 //
 // # HTTP
 //

@@ -21,8 +21,9 @@ var (
 	// not start within it (QUEUE_TIMEOUT). Also matches
 	// context.DeadlineExceeded.
 	ErrTimeout error = &kindError{"command: timeout", context.DeadlineExceeded}
-	// ErrRejected: the bulkhead was full (pool and queue, or semaphore) or
-	// closed. Also matches isolation.ErrRejected.
+	// ErrRejected: the bulkhead was full (pool and queue, or semaphore).
+	// Also matches isolation.ErrRejected. (The rejections of a closed
+	// group's bulkhead match ErrClosed instead.)
 	ErrRejected error = &kindError{"command: rejected", isolation.ErrRejected}
 	// ErrFallbackRejected: a fallback was needed but the group's fallback
 	// limit was reached.
@@ -63,7 +64,8 @@ func (e *kindError) Unwrap() error { return e.base }
 // returned exactly as Run returned it.)
 //
 // errors.Is matches the outcome's sentinel (ErrTimeout, ErrShortCircuited,
-// ErrRejected, ErrRateLimited; the context's error for CANCELLED), the cause and the
+// ErrRejected, or ErrClosed for a closed group's rejection, ErrRateLimited;
+// the context's error for CANCELLED), the cause and the
 // fallback's error; errors.As reaches Run's own error (or the
 // *isolation.PanicError of a panic) through Err.
 type Error struct {
@@ -80,7 +82,7 @@ type Error struct {
 	// CANCELLED, which never falls back.
 	FallbackErr error
 
-	kind    error            // ErrTimeout, ErrShortCircuited, ErrRejected, ErrRateLimited, a context error, or nil
+	kind    error            // ErrTimeout, ErrShortCircuited, ErrRejected, ErrClosed, ErrRateLimited, a context error, or nil
 	refuser *circuit.Breaker // the breaker that refused a SHORT_CIRCUITED call
 }
 

@@ -153,7 +153,7 @@ func execute[T any, C Runner[T]](ctx context.Context, g *Group, cmd *C, opts []O
 				start = c.retried(start, now, &r, info)
 				continue
 			}
-			e := &Error{Group: g.name, Command: c.name, Event: r.event, Err: r.err, kind: kindOf(ctx, r.event), refuser: refuser}
+			e := &Error{Group: g.name, Command: c.name, Event: r.event, Err: r.err, kind: kindOf(ctx, r), refuser: refuser}
 			if fallsBack(r.event) {
 				v, err = fallback[T](ctx, g, cmd, cs, e, info)
 				now = g.clock.Now()

@@ -402,18 +402,6 @@ func TestExecuteOptionsOverride(t *testing.T) {
 	assert.Equal(t, "other", info.Command)
 }
 
-func TestExecuteAfterCloseIsRejected(t *testing.T) {
-	strategies(t, func(t *testing.T, s Strategy) {
-		g, _ := newTestGroup(t, GroupConfig{Strategy: s})
-		require.NoError(t, g.Close(context.Background()))
-		_, _, err := ExecuteInfo(context.Background(), g, op[int]{"get", succeed(1)})
-		assert.ErrorIs(t, err, ErrRejected)
-		assert.ErrorIs(t, err, isolation.ErrClosed)
-		_, ok := g.reg.Group("deps")
-		assert.False(t, ok)
-	})
-}
-
 // TestFallbackCalledExactly checks that the fallback runs exactly on
 // FAILURE, TIMEOUT, a rejection and a short-circuit, and that a value is
 // marked degraded exactly when a fallback served it.

@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -106,7 +107,8 @@ type GroupConfig struct {
 	// request data could exhaust memory. Once the cap is reached, calls with
 	// a new name run as the command OverflowCommand, which has its own
 	// breaker and metrics (so they stay protected and counted); the first
-	// one is logged at Warn level with its name. Default 1000.
+	// one is logged at Warn level with its name. Default 1000. The length
+	// of each name is capped too, by MaxNameLength.
 	MaxCommands int
 	// Logger receives the group's log records (panics in Run or Fallback).
 	// Default: the registry's logger.
@@ -260,9 +262,10 @@ func (c GroupConfig) Validate() error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Commands)) {
 		cc := c.Commands[name]
+		if err := checkName("Commands: a command name", name); err != nil {
+			return err
+		}
 		switch t := cc.Timeout; {
-		case name == "":
-			return invalid("Commands: a command name must not be empty")
 		case t < 0 && t != NoTimeout:
 			return invalid("Commands[%q].Timeout %v must not be negative (NoTimeout disables it)", name, t)
 		case cc.SlowCallDuration < 0:
@@ -362,6 +365,7 @@ func (t *commandTable) typeEntry(typ reflect.Type) *typeEntry {
 // commandState is one command name of a group: its breaker and metrics.
 type commandState struct {
 	name     string
+	sum      *[sha256.Size]byte // of the name the calls give, when name is its renamed form (see MaxNameLength); else nil
 	group    *Group
 	settings atomic.Pointer[commandSettings] // replaced by Reconfigure
 	breaker  *circuit.Breaker
@@ -382,8 +386,8 @@ type commandCounters struct {
 }
 
 func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
-	if name == "" {
-		return nil, fmt.Errorf("%w: group name must not be empty", ErrInvalidConfig)
+	if err := checkName("group name", name); err != nil {
+		return nil, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("group %q: %w", name, err)
@@ -464,10 +468,15 @@ func (g *Group) Config() GroupConfig { return g.cfg().GroupConfig }
 // closed with SetMode.
 func (g *Group) Breaker() *circuit.Breaker { return g.breaker }
 
-// CommandBreaker returns the breaker of the named command, and false if the
-// group has no command of that name yet.
+// CommandBreaker returns the breaker of the named command (by the name its
+// calls give, or the renamed form snapshots show, see MaxNameLength), and
+// false if the group has no command of that name yet.
 func (g *Group) CommandBreaker(name string) (*circuit.Breaker, bool) {
-	c := g.commands.Load().byName[name]
+	t := g.commands.Load()
+	c := t.byName[name]
+	if c == nil {
+		c, _ = t.find(t.nameKey(name))
+	}
 	if c == nil {
 		return nil, false
 	}
@@ -507,11 +516,11 @@ func commandOf[T any, C Runner[T]](g *Group, cmd *C, name string) *commandState 
 		}
 		name = any(*cmd).(Namer).Name()
 	}
-	if c := t.byName[name]; c != nil {
-		return c
+	if c := t.byName[name]; c != nil && c.sum == nil {
+		return c // the name as given: a renamed command's key is its renamed form, never a name given
 	}
-	if t.overflow != nil {
-		return t.overflow
+	if c := t.known(name); c != nil {
+		return c
 	}
 	return g.addCommand(name)
 }
@@ -587,10 +596,15 @@ func (g *Group) addCommand(name string) *commandState {
 	return g.addCommandLocked(name)
 }
 
-// addCommandLocked is addCommand with g.mu held.
+// addCommandLocked is addCommand with g.mu held. A name that is not valid
+// UTF-8 or longer than MaxNameLength gets a command under its renamed form
+// (see MaxNameLength); a name whose key is another name's runs as the
+// overflow command.
 func (g *Group) addCommandLocked(name string) *commandState {
 	old := g.commands.Load()
-	if c := old.byName[name]; c != nil {
+	key, sum := old.nameKey(name)
+	c, taken := old.find(key, sum)
+	if c != nil {
 		return c
 	}
 	if old.overflow != nil {
@@ -600,20 +614,38 @@ func (g *Group) addCommandLocked(name string) *commandState {
 	if next.byName == nil {
 		next.byName = map[string]*commandState{}
 	}
-	if len(next.byName) < g.cfg().MaxCommands {
-		c := g.newCommand(name)
-		next.byName[name] = c
-		g.commands.Store(next)
-		return c
-	}
-	g.logger.Warn("bulwark: group has MaxCommands command names; new names run as "+OverflowCommand,
-		slog.String("group", g.name), slog.Int("max_commands", g.cfg().MaxCommands), slog.String("name", name))
-	if next.overflow = next.byName[OverflowCommand]; next.overflow == nil {
-		next.overflow = g.newCommand(OverflowCommand)
-		next.byName[OverflowCommand] = next.overflow
+	switch {
+	case taken:
+		g.logger.Warn("bulwark: command name renamed like another name; it runs as "+OverflowCommand,
+			slog.String("group", g.name), slog.String("name", quoteName(name)), slog.String("renamed", key))
+		c = g.overflowLocked(next)
+	case len(next.byName) < g.cfg().MaxCommands:
+		if sum != nil {
+			g.logger.Warn("bulwark: command name is not valid UTF-8 or longer than MaxNameLength; renamed",
+				slog.String("group", g.name), slog.String("name", quoteName(name)), slog.String("renamed", key))
+		}
+		c = g.newCommand(key)
+		c.sum = sum
+		next.byName[key] = c
+	default:
+		g.logger.Warn("bulwark: group has MaxCommands command names; new names run as "+OverflowCommand,
+			slog.String("group", g.name), slog.Int("max_commands", g.cfg().MaxCommands), slog.String("name", quoteName(name)))
+		next.overflow = g.overflowLocked(next)
+		c = next.overflow
 	}
 	g.commands.Store(next)
-	return next.overflow
+	return c
+}
+
+// overflowLocked returns the overflow command of next, a table not yet
+// published, adding it if needed. g.mu is held.
+func (g *Group) overflowLocked(next *commandTable) *commandState {
+	c := next.byName[OverflowCommand]
+	if c == nil {
+		c = g.newCommand(OverflowCommand)
+		next.byName[OverflowCommand] = c
+	}
+	return c
 }
 
 // newCommand creates a command's breaker, metrics and exported gauges. The
@@ -647,8 +679,9 @@ func (g *Group) newCommand(name string) *commandState {
 // Close stops the group: it stops its breakers' health checks
 // (circuit.Breaker.Close), closes the bulkhead (waiting, until ctx ends,
 // for calls in progress), removes the group from its registry and its
-// metrics from the go-metrics registry. Calls made after Close are rejected
-// with an error matching ErrRejected and isolation.ErrClosed.
+// metrics from the go-metrics registry. Calls made after Close are
+// rejected (THREAD_POOL_REJECTED or SEMAPHORE_REJECTED) with an error
+// matching ErrClosed and isolation.ErrClosed, not ErrRejected.
 func (g *Group) Close(ctx context.Context) error {
 	g.mu.Lock()
 	if g.closed.Load() {
@@ -705,7 +738,11 @@ func (g *Group) Snapshot() GroupSnapshot {
 	t := g.commands.Load()
 	s.Commands = make([]CommandSnapshot, 0, len(t.byName))
 	for _, name := range slices.Sorted(maps.Keys(t.byName)) {
-		cs := t.byName[name].snapshot(now)
+		c := t.byName[name]
+		if c.sum != nil {
+			s.RenamedCommands++
+		}
+		cs := c.snapshot(now)
 		addCounts(&s.Metrics.Counts, cs.Metrics.Counts)
 		addCounts(&s.Metrics.Cumulative, cs.Metrics.Cumulative)
 		s.Commands = append(s.Commands, cs)

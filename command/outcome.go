@@ -165,14 +165,20 @@ func (l lateBadRequest) As(target any) bool {
 	return errors.As(l.err, target)
 }
 
-// kindOf returns the sentinel an *Error of primary outcome e matches.
-func kindOf(ctx context.Context, e metrics.Event) error {
-	switch e {
+// kindOf returns the sentinel an *Error of an attempt that ended as r
+// matches. A rejection by a closed bulkhead (r.err matches
+// isolation.ErrClosed: the group was closed) matches ErrClosed, not
+// ErrRejected: a shutdown is not a full bulkhead.
+func kindOf(ctx context.Context, r result) error {
+	switch r.event {
 	case metrics.Timeout, metrics.QueueTimeout:
 		return ErrTimeout
 	case metrics.ShortCircuited:
 		return ErrShortCircuited
 	case metrics.ThreadPoolRejected, metrics.SemaphoreRejected:
+		if errors.Is(r.err, isolation.ErrClosed) {
+			return ErrClosed
+		}
 		return ErrRejected
 	case metrics.Cancelled:
 		return ctx.Err()

@@ -18,9 +18,10 @@ import (
 )
 
 // ErrClosed is the error of NewGroup and GroupOrNew once the registry's
-// Close has begun. It also matches isolation.ErrClosed, as the calls of a
-// closed group do.
-var ErrClosed error = &kindError{"command: registry closed", isolation.ErrClosed}
+// Close has begun, and is matched by the errors of Reconfigure and Execute
+// on a closed group (by Group.Close or Registry.Close). It also matches
+// isolation.ErrClosed.
+var ErrClosed error = &kindError{"command: closed", isolation.ErrClosed}
 
 // RegistryConfig configures a Registry. Every field is optional.
 type RegistryConfig struct {

@@ -160,3 +160,81 @@ func TestRegistryClockIsItsGroupsClock(t *testing.T) {
 	var zero Registry // the zero Registry is ready to use, on the system clock
 	assert.True(t, metrics.SameClock(zero.Clock(), metrics.SystemClock()))
 }
+
+// TestExecuteAfterCloseMatchesErrClosed: a call to a group whose registry
+// is closed, or that was closed itself, is refused by its closed bulkhead
+// (one primary outcome, the bulkhead's rejection; nothing for the
+// breakers), and its error matches ErrClosed (and isolation.ErrClosed),
+// not ErrRejected: a shutdown is not a full bulkhead. (It matched
+// ErrRejected only.) Its fallback, as for any rejection, is given that
+// error.
+func TestExecuteAfterCloseMatchesErrClosed(t *testing.T) {
+	strategies(t, func(t *testing.T, s Strategy) {
+		for _, how := range []string{"registry", "group"} {
+			reg := NewRegistry(RegistryConfig{Logger: discardLogger, Clock: new(metrics.ManualClock)})
+			g, err := reg.NewGroup("deps", GroupConfig{Strategy: s})
+			require.NoError(t, err)
+			if how == "registry" {
+				require.NoError(t, reg.Close(context.Background()))
+			} else {
+				require.NoError(t, g.Close(context.Background()))
+				t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+			}
+			ran := false
+			run := func(context.Context) (int, error) { ran = true; return 1, nil }
+			v, info, err := ExecuteInfo(context.Background(), g, op[int]{"get", run})
+			require.ErrorIs(t, err, ErrClosed, how)
+			assert.ErrorIs(t, err, isolation.ErrClosed, how)
+			assert.NotErrorIs(t, err, ErrRejected, "%s: a shutdown is not a full bulkhead", how)
+			assert.ErrorContains(t, err, "command deps/get")
+			assert.Zero(t, v)
+			assert.False(t, ran, how)
+			assert.Equal(t, g.rejected, info.Event, how)
+			assert.Equal(t, events(g.rejected, metrics.FallbackMissing, metrics.ExceptionThrown), info.Events, how)
+
+			var fbErr error
+			fb := opFB[int]{op[int]{"get", run}, func(_ context.Context, err error) (int, error) { fbErr = err; return -1, nil }}
+			v, err = Execute(context.Background(), g, fb)
+			require.NoError(t, err, how)
+			assert.Equal(t, -1, v)
+			assert.ErrorIs(t, fbErr, ErrClosed, "%s: the fallback can tell a shutdown", how)
+
+			c := g.Snapshot().Commands[0].Metrics.Counts
+			assert.EqualValues(t, 2, c[g.rejected], how)
+			assert.EqualValues(t, 2, primaryCount(c), "%s: exactly one outcome per call", how)
+			assert.Zero(t, g.Breaker().Snapshot().Health.Requests, how)
+			_, ok := reg.Group("deps")
+			assert.False(t, ok, "%s: a closed group is forgotten", how)
+		}
+	})
+}
+
+// TestQueuedCallDroppedByCloseMatchesErrClosed: a call waiting in a pool's
+// queue when Close gives up waiting is dropped, never run, and answered as
+// a call after Close is.
+func TestQueuedCallDroppedByCloseMatchesErrClosed(t *testing.T) {
+	reg := NewRegistry(RegistryConfig{Logger: discardLogger, Clock: new(metrics.ManualClock)})
+	g, err := reg.NewGroup("deps", GroupConfig{MaxConcurrent: 1, QueueSize: 1, Timeout: NoTimeout})
+	require.NoError(t, err)
+	release, running := make(chan struct{}), make(chan struct{})
+	blocker := op[int]{"block", func(context.Context) (int, error) { close(running); <-release; return 1, nil }}
+	go func() { _, _ = Execute(context.Background(), g, blocker) }()
+	receive(t, running, "the blocking call's start")
+	queued := make(chan error, 1)
+	go func() {
+		_, err := Execute(context.Background(), g, op[int]{"get", succeed(1)})
+		queued <- err
+	}()
+	require.Eventually(t, func() bool { return g.pool.Stats().Queued == 1 }, 10*time.Second, time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // Close drops the queued calls at once
+	var ce *isolation.CloseError
+	require.ErrorAs(t, reg.Close(ctx), &ce)
+	assert.Equal(t, 1, ce.Dropped)
+	err = receive(t, queued, "the queued call's answer")
+	require.ErrorIs(t, err, ErrClosed)
+	assert.ErrorIs(t, err, isolation.ErrDropped)
+	assert.NotErrorIs(t, err, ErrRejected)
+	close(release)
+	assert.EqualValues(t, 1, counts(t, g, "get")[metrics.ThreadPoolRejected])
+}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/metrics"
-	"github.com/bulwark-go/bulwark/ratelimit"
 )
 
 // retryOp is a test command that may declare itself idempotent; fb nil
@@ -554,11 +553,12 @@ func TestRetryChangesLive(t *testing.T) {
 // the callers saw.
 func TestConservationWithRetries(t *testing.T) {
 	// A rate limit in front, as in TestConservationWithRateLimit: every
-	// attempt, a retry too, passes it. It refuses only part of the calls,
-	// so that enough reach the dependency to be retried.
-	bucket, err := ratelimit.NewTokenBucket(ratelimit.TokenBucketConfig{Rate: 10_000, Burst: 100})
-	require.NoError(t, err)
-	lim := &countingLimiter{Limiter: bucket}
+	// attempt, a retry too, passes it. It refuses every fifth attempt,
+	// whatever the time (a token bucket on the system clock refused none on
+	// a loaded machine, where the calls came slower than its rate), so that
+	// refusals are certain and enough attempts reach the dependency to be
+	// retried.
+	lim := &countingLimiter{Limiter: &nthLimiter{n: 5}}
 	groups := chaosRegistry(t, circuit.Config{Mode: circuit.ForcedClosed}, lim)
 	for _, g := range groups {
 		require.NoError(t, g.Reconfigure(changed(g, func(c *GroupConfig) {

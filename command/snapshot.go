@@ -42,6 +42,10 @@ type GroupSnapshot struct {
 	// Commands holds one entry per command name seen in the group (or
 	// declared in GroupConfig.Commands), sorted by name.
 	Commands []CommandSnapshot
+	// RenamedCommands counts the commands of Commands named by the renamed
+	// form of the name their calls give, one not valid UTF-8 or longer than
+	// MaxNameLength.
+	RenamedCommands int
 
 	// AlertTier is the alert tier the group's breaker has reached in its
 	// current outage (see AlertConfig); "" when none or alerts are off.

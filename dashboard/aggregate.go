@@ -58,8 +58,19 @@ type AggregateConfig struct {
 	// MaxEventBytes bounds one event line; a longer one ends the
 	// connection. MaxEvents bounds the keys (commands and pools) kept per
 	// instance; new keys past it are ignored. Together they bound the
-	// memory one instance can take. Defaults DefaultMaxEventBytes (1 MiB)
-	// and DefaultMaxEvents (10000).
+	// memory one instance can take, whatever it sends: of each event the
+	// aggregate decodes and keeps only the fields it merges (the keys of
+	// the stream's four event types; other fields and event types are
+	// dropped), with every name at most command.MaxNameLength bytes (an
+	// event with a longer one is skipped), every other text cut to 128
+	// bytes and the newest 8 breaker transitions, so that a key costs at
+	// most 8 KiB (0.2 to 1.5 KiB as bulwark instances send them). An
+	// instance takes at most MaxEventBytes (its read buffer) plus
+	// 2 × MaxEvents × 8 KiB (the frame kept and the frame being read):
+	// 157 MiB at the defaults in the worst case, about a fifth of it for
+	// a bulwark instance with MaxEvents keys; lower MaxEvents for a fleet
+	// of many small instances. Defaults DefaultMaxEventBytes (1 MiB) and
+	// DefaultMaxEvents (10000).
 	MaxEventBytes, MaxEvents int
 	// Client makes the requests to the instances; it must not set a
 	// Timeout (a stream does not end). Default: a client of its own,
@@ -164,7 +175,8 @@ func checkInstanceURL(s string) error {
 // which is the largest. bulwark's own BulwarkCommand and BulwarkGroup
 // events are merged too: breaker fields from the instance in the worst
 // state, counts summed, ratios weighted by healthRequests. Other event
-// types are dropped.
+// types, and the fields the merge does not use, are dropped: the merged
+// frame carries the keys bulwark's own stream does, and nothing else.
 //
 // It is safe for concurrent use.
 type Aggregate struct {
@@ -331,7 +343,7 @@ var typeOrder = []string{TypeHystrixCommand, TypeHystrixThreadPool, TypeBulwarkC
 // records each command's rates in e's history.
 func (a *Aggregate) frame(e *encoder, sizeHint int) ([]byte, error) {
 	now := time.Now()
-	byKey := make(map[string][]event)
+	byKey := make(map[string][]upEvent)
 	a.mu.Lock()
 	ups := make([]*upstream, 0, len(a.upstreams))
 	for _, u := range a.upstreams {
@@ -353,46 +365,49 @@ func (a *Aggregate) frame(e *encoder, sizeHint int) ([]byte, error) {
 			if !strings.HasPrefix(k, prefix) {
 				continue
 			}
-			var merged event
-			if typ == TypeHystrixCommand || typ == TypeHystrixThreadPool {
-				merged = mergeHystrix(byKey[k])
-			} else {
-				merged = mergeNative(byKey[k])
+			var merged any
+			switch typ {
+			case TypeHystrixCommand:
+				hc := mergeHystrix(eventsOf[*hystrixCommand](byKey[k]))
+				if e.hist != nil {
+					recordMerged(e.hist, now, *hc)
+				}
+				merged = hc
+			case TypeHystrixThreadPool:
+				merged = mergeHystrix(eventsOf[*hystrixThreadPool](byKey[k]))
+			case TypeBulwarkCommand:
+				merged = mergeNativeCommands(eventsOf[*nativeCommand](byKey[k]))
+			case TypeBulwarkGroup:
+				merged = mergeNativeGroups(eventsOf[*nativeGroup](byKey[k]))
 			}
 			buf.Write(dataPrefix)
 			if err := enc.Encode(merged); err != nil {
 				return nil, err
 			}
 			buf.WriteByte('\n')
-			if typ == TypeHystrixCommand && e.hist != nil {
-				recordMerged(e.hist, now, merged)
-			}
 		}
 	}
 	buf.Write(ping)
 	return buf.Bytes(), nil
 }
 
+// eventsOf returns evs, the events of one key (so all of one type), as
+// that type.
+func eventsOf[E upEvent](evs []upEvent) []E {
+	out := make([]E, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.(E)
+	}
+	return out
+}
+
 // recordMerged adds the rates of a merged HystrixCommand event to h. The
 // event carries the window times its reportingHosts (for the Hystrix
 // Dashboard to divide); the rates are over one instance's window.
-func recordMerged(h *history, now time.Time, merged event) {
-	count := func(key string) int64 { return int64(numberOf(merged[key])) }
-	hc := hystrixCommand{
-		RollingCountSuccess:            count("rollingCountSuccess"),
-		RollingCountFailure:            count("rollingCountFailure"),
-		RollingCountTimeout:            count("rollingCountTimeout"),
-		RollingCountBadRequests:        count("rollingCountBadRequests"),
-		RollingCountShortCircuited:     count("rollingCountShortCircuited"),
-		RollingCountThreadPoolRejected: count("rollingCountThreadPoolRejected"),
-		RollingCountSemaphoreRejected:  count("rollingCountSemaphoreRejected"),
-		MetricsRollingStatisticalWindowInMillis: int64(
-			numberOf(merged["propertyValue_metricsRollingStatisticalWindowInMilliseconds"]) / hostsOf(merged)),
-	}
-	group, _ := merged["group"].(string)
-	name, _ := merged["name"].(string)
-	rate, errs := rates(&hc)
-	h.add(now.UnixMilli(), group, name, rate, errs)
+func recordMerged(h *history, now time.Time, merged hystrixCommand) {
+	merged.MetricsRollingStatisticalWindowInMillis = int64(float64(merged.MetricsRollingStatisticalWindowInMillis) / hostsOf(merged.ReportingHosts))
+	rate, errs := rates(&merged)
+	h.add(now.UnixMilli(), merged.Group, merged.Name, rate, errs)
 }
 
 // Close stops reading the instances, ends the merged stream's clients (see

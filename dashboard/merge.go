@@ -2,12 +2,9 @@ package dashboard
 
 import (
 	"math"
+	"reflect"
 	"strings"
 )
-
-// event is one decoded stream event: JSON numbers are float64 (exact for
-// the integers a stream carries, below 2^53).
-type event = map[string]any
 
 // How the aggregate merges the events of one key (a command, or a pool or
 // group) from several instances, the way Turbine does, so that the
@@ -33,6 +30,11 @@ type event = map[string]any
 // Latency percentiles cannot be merged exactly from percentiles: the
 // weighted average is close when instances behave alike, and the maximum
 // shows the worst call anywhere.
+//
+// The Hystrix events are merged field by field, by the JSON key of each
+// field of hystrixCommand and hystrixThreadPool, so that every key the
+// stream emits has its rule; the native events by the explicit rules of
+// mergeNativeCommands and mergeNativeGroups.
 
 // perHost lists the keys that carry a per-instance value times
 // reportingHosts.
@@ -51,128 +53,113 @@ var summedProperties = map[string]bool{
 	"propertyValue_queueSizeRejectionThreshold": true,
 }
 
-func numberOf(v any) float64 {
-	switch x := v.(type) {
-	case float64:
-		return x
-	case bool:
-		if x {
-			return 1
-		}
-	}
-	return 0
-}
-
 // hostsOf is an event's reportingHosts, 1 when absent or not positive.
-func hostsOf(e event) float64 {
-	if h := numberOf(e["reportingHosts"]); h > 0 {
-		return h
+func hostsOf(reportingHosts int64) float64 {
+	if reportingHosts > 0 {
+		return float64(reportingHosts)
 	}
 	return 1
 }
 
-// mergeHystrix merges HystrixCommand or HystrixThreadPool events of one key.
-func mergeHystrix(evs []event) event {
-	out := make(event, len(evs[0])+1)
-	hosts, requests, errs := 0.0, 0.0, 0.0
-	for _, e := range evs {
-		hosts += hostsOf(e)
-		requests += numberOf(e["requestCount"])
-		errs += numberOf(e["errorCount"])
+// jsonKey is the JSON key of struct field f.
+func jsonKey(f reflect.StructField) string {
+	key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return key
+}
+
+// intField returns v's int64 field name as a float64, 0 if it has none.
+func intField(v reflect.Value, name string) float64 {
+	if f := v.FieldByName(name); f.IsValid() {
+		return float64(f.Int())
 	}
-	weights := make([]float64, len(evs))
+	return 0
+}
+
+// mergeHystrix merges the HystrixCommand or the HystrixThreadPool events
+// of one key (E is hystrixCommand or hystrixThreadPool) by the rules above.
+func mergeHystrix[E hystrixCommand | hystrixThreadPool](evs []*E) *E {
+	vs := make([]reflect.Value, len(evs))
+	hostsEach := make([]float64, len(evs)) // each instance's reportingHosts
+	weights := make([]float64, len(evs))   // each instance's requestCount (all 1 without requests)
+	hosts, requests, errs := 0.0, 0.0, 0.0
 	for i, e := range evs {
-		weights[i] = numberOf(e["requestCount"])
-		if requests == 0 {
+		vs[i] = reflect.ValueOf(e).Elem()
+		hostsEach[i] = hostsOf(int64(intField(vs[i], "ReportingHosts")))
+		hosts += hostsEach[i]
+		weights[i] = intField(vs[i], "RequestCount")
+		requests += weights[i]
+		errs += intField(vs[i], "ErrorCount")
+	}
+	if requests == 0 {
+		for i := range weights {
 			weights[i] = 1
 		}
 	}
-	for _, e := range evs {
-		for k, v := range e {
-			if _, done := out[k]; done {
-				continue
+	out := new(E)
+	ov := reflect.ValueOf(out).Elem()
+	vals := make([]float64, len(evs))
+	for f := range ov.NumField() {
+		key, o := jsonKey(ov.Type().Field(f)), ov.Field(f)
+		switch o.Kind() {
+		case reflect.String, reflect.Pointer: // names, the strategy, the pool key override
+			o.Set(vs[0].Field(f))
+		case reflect.Bool:
+			for _, v := range vs {
+				if v.Field(f).Bool() {
+					o.SetBool(true)
+				}
 			}
-			out[k] = mergeKey(k, v, evs, weights, hosts)
+		case reflect.Struct: // latency percentiles
+			for p := range o.NumField() {
+				for i, v := range vs {
+					vals[i] = float64(v.Field(f).Field(p).Int()) / hostsEach[i]
+				}
+				x := weighted(vals, weights)
+				if jsonKey(o.Type().Field(p)) == "100" {
+					x = maxOf(vals)
+				}
+				o.Field(p).SetInt(int64(math.Floor(x) * hosts))
+			}
+		case reflect.Int64:
+			for i, v := range vs {
+				vals[i] = float64(v.Field(f).Int())
+			}
+			o.SetInt(int64(mergeNumber(key, vals, hostsEach, weights, hosts, requests, errs)))
 		}
 	}
-	if _, ok := out["errorPercentage"]; ok {
-		pct := 0.0
-		if requests > 0 {
-			pct = math.Floor(100 * errs / requests)
-		}
-		out["errorPercentage"] = pct * hosts
-	}
-	out["reportingHosts"] = hosts
 	return out
 }
 
-// mergeKey merges key k, whose first value is v, over evs.
-func mergeKey(k string, v any, evs []event, weights []float64, hosts float64) any {
-	switch v.(type) {
-	case string, nil:
-		return v
-	case bool:
-		for _, e := range evs {
-			if b, _ := e[k].(bool); b {
-				return true
-			}
+// mergeNumber merges the values vals of the number of key k; see
+// mergeHystrix.
+func mergeNumber(k string, vals, hostsEach, weights []float64, hosts, requests, errs float64) float64 {
+	switch {
+	case k == "reportingHosts":
+		return hosts
+	case k == "errorPercentage":
+		if requests == 0 {
+			return 0
 		}
-		return false
-	case map[string]any: // latency percentiles
-		out := make(map[string]any)
-		for p := range v.(map[string]any) {
-			vals := make([]float64, len(evs))
-			for i, e := range evs {
-				m, _ := e[k].(map[string]any)
-				vals[i] = numberOf(m[p]) / hostsOf(e)
-			}
-			if p == "100" {
-				out[p] = math.Floor(maxOf(vals)) * hosts
-			} else {
-				out[p] = math.Floor(weighted(vals, weights)) * hosts
-			}
+		return math.Floor(100*errs/requests) * hosts
+	case k == "currentTime":
+		return maxOf(vals)
+	case perHost[k]:
+		for i := range vals {
+			vals[i] /= hostsEach[i]
 		}
-		return out
-	case float64:
-		vals := make([]float64, len(evs))
-		for i, e := range evs {
-			vals[i] = numberOf(e[k])
+		if strings.HasPrefix(k, "propertyValue_") {
+			return maxOf(vals) * hosts
 		}
-		switch {
-		case k == "currentTime":
-			return maxOf(vals)
-		case perHost[k]:
-			for i, e := range evs {
-				vals[i] /= hostsOf(e)
-			}
-			if strings.HasPrefix(k, "propertyValue_") {
-				return maxOf(vals) * hosts
-			}
-			return math.Floor(weighted(vals, weights)) * hosts
-		case strings.HasPrefix(k, "rollingMax"),
-			strings.HasPrefix(k, "propertyValue_") && !summedProperties[k]:
-			return maxOf(vals)
-		}
-		return sum(vals)
+		return math.Floor(weighted(vals, weights)) * hosts
+	case strings.HasPrefix(k, "rollingMax"),
+		strings.HasPrefix(k, "propertyValue_") && !summedProperties[k]:
+		return maxOf(vals)
 	}
-	return v
+	return sum(vals)
 }
 
-// nativeSummed are the native events' counts and gauges, summed over the
-// instances; nativeWeighted their ratios, averaged weighted by the
-// instances' healthRequests.
-var (
-	nativeSummed = map[string]bool{
-		"inFlight": true, "detached": true, "healthRequests": true,
-		"capacity": true, "queueCapacity": true, "active": true, "queued": true,
-		"largestActive": true, "completed": true, "rejected": true,
-		"rollingRejected": true, "rollingExecuted": true,
-	}
-	nativeWeighted = map[string]bool{"errorRatio": true, "slowRatio": true, "degradedRate": true}
-)
-
 // stateRank orders breaker states from best to worst.
-func stateRank(s any) int {
+func stateRank(s string) int {
 	switch s {
 	case "open":
 		return 2
@@ -182,55 +169,122 @@ func stateRank(s any) int {
 	return 0
 }
 
-// mergeNative merges BulwarkCommand or BulwarkGroup events of one key: the
-// breaker fields (state, mode, reason, time in state, probes,
-// transitions...) are those of the instance in the worst state (open over
-// half-open over closed; the first instance among equals), groupState the
-// worst of all; counts and gauges are summed; ratios are averaged weighted
-// by healthRequests; reportingHosts is added.
-func mergeNative(evs []event) event {
-	worst := 0
+// native is what the native merge reads of an event: its breaker and its
+// reportingHosts.
+type native interface {
+	*nativeCommand | *nativeGroup
+	breakerOf() *breaker
+	hosts() float64
+}
+
+func (e *nativeCommand) breakerOf() *breaker { return &e.breaker }
+func (e *nativeGroup) breakerOf() *breaker   { return &e.breaker }
+func (e *nativeCommand) hosts() float64      { return hostsOf(e.ReportingHosts) }
+func (e *nativeGroup) hosts() float64        { return hostsOf(e.ReportingHosts) }
+
+// worstOf returns the index of the event in the worst breaker state (open
+// over half-open over closed; the first among equals), whose breaker
+// fields the merged event takes, and the instances' weights: their
+// healthRequests, or 1 each when none has any.
+func worstOf[E native](evs []E) (worst int, weights []float64) {
+	weights = make([]float64, len(evs))
+	requests := 0.0
 	for i, e := range evs {
-		if stateRank(e["state"]) > stateRank(evs[worst]["state"]) {
+		b := e.breakerOf()
+		if stateRank(b.State) > stateRank(evs[worst].breakerOf().State) {
 			worst = i
 		}
+		weights[i] = float64(b.HealthRequests)
+		requests += weights[i]
 	}
-	out := make(event, len(evs[worst])+1)
-	for k, v := range evs[worst] {
-		out[k] = v
+	if requests == 0 {
+		for i := range weights {
+			weights[i] = 1
+		}
 	}
-	hosts, requests := 0.0, 0.0
+	return worst, weights
+}
+
+// total returns the sum of f over evs.
+func total[E any, N int | int64](evs []E, f func(E) N) N {
+	var s N
 	for _, e := range evs {
-		hosts += hostsOf(e)
-		requests += numberOf(e["healthRequests"])
+		s += f(e)
 	}
-	for k := range out {
-		vals := make([]float64, len(evs))
-		weights := make([]float64, len(evs))
-		for i, e := range evs {
-			vals[i] = numberOf(e[k])
-			weights[i] = numberOf(e["healthRequests"])
-			if requests == 0 {
-				weights[i] = 1
-			}
-		}
-		switch {
-		case nativeSummed[k] || strings.HasPrefix(k, "rollingCount"):
-			out[k] = sum(vals)
-		case nativeWeighted[k]:
-			out[k] = ratio(weighted(vals, weights))
-		case k == "currentTime":
-			out[k] = maxOf(vals)
-		case k == "groupState":
-			for _, e := range evs {
-				if stateRank(e[k]) > stateRank(out[k]) {
-					out[k] = e[k]
-				}
-			}
+	return s
+}
+
+// weightedBy returns the average of f over evs weighted by weights, as a
+// ratio.
+func weightedBy[E any](evs []E, weights []float64, f func(E) float64) float64 {
+	vals := make([]float64, len(evs))
+	for i, e := range evs {
+		vals[i] = f(e)
+	}
+	return ratio(weighted(vals, weights))
+}
+
+// mergeBreakers sets the fleet figures of out, the breaker of the worst
+// instance's copy, from evs: healthRequests summed, the ratios weighted by
+// them; the rest stays the worst instance's.
+func mergeBreakers[E native](out *breaker, evs []E, weights []float64) {
+	out.HealthRequests = total(evs, func(e E) int64 { return e.breakerOf().HealthRequests })
+	out.ErrorRatio = weightedBy(evs, weights, func(e E) float64 { return e.breakerOf().ErrorRatio })
+	out.SlowRatio = weightedBy(evs, weights, func(e E) float64 { return e.breakerOf().SlowRatio })
+}
+
+// mergeNativeCommands merges the BulwarkCommand events of one key: the
+// breaker fields (state, mode, reason, time in state, probes,
+// transitions...) and the settings are those of the instance in the worst
+// state, groupState the worst of all; counts and gauges are summed; ratios
+// are averaged weighted by healthRequests; reportingHosts is added up.
+func mergeNativeCommands(evs []*nativeCommand) *nativeCommand {
+	worst, weights := worstOf(evs)
+	out := *evs[worst]
+	mergeBreakers(&out.breaker, evs, weights)
+	for _, e := range evs {
+		out.CurrentTime = max(out.CurrentTime, e.CurrentTime)
+		if stateRank(e.GroupState) > stateRank(out.GroupState) {
+			out.GroupState = e.GroupState
 		}
 	}
-	out["reportingHosts"] = hosts
-	return out
+	out.InFlight = total(evs, func(e *nativeCommand) int64 { return e.InFlight })
+	out.Detached = total(evs, func(e *nativeCommand) int64 { return e.Detached })
+	out.DegradedRate = weightedBy(evs, weights, func(e *nativeCommand) float64 { return e.DegradedRate })
+	out.RollingCountCancelled = total(evs, func(e *nativeCommand) int64 { return e.RollingCountCancelled })
+	out.RollingCountSlow = total(evs, func(e *nativeCommand) int64 { return e.RollingCountSlow })
+	out.RollingCountQueueTimeout = total(evs, func(e *nativeCommand) int64 { return e.RollingCountQueueTimeout })
+	out.RollingCountProbe = total(evs, func(e *nativeCommand) int64 { return e.RollingCountProbe })
+	out.RollingCountProbeSuccess = total(evs, func(e *nativeCommand) int64 { return e.RollingCountProbeSuccess })
+	out.RollingCountProbeFailure = total(evs, func(e *nativeCommand) int64 { return e.RollingCountProbeFailure })
+	out.RollingCountRateLimited = total(evs, func(e *nativeCommand) int64 { return e.RollingCountRateLimited })
+	out.RollingCountRetried = total(evs, func(e *nativeCommand) int64 { return e.RollingCountRetried })
+	out.ReportingHosts = int64(total(evs, func(e *nativeCommand) int { return int(e.hosts()) }))
+	return &out
+}
+
+// mergeNativeGroups merges the BulwarkGroup events of one key as
+// mergeNativeCommands does: the bulkhead's counts and gauges (capacity
+// included: the fleet's) are summed, the rest is the worst instance's.
+func mergeNativeGroups(evs []*nativeGroup) *nativeGroup {
+	worst, weights := worstOf(evs)
+	out := *evs[worst]
+	mergeBreakers(&out.breaker, evs, weights)
+	for _, e := range evs {
+		out.CurrentTime = max(out.CurrentTime, e.CurrentTime)
+	}
+	out.Capacity = total(evs, func(e *nativeGroup) int { return e.Capacity })
+	out.QueueCapacity = total(evs, func(e *nativeGroup) int { return e.QueueCapacity })
+	out.Active = total(evs, func(e *nativeGroup) int { return e.Active })
+	out.Queued = total(evs, func(e *nativeGroup) int { return e.Queued })
+	out.Detached = total(evs, func(e *nativeGroup) int { return e.Detached })
+	out.LargestActive = total(evs, func(e *nativeGroup) int { return e.LargestActive })
+	out.Completed = total(evs, func(e *nativeGroup) int64 { return e.Completed })
+	out.Rejected = total(evs, func(e *nativeGroup) int64 { return e.Rejected })
+	out.RollingRejected = total(evs, func(e *nativeGroup) int64 { return e.RollingRejected })
+	out.RollingExecuted = total(evs, func(e *nativeGroup) int64 { return e.RollingExecuted })
+	out.ReportingHosts = int64(total(evs, func(e *nativeGroup) int { return int(e.hosts()) }))
+	return &out
 }
 
 func sum(xs []float64) float64 {

@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -12,50 +11,53 @@ import (
 // Latencies merge as request-weighted averages (the maximum as the
 // maximum), times reportingHosts, and an aggregate of aggregates adds up.
 func TestMergeHystrixLatencyAndTiers(t *testing.T) {
-	a := event{"type": TypeHystrixCommand, "requestCount": 30.0, "errorCount": 3.0, "errorPercentage": 10.0,
-		"latencyExecute_mean": 10.0, "latencyExecute": map[string]any{"50": 10.0, "100": 50.0},
-		"rollingMaxConcurrentExecutionCount": 4.0, "rollingCountSuccess": 27.0,
-		"propertyValue_metricsRollingStatisticalWindowInMilliseconds": 10000.0, "isCircuitBreakerOpen": false}
+	a := &hystrixCommand{Type: TypeHystrixCommand, RequestCount: 30, ErrorCount: 3, ErrorPercentage: 10,
+		LatencyExecuteMean: 10, LatencyExecute: percentiles{P50: 10, P100: 50},
+		RollingMaxConcurrentExecutionCount: 4, RollingCountSuccess: 27,
+		MetricsRollingStatisticalWindowInMillis: 10000, IsCircuitBreakerOpen: false}
 	// b is itself an aggregate of two hosts: its per-host keys are doubled.
-	b := event{"type": TypeHystrixCommand, "requestCount": 10.0, "errorCount": 7.0, "errorPercentage": 140.0, "reportingHosts": 2.0,
-		"latencyExecute_mean": 60.0, "latencyExecute": map[string]any{"50": 60.0, "100": 400.0},
-		"rollingMaxConcurrentExecutionCount": 2.0, "rollingCountSuccess": 3.0,
-		"propertyValue_metricsRollingStatisticalWindowInMilliseconds": 20000.0, "isCircuitBreakerOpen": true}
-	m := mergeHystrix([]event{a, b})
-	assert.Equal(t, 3.0, m["reportingHosts"])
-	assert.Equal(t, 30.0, m["rollingCountSuccess"], "counts sum")
-	assert.Equal(t, 4.0, m["rollingMaxConcurrentExecutionCount"], "peaks take the maximum")
-	assert.Equal(t, true, m["isCircuitBreakerOpen"], "the worst state wins")
-	assert.Equal(t, 3*25.0, m["errorPercentage"], "10 errors of 40 requests, times 3 hosts")
+	b := &hystrixCommand{Type: TypeHystrixCommand, RequestCount: 10, ErrorCount: 7, ErrorPercentage: 140, ReportingHosts: 2,
+		LatencyExecuteMean: 60, LatencyExecute: percentiles{P50: 60, P100: 400},
+		RollingMaxConcurrentExecutionCount: 2, RollingCountSuccess: 3,
+		MetricsRollingStatisticalWindowInMillis: 20000, IsCircuitBreakerOpen: true}
+	m := mergeHystrix([]*hystrixCommand{a, b})
+	assert.Equal(t, int64(3), m.ReportingHosts)
+	assert.Equal(t, int64(30), m.RollingCountSuccess, "counts sum")
+	assert.Equal(t, int64(4), m.RollingMaxConcurrentExecutionCount, "peaks take the maximum")
+	assert.True(t, m.IsCircuitBreakerOpen, "the worst state wins")
+	assert.Equal(t, int64(3*25), m.ErrorPercentage, "10 errors of 40 requests, times 3 hosts")
 	// (10×30 + 30×10) / 40 = 15 per host.
-	assert.Equal(t, 3*15.0, m["latencyExecute_mean"])
-	lat := m["latencyExecute"].(map[string]any)
-	assert.Equal(t, 3*15.0, lat["50"])
-	assert.Equal(t, 3*200.0, lat["100"], "the largest maximum")
-	assert.Equal(t, 3*10000.0, m["propertyValue_metricsRollingStatisticalWindowInMilliseconds"])
+	assert.Equal(t, int64(3*15), m.LatencyExecuteMean)
+	assert.Equal(t, int64(3*15), m.LatencyExecute.P50)
+	assert.Equal(t, int64(3*200), m.LatencyExecute.P100, "the largest maximum")
+	assert.Equal(t, int64(3*10000), m.MetricsRollingStatisticalWindowInMillis)
+	assert.Equal(t, TypeHystrixCommand, m.Type)
 }
 
 // The native events take their breaker from the worst instance.
 func TestMergeNativeWorstBreaker(t *testing.T) {
-	closed := event{"type": TypeBulwarkCommand, "state": "closed", "reason": "", "inFlight": 2.0,
-		"healthRequests": 30.0, "errorRatio": 0.0, "groupState": "half-open"}
-	open := event{"type": TypeBulwarkCommand, "state": "open", "reason": "error_ratio", "inFlight": 1.0,
-		"healthRequests": 10.0, "errorRatio": 0.8, "groupState": "closed"}
-	m := mergeNative([]event{closed, open})
-	assert.Equal(t, "open", m["state"])
-	assert.Equal(t, "error_ratio", m["reason"])
-	assert.Equal(t, "half-open", m["groupState"])
-	assert.Equal(t, 3.0, m["inFlight"])
-	assert.Equal(t, 0.2, m["errorRatio"], "weighted by healthRequests")
-	assert.Equal(t, 2.0, m["reportingHosts"])
+	closed := &nativeCommand{bulwarkCommand: bulwarkCommand{Type: TypeBulwarkCommand, InFlight: 2, GroupState: "half-open",
+		breaker: breaker{State: "closed", HealthRequests: 30}}}
+	open := &nativeCommand{bulwarkCommand: bulwarkCommand{Type: TypeBulwarkCommand, InFlight: 1, GroupState: "closed",
+		breaker: breaker{State: "open", Reason: "error_ratio", HealthRequests: 10, ErrorRatio: 0.8}},
+		Transitions: transitions{{From: "closed", To: "open", Reason: "error_ratio"}}}
+	m := mergeNativeCommands([]*nativeCommand{closed, open})
+	assert.Equal(t, "open", m.State)
+	assert.Equal(t, "error_ratio", m.Reason)
+	assert.Equal(t, transitions{{From: "closed", To: "open", Reason: "error_ratio"}}, m.Transitions, "the worst instance's")
+	assert.Equal(t, "half-open", m.GroupState)
+	assert.Equal(t, int64(3), m.InFlight)
+	assert.Equal(t, int64(40), m.HealthRequests)
+	assert.Equal(t, 0.2, m.ErrorRatio, "weighted by healthRequests")
+	assert.Equal(t, int64(2), m.ReportingHosts)
 }
 
 // An instance keeps at most MaxEvents keys, however many it sends.
 func TestUpstreamBoundsKeys(t *testing.T) {
 	u := &upstream{a: &Aggregate{cfg: AggregateConfig{MaxEvents: 2}}, events: make(map[string]stored)}
-	assert.True(t, u.store(map[string]event{"a": {}, "b": {}}))
-	assert.False(t, u.store(map[string]event{"c": {}}))
-	assert.True(t, u.store(map[string]event{"a": {"x": 1.0}}), "a known key is updated")
+	assert.True(t, u.store(map[string]upEvent{"a": &hystrixThreadPool{}, "b": &hystrixThreadPool{}}))
+	assert.False(t, u.store(map[string]upEvent{"c": &hystrixThreadPool{}}))
+	assert.True(t, u.store(map[string]upEvent{"a": &hystrixThreadPool{CurrentActiveCount: 1}}), "a known key is updated")
 	assert.Len(t, u.events, 2)
 }
 
@@ -67,12 +69,9 @@ func TestRecordMergedMatchesRatesOfTheEvent(t *testing.T) {
 		RollingCountShortCircuited: 16, RollingCountThreadPoolRejected: 32, RollingCountSemaphoreRejected: 64,
 		MetricsRollingStatisticalWindowInMillis: 5000}
 	wantRate, wantErrs := rates(&hc)
-	data, err := json.Marshal(&hc)
-	require.NoError(t, err)
-	var merged event
-	require.NoError(t, json.Unmarshal(data, &merged))
-	merged["reportingHosts"] = 2.0
-	merged["propertyValue_metricsRollingStatisticalWindowInMilliseconds"] = 2 * 5000.0
+	merged := hc
+	merged.ReportingHosts = 2
+	merged.MetricsRollingStatisticalWindowInMillis = 2 * 5000
 
 	h := newHistory(time.Minute, time.Second)
 	recordMerged(h, time.UnixMilli(1000), merged)

@@ -3,7 +3,6 @@ package metrics
 import (
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -394,56 +393,41 @@ func requirePartialReads(t *testing.T, r *Rolling, at time.Duration, want Counts
 	}
 }
 
-// Writers race rotation and the current-bucket hint while the clock moves
-// ahead of them, but never a whole window ahead of the slowest: then no write
-// can land in a slot reused under it, and every bucket must hold exactly what
-// was written in its interval. The window spans the whole run, so every
-// bucket is checked (through prefix sums: Counts at the end of interval k
-// sums intervals 0..k).
+// Writers race rotation and the current-bucket hint while they move the
+// clock themselves: each raises it to its own target as it goes, so the
+// slower ones write behind the newest bucket. The window spans the whole
+// run, so no write can land in a slot reused under it, and every bucket must
+// hold exactly what was written in its interval; every bucket is checked
+// (through prefix sums: Counts at the end of interval k sums intervals
+// 0..k). The work is fixed (per writes each, their targets spread over
+// spanned intervals), so how long the test runs does not depend on how the
+// scheduler treats a clock goroutine of its own.
 func TestRollingConcurrentRotationExactBuckets(t *testing.T) {
-	const buckets, writers, per, minBuckets = 1000, 4, 20_000, 300
+	const buckets, writers, per, spanned = 1000, 4, 100_000, 900
 	w := Window{Length: buckets * time.Millisecond, Buckets: buckets}
 	r, err := NewRolling(w, CountsAndLatencies)
 	require.NoError(t, err)
 	width := w.BucketWidth()
-	var clock ManualClock
-	var done [writers]atomic.Int64 // instant of each writer's last completed write
+	stride := spanned * int64(width) / per // how far each write moves its writer's target
+	var clock atomic.Int64                 // the newest instant: the largest target a writer reached
 	var perEpoch [writers]map[int64]int64
-	var left atomic.Int64
-	left.Store(writers)
 	var wg sync.WaitGroup
 	for i := range writers {
 		perEpoch[i] = map[int64]int64{}
 		wg.Go(func() {
-			defer left.Add(-1)
-			// At least per writes, and on until the clock has moved through
-			// minBuckets intervals: without the race detector, per writes
-			// alone can finish before the clock goroutine runs.
-			for k := 0; k < per || clock.Now() < minBuckets*width; k++ {
-				now := clock.Now()
+			for k := range int64(per) {
+				target := k * stride
+				for c := clock.Load(); c < target && !clock.CompareAndSwap(c, target); c = clock.Load() {
+				}
+				now := time.Duration(clock.Load())
 				r.Record(now, SetOf(Success), time.Duration(k%5000), NoLatency)
 				perEpoch[i][int64(now/width)]++
-				done[i].Store(int64(now))
 			}
 		})
 	}
-	wg.Go(func() { // the clock: at most buckets-2 intervals ahead of the slowest writer
-		rng := rand.New(rand.NewPCG(1, 2))
-		for left.Load() > 0 {
-			slowest := int64(math.MaxInt64)
-			for i := range done {
-				slowest = min(slowest, done[i].Load())
-			}
-			next := clock.Now() + time.Duration(rng.Int64N(int64(width)/3))
-			if next < 900*width && int64(next) <= slowest+int64((buckets-2)*width) {
-				clock.Set(next)
-			}
-			runtime.Gosched()
-		}
-	})
 	wg.Wait()
-	end := clock.Now()
-	require.GreaterOrEqual(t, end, minBuckets*width, "the clock must have moved through many buckets")
+	end := time.Duration(clock.Load())
+	require.Equal(t, time.Duration((per-1)*stride), end, "the clock moved through the spanned intervals")
 
 	var want int64
 	for ep := int64(0); ep <= int64(end/width); ep++ {
@@ -453,16 +437,9 @@ func TestRollingConcurrentRotationExactBuckets(t *testing.T) {
 		at := time.Duration(ep)*width + width - 1
 		require.Equal(t, want, r.Counts(at)[Success], "intervals 0..%d", ep)
 	}
-	var written int64
-	for i := range perEpoch {
-		for _, n := range perEpoch[i] {
-			written += n
-		}
-	}
-	assert.GreaterOrEqual(t, written, int64(writers*per))
-	assert.Equal(t, written, want)
-	assert.Equal(t, written, r.Cumulative()[Success])
-	assert.Equal(t, written, r.Snapshot(end).Run.Count)
+	assert.Equal(t, int64(writers*per), want, "every write is in its bucket")
+	assert.Equal(t, want, r.Cumulative()[Success])
+	assert.Equal(t, want, r.Snapshot(end).Run.Count)
 }
 
 // Writers race rotation and Reset: the cumulative counts never decrease and

@@ -48,8 +48,13 @@ func exported(t *testing.T) map[string]bool {
 	names := map[string]bool{}
 	for name, f := range scrape(t, c) {
 		names[name] = true
-		if f.GetType() == dto.MetricType_HISTOGRAM {
+		switch f.GetType() {
+		case dto.MetricType_HISTOGRAM:
 			for _, series := range []string{"_bucket", "_count", "_sum"} {
+				names[name+series] = true
+			}
+		case dto.MetricType_SUMMARY:
+			for _, series := range []string{"_count", "_sum"} {
 				names[name+series] = true
 			}
 		}

@@ -2,8 +2,8 @@ package prom
 
 import (
 	"errors"
-	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,7 +30,8 @@ type Source interface {
 // listed in the package doc. It is
 // safe for concurrent use (concurrent scrapes take a snapshot each).
 type Collector struct {
-	src Source
+	src     Source
+	dropped atomic.Uint64 // series left out of scrapes: see bulwark_collector_dropped_series_total
 }
 
 // New returns a collector that reads src at every scrape. The error
@@ -56,7 +57,7 @@ var (
 	detachedDesc   = desc("command_detached", "Calls of the command that timed out while their Run still runs in the pool.", cmdLabels...)
 	degradedDesc   = desc("command_degraded_ratio", "Share of the rolling window's calls answered with a fallback value.", cmdLabels...)
 	histogramDesc  = desc("command_latency_seconds", "Latency of the command's calls since it was created (phase run: Run alone; total: what the caller waited).", "group", "command", "phase")
-	latencyDesc    = desc("command_latency_window_seconds", "Latency quantile over the command's rolling window (not cumulative; do not aggregate across instances).", "group", "command", "phase", "quantile")
+	latencyDesc    = desc("command_latency_window_seconds", "Latency quantiles over the command's rolling window (not cumulative; do not aggregate across instances); count and sum since the command was created.", "group", "command", "phase")
 	latencyAvgDesc = desc("command_latency_window_mean_seconds", "Mean latency over the command's rolling window.", "group", "command", "phase")
 	cmdStateDesc   = desc("command_circuit_state", "1 for the state the command's breaker is in, 0 for the others.", "group", "command", "state")
 	cmdSinceDesc   = desc("command_circuit_state_seconds", "Time the command's breaker has been in its current state.", cmdLabels...)
@@ -75,12 +76,15 @@ var (
 	bhDetachedDesc = desc("bulkhead_detached", "Work still running in the bulkhead whose caller already left.", "group")
 	rejectedDesc   = desc("bulkhead_rejected_total", "Calls the bulkhead refused because it was full.", "group")
 	completedDesc  = desc("bulkhead_completed_total", "Work that returned from the bulkhead (or permits released).", "group")
+	renamedDesc    = desc("group_renamed_commands", "Commands of the group named by the renamed form of their name (not valid UTF-8, or longer than command.MaxNameLength).", "group")
+	droppedDesc    = desc("collector_dropped_series_total", "Series the collector left out of scrapes because they could not be built (a label value not valid UTF-8).")
 
 	allDescs = []*prometheus.Desc{
 		eventsDesc, callsDesc, inFlightDesc, detachedDesc, degradedDesc, histogramDesc, latencyDesc, latencyAvgDesc,
 		cmdStateDesc, cmdSinceDesc, grpStateDesc, grpSinceDesc, cmdModeDesc, grpModeDesc,
 		cmdAlertDesc, grpAlertDesc, alarmDesc, generationDesc,
 		activeDesc, queuedDesc, capacityDesc, queueCapDesc, bhDetachedDesc, rejectedDesc, completedDesc,
+		renamedDesc, droppedDesc,
 	}
 )
 
@@ -99,10 +103,10 @@ var states = [...]circuit.State{circuit.Closed, circuit.Open, circuit.HalfOpen}
 // modes are the breaker modes, each exported as a mode label value.
 var modes = [...]circuit.Mode{circuit.Normal, circuit.ForcedOpen, circuit.ForcedClosed, circuit.ObserveOnly}
 
-// quantileLabels are metrics.Quantiles() as Prometheus quantile values.
-var quantileLabels = func() (q [len(metrics.Latency{}.Percentiles)]string) {
+// quantiles are metrics.Quantiles() as Prometheus quantiles (0 to 1).
+var quantiles = func() (q [len(metrics.Latency{}.Percentiles)]float64) {
 	for i, p := range metrics.Quantiles() {
-		q[i] = strconv.FormatFloat(p/100, 'g', -1, 64)
+		q[i] = p / 100
 	}
 	return q
 }()
@@ -114,109 +118,151 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect takes one snapshot of the source and sends its metrics.
+// Collect takes one snapshot of the source and sends its metrics. A series
+// it cannot build (a label value that is not valid UTF-8, from a Source
+// other than a command.Registry, whose names are always valid) is left
+// out and counted in bulwark_collector_dropped_series_total: one bad name
+// never fails the whole scrape.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	o := out{ch: ch, dropped: &c.dropped}
+	lats := map[[2]string]command.CommandLatency{}
+	for _, l := range c.src.CumulativeLatencies() {
+		lats[[2]string{l.Group, l.Command}] = l
+		o.histogram(l.Run, l.Group, l.Command, "run")
+		o.histogram(l.Total, l.Group, l.Command, "total")
+	}
 	for _, g := range c.src.Snapshot().Groups {
-		collectGroup(ch, g)
+		o.group(g)
 		for _, cmd := range g.Commands {
-			collectCommand(ch, cmd)
+			o.command(cmd, lats[[2]string{cmd.Group, cmd.Name}])
 		}
 	}
-	for _, l := range c.src.CumulativeLatencies() {
-		collectHistogram(ch, l.Run, l.Group, l.Command, "run")
-		collectHistogram(ch, l.Total, l.Group, l.Command, "total")
-	}
+	ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(c.dropped.Load()))
 }
 
-// collectHistogram sends d as a histogram with the given labels (group,
-// command, phase); nothing for a nil d (a ring without latency).
-func collectHistogram(ch chan<- prometheus.Metric, d *metrics.Distribution, labels ...string) {
+// out sends one scrape's metrics, leaving out and counting in dropped those
+// that cannot be built.
+type out struct {
+	ch      chan<- prometheus.Metric
+	dropped *atomic.Uint64
+}
+
+// send sends m, or counts err.
+func (o out) send(m prometheus.Metric, err error) {
+	if err != nil {
+		o.dropped.Add(1)
+		return
+	}
+	o.ch <- m
+}
+
+func (o out) gauge(d *prometheus.Desc, v float64, labels ...string) {
+	o.send(prometheus.NewConstMetric(d, prometheus.GaugeValue, v, labels...))
+}
+
+func (o out) counter(d *prometheus.Desc, v float64, labels ...string) {
+	o.send(prometheus.NewConstMetric(d, prometheus.CounterValue, v, labels...))
+}
+
+// histogram sends d as a histogram with the given labels (group, command,
+// phase); nothing for a nil d (a ring without latency).
+func (o out) histogram(d *metrics.Distribution, labels ...string) {
 	if d == nil {
 		return
 	}
 	counts, err := d.CountsAtOrBelow(buckets)
 	if err != nil {
-		ch <- prometheus.NewInvalidMetric(histogramDesc, err)
+		o.ch <- prometheus.NewInvalidMetric(histogramDesc, err)
 		return
 	}
 	bs := make(map[float64]uint64, len(buckets))
 	for i, b := range buckets {
 		bs[b.Seconds()] = uint64(counts[i])
 	}
-	ch <- prometheus.MustNewConstHistogram(histogramDesc, uint64(d.Count()), d.Sum().Seconds(), bs, labels...)
+	o.send(prometheus.NewConstHistogram(histogramDesc, uint64(d.Count()), d.Sum().Seconds(), bs, labels...))
 }
 
-func collectGroup(ch chan<- prometheus.Metric, g command.GroupSnapshot) {
-	gauge := func(d *prometheus.Desc, v float64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, g.Name)
-	}
+func (o out) group(g command.GroupSnapshot) {
 	b := g.Bulkhead
-	gauge(activeDesc, float64(b.Active))
-	gauge(queuedDesc, float64(b.Queued))
-	gauge(capacityDesc, float64(b.Capacity))
-	gauge(queueCapDesc, float64(b.QueueCapacity))
-	gauge(bhDetachedDesc, float64(b.Detached))
-	ch <- prometheus.MustNewConstMetric(rejectedDesc, prometheus.CounterValue, float64(b.Rejected), g.Name)
-	ch <- prometheus.MustNewConstMetric(completedDesc, prometheus.CounterValue, float64(b.Completed), g.Name)
-	gauge(generationDesc, float64(g.ConfigGeneration))
-	collectBreaker(ch, breakerDescs{grpStateDesc, grpSinceDesc, grpModeDesc}, g.Breaker, g.Name)
-	collectTier(ch, grpAlertDesc, g.AlertTier, g.Name)
+	o.gauge(activeDesc, float64(b.Active), g.Name)
+	o.gauge(queuedDesc, float64(b.Queued), g.Name)
+	o.gauge(capacityDesc, float64(b.Capacity), g.Name)
+	o.gauge(queueCapDesc, float64(b.QueueCapacity), g.Name)
+	o.gauge(bhDetachedDesc, float64(b.Detached), g.Name)
+	o.counter(rejectedDesc, float64(b.Rejected), g.Name)
+	o.counter(completedDesc, float64(b.Completed), g.Name)
+	o.gauge(generationDesc, float64(g.ConfigGeneration), g.Name)
+	o.gauge(renamedDesc, float64(g.RenamedCommands), g.Name)
+	o.breaker(breakerDescs{grpStateDesc, grpSinceDesc, grpModeDesc}, g.Breaker, g.Name)
+	o.tier(grpAlertDesc, g.AlertTier, g.Name)
 }
 
-func collectCommand(ch chan<- prometheus.Metric, c command.CommandSnapshot) {
-	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{c.Group, c.Name}, extra...)...)
-	}
+// command sends the metrics of command c, whose latencies since it was
+// created are lat (zero when the source has none).
+func (o out) command(c command.CommandSnapshot, lat command.CommandLatency) {
 	m := c.Metrics
 	for e := range metrics.NumEvents {
-		ch <- prometheus.MustNewConstMetric(eventsDesc, prometheus.CounterValue, float64(m.Cumulative[e]), c.Group, c.Name, strings.ToLower(e.String()))
+		o.counter(eventsDesc, float64(m.Cumulative[e]), c.Group, c.Name, strings.ToLower(e.String()))
 	}
-	ch <- prometheus.MustNewConstMetric(callsDesc, prometheus.CounterValue, float64(command.Calls(m.Cumulative)), c.Group, c.Name)
-	gauge(inFlightDesc, float64(c.InFlight))
-	gauge(detachedDesc, float64(c.Detached))
-	gauge(degradedDesc, c.DegradedRate)
-	gauge(alarmDesc, oneIf(c.DegradedAlarm))
+	o.counter(callsDesc, float64(command.Calls(m.Cumulative)), c.Group, c.Name)
+	o.gauge(inFlightDesc, float64(c.InFlight), c.Group, c.Name)
+	o.gauge(detachedDesc, float64(c.Detached), c.Group, c.Name)
+	o.gauge(degradedDesc, c.DegradedRate, c.Group, c.Name)
+	o.gauge(alarmDesc, oneIf(c.DegradedAlarm), c.Group, c.Name)
 	for _, l := range []struct {
 		phase string
-		lat   metrics.Latency
-	}{{"run", m.Run}, {"total", m.Total}} {
-		if l.lat.Count == 0 {
-			continue
-		}
-		for i, q := range quantileLabels {
-			gauge(latencyDesc, l.lat.Percentiles[i].Seconds(), l.phase, q)
-		}
-		gauge(latencyAvgDesc, l.lat.Mean.Seconds(), l.phase)
+		win   metrics.Latency
+		since *metrics.Distribution
+	}{{"run", m.Run, lat.Run}, {"total", m.Total, lat.Total}} {
+		o.window(c, l.phase, l.win, l.since)
 	}
-	collectBreaker(ch, breakerDescs{cmdStateDesc, cmdSinceDesc, cmdModeDesc}, c.Breaker, c.Group, c.Name)
-	collectTier(ch, cmdAlertDesc, c.AlertTier, c.Group, c.Name)
+	o.breaker(breakerDescs{cmdStateDesc, cmdSinceDesc, cmdModeDesc}, c.Breaker, c.Group, c.Name)
+	o.tier(cmdAlertDesc, c.AlertTier, c.Group, c.Name)
+}
+
+// window sends the latency summary of one phase of command c: the
+// quantiles of its window win (none when the window has no call), with the
+// count and sum of since, every latency since the command was created (no
+// summary without it); and the window's mean.
+func (o out) window(c command.CommandSnapshot, phase string, win metrics.Latency, since *metrics.Distribution) {
+	if since == nil {
+		return
+	}
+	qs := make(map[float64]float64, len(quantiles))
+	if win.Count > 0 {
+		for i, q := range quantiles {
+			qs[q] = win.Percentiles[i].Seconds()
+		}
+		o.gauge(latencyAvgDesc, win.Mean.Seconds(), c.Group, c.Name, phase)
+	}
+	o.send(prometheus.NewConstSummary(latencyDesc, uint64(since.Count()), since.Sum().Seconds(), qs, c.Group, c.Name, phase))
 }
 
 // breakerDescs are the descriptions of a breaker's metrics, the group's or
 // a command's.
 type breakerDescs struct{ state, since, mode *prometheus.Desc }
 
-// collectBreaker sends b's state (one series per state), time in state and
-// mode (one series per mode), labelled with labels (group, or group and
+// breaker sends b's state (one series per state), time in state and mode
+// (one series per mode), labelled with labels (group, or group and
 // command).
-func collectBreaker(ch chan<- prometheus.Metric, d breakerDescs, b circuit.Snapshot, labels ...string) {
+func (o out) breaker(d breakerDescs, b circuit.Snapshot, labels ...string) {
 	for _, s := range states {
-		ch <- prometheus.MustNewConstMetric(d.state, prometheus.GaugeValue, oneIf(b.State == s), append(labels, s.String())...)
+		o.gauge(d.state, oneIf(b.State == s), append(labels, s.String())...)
 	}
-	ch <- prometheus.MustNewConstMetric(d.since, prometheus.GaugeValue, b.Since.Seconds(), labels...)
+	o.gauge(d.since, b.Since.Seconds(), labels...)
 	for _, m := range modes {
-		ch <- prometheus.MustNewConstMetric(d.mode, prometheus.GaugeValue, oneIf(b.Mode == m), append(labels, m.String())...)
+		o.gauge(d.mode, oneIf(b.Mode == m), append(labels, m.String())...)
 	}
 }
 
-// collectTier sends 1 labelled with tier (after labels), or nothing when
-// tier is "" (no tier reached, or alerts off): the tier names are the
-// group's AlertConfig.Tiers, a handful, so the series stay few.
-func collectTier(ch chan<- prometheus.Metric, d *prometheus.Desc, tier string, labels ...string) {
+// tier sends 1 labelled with tier (after labels), or nothing when tier is
+// "" (no tier reached, or alerts off): the tier names are the group's
+// AlertConfig.Tiers, a handful, so the series stay few.
+func (o out) tier(d *prometheus.Desc, tier string, labels ...string) {
 	if tier == "" {
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, 1, append(labels, tier)...)
+	o.gauge(d, 1, append(labels, tier)...)
 }
 
 // oneIf returns 1 if b, else 0.

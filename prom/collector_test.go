@@ -94,9 +94,9 @@ func scrape(t *testing.T, c prometheus.Collector) map[string]*dto.MetricFamily {
 	return parsed
 }
 
-// value returns the value of the series of family name with exactly the
-// given labels (name, value pairs), failing if there is none.
-func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+// series returns the series of family name with exactly the given labels
+// (name, value pairs), failing if there is none.
+func series(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels ...string) *dto.Metric {
 	t.Helper()
 	f, ok := fams[name]
 	require.True(t, ok, "family %s", name)
@@ -114,15 +114,24 @@ next:
 				continue next
 			}
 		}
-		switch f.GetType() {
-		case dto.MetricType_COUNTER:
-			return m.GetCounter().GetValue()
-		case dto.MetricType_GAUGE:
-			return m.GetGauge().GetValue()
-		}
-		t.Fatalf("family %s has type %v", name, f.GetType())
+		return m
 	}
 	t.Fatalf("no series %s%v", name, labels)
+	return nil
+}
+
+// value returns the value of the counter or gauge of family name with
+// exactly the given labels.
+func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	t.Helper()
+	m := series(t, fams, name, labels...)
+	switch fams[name].GetType() {
+	case dto.MetricType_COUNTER:
+		return m.GetCounter().GetValue()
+	case dto.MetricType_GAUGE:
+		return m.GetGauge().GetValue()
+	}
+	t.Fatalf("family %s has type %v", name, fams[name].GetType())
 	return 0
 }
 
@@ -187,10 +196,38 @@ func TestCollectorExportsWhatTheServiceDid(t *testing.T) {
 	assert.Len(t, h.GetBucket(), len(buckets)+1, "and +Inf")
 
 	// Every call took 20 ms of Run: the window's quantiles, within the
-	// histogram's bin width (1/32).
-	assert.InDelta(t, 0.020, value(t, fams, "bulwark_command_latency_window_seconds", append(get, "phase", "run", "quantile", "0.5")...), 0.020/32)
-	assert.InDelta(t, 0.020, value(t, fams, "bulwark_command_latency_window_seconds", append(get, "phase", "total", "quantile", "0.995")...), 0.020/32)
+	// histogram's bin width (1/32), in a summary whose count and sum are
+	// the histogram's.
+	win := summary(t, fams, "bulwark_command_latency_window_seconds", append(get, "phase", "run")...)
+	assert.InDelta(t, 0.020, quantile(t, win, 0.5), 0.020/32)
+	assert.InDelta(t, 0.020, quantile(t, summary(t, fams, "bulwark_command_latency_window_seconds", append(get, "phase", "total")...), 0.995), 0.020/32)
+	assert.Len(t, win.GetQuantile(), len(metrics.Quantiles()))
+	assert.Equal(t, uint64(4), win.GetSampleCount())
+	assert.InDelta(t, 0.080, win.GetSampleSum(), 1e-9)
+	assert.Equal(t, dto.MetricType_SUMMARY, fams["bulwark_command_latency_window_seconds"].GetType())
 	assert.InDelta(t, 0.020, value(t, fams, "bulwark_command_latency_window_mean_seconds", append(get, "phase", "run")...), 0.020/32)
+	assert.Equal(t, 0.0, value(t, fams, "bulwark_group_renamed_commands", "group", "users"))
+	assert.Equal(t, 0.0, value(t, fams, "bulwark_collector_dropped_series_total"))
+}
+
+// summary returns the summary of family name with exactly the given
+// labels.
+func summary(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels ...string) *dto.Summary {
+	t.Helper()
+	require.Equal(t, dto.MetricType_SUMMARY, fams[name].GetType(), name)
+	return series(t, fams, name, labels...).GetSummary()
+}
+
+// quantile returns quantile q of s, failing if s has none.
+func quantile(t *testing.T, s *dto.Summary, q float64) float64 {
+	t.Helper()
+	for _, sq := range s.GetQuantile() {
+		if sq.GetQuantile() == q {
+			return sq.GetValue()
+		}
+	}
+	t.Fatalf("no quantile %v in %v", q, s)
+	return 0
 }
 
 // TestCollectorExportsEveryEventKind: the events counter is generic over
@@ -238,8 +275,12 @@ func TestCollectorCountersNeverDecrease(t *testing.T) {
 	fams := scrape(t, c)
 	assert.Equal(t, 3.0, value(t, fams, "bulwark_command_calls_total", get...))
 	assert.Equal(t, 0.0, value(t, fams, "bulwark_command_degraded_ratio", get...), "empty window")
-	_, ok := fams["bulwark_command_latency_window_seconds"]
-	assert.False(t, ok, "no latency series for an empty window")
+	for _, m := range fams["bulwark_command_latency_window_seconds"].GetMetric() {
+		assert.Empty(t, m.GetSummary().GetQuantile(), "no quantile for an empty window")
+		assert.Equal(t, uint64(3), m.GetSummary().GetSampleCount(), "the count keeps what left the window")
+	}
+	_, ok := fams["bulwark_command_latency_window_mean_seconds"]
+	assert.False(t, ok, "no mean for an empty window")
 	for _, m := range fams["bulwark_command_latency_seconds"].GetMetric() {
 		assert.Equal(t, uint64(3), m.GetHistogram().GetSampleCount(), "the histogram keeps what left the window")
 	}

@@ -23,7 +23,7 @@
 //	bulwark_command_detached{group,command}             gauge: timed-out calls whose Run still runs
 //	bulwark_command_degraded_ratio{group,command}       gauge: share of the window's calls served by a fallback
 //	bulwark_command_latency_seconds{group,command,phase}                  histogram, see Latency below
-//	bulwark_command_latency_window_seconds{group,command,phase,quantile}  gauge, see Latency below
+//	bulwark_command_latency_window_seconds{group,command,phase,quantile}  summary, see Latency below
 //	bulwark_command_latency_window_mean_seconds{group,command,phase}      gauge
 //	bulwark_command_circuit_state{group,command,state}  gauge: 1 for the breaker's state, 0 for the others
 //	bulwark_command_circuit_state_seconds{group,command} gauge: time in the current state
@@ -42,6 +42,18 @@
 //	bulwark_bulkhead_detached{group}                    gauge: work running whose caller left
 //	bulwark_bulkhead_rejected_total{group}              counter: calls refused because it was full
 //	bulwark_bulkhead_completed_total{group}             counter: work that returned
+//	bulwark_group_renamed_commands{group}               gauge: commands named by a renamed form (see below)
+//	bulwark_collector_dropped_series_total              counter: series left out of scrapes (see below)
+//
+// Every name the labels carry is valid UTF-8 and at most
+// command.MaxNameLength bytes: the registry renames a command name that
+// is not (once, when first seen; its own renamed form keeps it apart from
+// every other name) and counts it in bulwark_group_renamed_commands. A
+// series the collector still cannot build (a label value that is not
+// valid UTF-8, from a Source other than a registry) is left out of the
+// scrape and counted in bulwark_collector_dropped_series_total: one bad
+// name never fails a scrape. A Source must give each group and each
+// command of a group once, as a registry does.
 //
 // The events counter has one series per event kind of package metrics
 // (metrics.NumEvents of them), found by iterating over the kinds: an event
@@ -78,12 +90,15 @@
 //
 //	histogram_quantile(0.99, sum by (group, command, le) (rate(bulwark_command_latency_seconds_bucket{phase="total"}[5m])))
 //
-// bulwark_command_latency_window_seconds holds the quantiles bulwark
-// itself computes over the command's rolling window (10 s by default) at
-// the time of the scrape, at quantile 0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99,
-// 0.995 and 1, accurate to 1.6%, with the window's mean in
-// bulwark_command_latency_window_mean_seconds: the figures bulwark's own
-// dashboard shows. They are gauges, not a summary, because they cover the
-// window only; a window without calls exports none, and they cannot be
-// averaged or summed across instances (use max by (group, command)).
+// bulwark_command_latency_window_seconds is a summary: its quantiles are
+// the ones bulwark itself computes over the command's rolling window (10 s
+// by default) at the time of the scrape, at quantile 0, 0.25, 0.5, 0.75,
+// 0.9, 0.95, 0.99, 0.995 and 1, accurate to 1.6%, with the window's mean
+// in bulwark_command_latency_window_mean_seconds: the figures bulwark's
+// own dashboard shows. As the quantiles of client_golang's Summary cover
+// its recent observations only, these cover the window only; its _count
+// and _sum are counters, the histogram's (every call since the command was
+// created). A window without calls exports no quantile (and no mean), and
+// the quantiles cannot be averaged or summed across instances (use max by
+// (group, command)).
 package prom
