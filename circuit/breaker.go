@@ -469,6 +469,25 @@ func (b *Breaker) SetMode(m Mode) {
 	b.unlockAndEmit()
 }
 
+// Reset restarts the breaker closed, as if new, in one transition with
+// reason reset: the window is cleared, the open duration goes back to
+// OpenDuration, half-open progress is dropped and permits issued before are
+// stale. A forced mode is left for Normal; Normal and ObserveOnly stay. No
+// ramp-up starts (an operator has judged the dependency healthy), and a
+// warm-up in progress goes on. The transition is reported from whatever
+// state the breaker was in, closed included, so that every reset shows in
+// the log and the history.
+func (b *Breaker) Reset() {
+	now := b.clock.Now()
+	b.mu.Lock()
+	m := word(b.word.Load()).mode()
+	if m.forced() {
+		m = Normal
+	}
+	b.transitionLocked(now, Closed, m, ReasonReset)
+	b.unlockAndEmit()
+}
+
 // restartLocked restarts the state machine closed in mode m at now, when
 // leaving ForcedClosed: the window is emptied and a new generation begins
 // (permits issued while forced closed are stale), with no ramp-up. The

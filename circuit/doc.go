@@ -120,6 +120,11 @@
 // The effective settings sit behind one atomic pointer, so Allow on a
 // closed breaker still reads only its state word.
 //
+// Reset. Breaker.Reset restarts a breaker closed, as if new, in one
+// transition with reason reset (window cleared, backoff reset, a forced
+// mode left for Normal, no ramp-up): what an operator's "reset" button
+// means, with no intermediate state a call could see.
+//
 // Shared judgment. An outside party, such as the fleet state of the
 // redis/fleet module, can take part without touching the hot path:
 // SetExternal adds the rest of a fleet's window to the one the breaker

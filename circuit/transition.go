@@ -56,11 +56,12 @@ const historySize = 8
 // transitionLocked moves the breaker to state to (with mode m) at now and
 // queues the report. b.mu must be held. It publishes the new state word last,
 // after everything a reader of that word may need (deadlines, probe slots,
-// ramp-up counters) is in place.
+// ramp-up counters) is in place. A Reset is a transition even from closed
+// to closed, and starts no ramp-up.
 func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason Reason) {
 	old := word(b.word.Load())
 	from := old.state()
-	if to == from {
+	if to == from && reason != ReasonReset {
 		// A change of mode only: no new generation, nothing reported.
 		b.word.Store(uint64(makeWord(to, m, old.ramp(), old.gen())))
 		return
@@ -74,7 +75,7 @@ func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason R
 	case Closed:
 		b.clearWindowLocked(c)
 		b.openFor = c.OpenDuration
-		if c.RampUp > 0 && !m.forced() {
+		if c.RampUp > 0 && !m.forced() && reason != ReasonReset {
 			ramp = true
 			b.rampStart.Store(int64(now))
 			b.rampCount.Store(0)
