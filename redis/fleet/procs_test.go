@@ -24,8 +24,10 @@ const (
 	procCallTimeout = 50 * time.Millisecond
 	procRecovery    = 4 * time.Second        // healthy again → every calling instance closed
 	procDetection   = 3 * time.Second        // a path fails → that instance open (window 1 s + margin)
-	procGrace       = 200 * time.Millisecond // calls in flight when the dependency heals may still fail
 	procCallSlack   = 250 * time.Millisecond // scheduling on a loaded machine, beyond a call's timeout
+	// procGrace: a call (a probe, say) admitted before the dependency
+	// healed may still fail, as late as its timeout plus the slack.
+	procGrace = procCallTimeout + procCallSlack
 )
 
 // procEvent is a line fleetproc writes (the fields this test reads).
@@ -191,14 +193,14 @@ func (r *procRig) all(cmd string, which ...int) time.Time {
 	return last
 }
 
-// outage fails the dependency for every process for d, then heals it and
-// queues the checks: every process opened during the outage, and every
+// outage fails the dependency for every process (calls during(start)
+// first, if set) for d, then heals it and queues the checks: every process opened during the outage, and every
 // calling process is closed within procRecovery of the heal.
-func (r *procRig) outage(name string, d time.Duration, during func()) {
+func (r *procRig) outage(name string, d time.Duration, during func(start time.Time)) {
 	start := r.all("fail on")
 	r.closeHealthy(start)
 	if during != nil {
-		during()
+		during(start)
 	}
 	time.Sleep(d)
 	healed := r.all("fail off")
@@ -264,12 +266,12 @@ func TestFleetProcessesUnderRedisFaults(t *testing.T) {
 	r.openHealthy(time.Now())
 	time.Sleep(time.Second)
 
-	// Shared outages and recoveries; in the second, c goes idle once the
-	// fleet is open, so that an idle instance may hold the probe lease.
+	// Shared outages and recoveries; in the second, c goes idle once it
+	// is open, so that an idle instance may hold the probe lease.
 	r.outage("outage 1", 2*time.Second, nil)
 	time.Sleep(procRecovery)
-	r.outage("outage 2 (c idle)", 2*time.Second, func() {
-		time.Sleep(time.Second)
+	r.outage("outage 2 (c idle)", 2*time.Second, func(start time.Time) {
+		eventually(t, 5*time.Second, func() bool { return len(r.ps[2].opensIn(start, time.Now())) > 0 }, "c not open")
 		r.all("idle on", 2)
 	})
 	time.Sleep(procRecovery)
@@ -306,7 +308,7 @@ func TestFleetProcessesUnderRedisFaults(t *testing.T) {
 	// Redis paused (SIGSTOP) for 5 s, an outage and its recovery inside.
 	srv.Pause()
 	paused := time.Now()
-	r.outage("outage with Redis paused", time.Second, nil)
+	r.outage("outage with Redis paused", 2*time.Second, nil)
 	time.Sleep(5*time.Second - time.Since(paused))
 	srv.Resume()
 	time.Sleep(procRecovery)
