@@ -60,7 +60,11 @@ type Breaker struct {
 	failures int          // consecutive probe failures in the current half-open state, under mu
 	health   healthChecker
 
-	ext external // an outside party's counts, probe gate and watcher (external.go)
+	closes    uint64 // transitions to Closed so far, under mu (Member.Look)
+	lastClose Reason // reason of the last of them, under mu
+
+	party     atomic.Pointer[Member]      // the outside party that joined, if any (party.go)
+	observers atomic.Pointer[[]*observer] // Observe's functions; replaced whole under mu
 }
 
 // New returns a breaker for cfg, or an error wrapping ErrInvalidConfig that
@@ -397,10 +401,10 @@ func (c *settings) verdict(h Health) Reason {
 }
 
 // evaluate trips the closed breaker of generation gen if the window of
-// settings c (with the fleet's counts, if any) says so. Only a failure,
+// settings c says so. Only a failure,
 // timeout or slow call calls it: a success never trips.
 func (b *Breaker) evaluate(c *settings, now time.Duration, gen uint32) {
-	reason := c.verdict(b.judgedHealth(c, now))
+	reason := c.verdict(c.health(now))
 	if reason == "" {
 		return
 	}
@@ -466,6 +470,25 @@ func (b *Breaker) SetMode(m Mode) {
 	default:
 		b.transitionLocked(now, w.state(), m, ReasonForced)
 	}
+	b.unlockAndEmit()
+}
+
+// Reset restarts the breaker closed, as if new, in one transition with
+// reason reset: the window is cleared, the open duration goes back to
+// OpenDuration, half-open progress is dropped and permits issued before are
+// stale. A forced mode is left for Normal; Normal and ObserveOnly stay. No
+// ramp-up starts (an operator has judged the dependency healthy), and a
+// warm-up in progress goes on. The transition is reported from whatever
+// state the breaker was in, closed included, so that every reset shows in
+// the log and the history.
+func (b *Breaker) Reset() {
+	now := b.clock.Now()
+	b.mu.Lock()
+	m := word(b.word.Load()).mode()
+	if m.forced() {
+		m = Normal
+	}
+	b.transitionLocked(now, Closed, m, ReasonReset)
 	b.unlockAndEmit()
 }
 
@@ -537,11 +560,8 @@ type Snapshot struct {
 	HealthCheck HealthCheckStatus
 	// ConfigGeneration counts the accepted Reconfigure calls: 0 as created.
 	ConfigGeneration uint64
-	// External is the part of Health set from outside by SetExternal (the
-	// rest of the fleet's window); zero when unused.
-	External Health
-	// Shared is the shared-state status (SetSharedStatus); "" when the
-	// breaker judges alone.
+	// Shared is the status of the party that joined the breaker
+	// (Party.Status); "" when the breaker judges alone.
 	Shared string
 }
 
@@ -562,7 +582,7 @@ func (b *Breaker) Snapshot() Snapshot {
 		OpenDuration: b.openFor,
 		ProbesNeeded: c.HalfOpenSuccesses,
 		RampShare:    1,
-		Health:       b.judgedHealth(c, now),
+		Health:       c.health(now),
 		Transitions:  append([]Transition(nil), b.history...),
 
 		MinRequests:      c.MinRequests,
@@ -571,9 +591,6 @@ func (b *Breaker) Snapshot() Snapshot {
 		SlowCallRatio:    c.SlowCallRatio,
 
 		ConfigGeneration: c.generation,
-	}
-	if e, ok := b.externalAt(now); ok {
-		s.External = healthOf(e)
 	}
 	if n := len(b.history); n > 0 {
 		s.LastReason = b.history[n-1].Reason

@@ -127,7 +127,7 @@ func BenchmarkAllowAtRecordAtFailure(b *testing.B) {
 		p.RecordAt(now, Success, time.Millisecond)
 	}
 	clock.Set(now)
-	if got := br.LocalWindow()[metrics.Success]; got != int64(w.Buckets) {
+	if got := br.Snapshot().Health.Requests; got != int64(w.Buckets) {
 		b.Fatalf("the window holds %d successes, want %d", got, w.Buckets)
 	}
 	b.ReportAllocs()

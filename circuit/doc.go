@@ -106,13 +106,13 @@
 //
 // Reporting. Every transition is logged as one Info record on Config.Logger
 // (attributes breaker, from, to, reason, requests, failures, timeouts, slow,
-// error_ratio, slow_ratio, open_duration) and passed to Config.OnTransition.
-// Reports are delivered in order, one at a time, never while the breaker's
-// lock is held, possibly on another goroutine that is also making
-// transitions; each transition is applied before it is reported. A panic in
-// OnTransition is recovered and logged at Error level with its stack; it
-// never reaches the caller and never stops later reports. Snapshot keeps
-// the last 8.
+// error_ratio, slow_ratio, open_duration) and passed to the observers
+// (Observe) and Config.OnTransition. Reports are delivered in order, one
+// at a time, never while the breaker's lock is held, possibly on another
+// goroutine that is also making transitions; each transition is applied
+// before it is reported. A panic in an observer or OnTransition is
+// recovered and logged at Error level with its stack; it never reaches the
+// caller and never stops later reports. Snapshot keeps the last 8.
 //
 // Live changes. Reconfigure replaces the configuration of a running breaker
 // after validating it (a rejected one changes nothing): state, mode,
@@ -120,13 +120,26 @@
 // The effective settings sit behind one atomic pointer, so Allow on a
 // closed breaker still reads only its state word.
 //
+// Reset. Breaker.Reset restarts a breaker closed, as if new, in one
+// transition with reason reset (window cleared, backoff reset, a forced
+// mode left for Normal, no ramp-up): what an operator's "reset" button
+// means, with no intermediate state a call could see.
+//
+// Observers. Observe adds a function called with every transition (any
+// number of them, each removed by the stop function Observe returns),
+// after the log record and before OnTransition, under the same rules.
+//
 // Shared judgment. An outside party, such as the fleet state of the
-// redis/fleet module, can take part without touching the hot path:
-// SetExternal adds the rest of a fleet's window to the one the breaker
-// judges by (until a ttl, cleared on close), LocalWindow reads the
-// breaker's own window to publish, OpenByFleet and CloseByFleet move it
-// with reasons fleet_open and fleet_close (no local failure counted),
-// SetProbeGate coordinates half-open probes, Watch reports transitions at
-// once, and SetSharedStatus puts the party's status in Snapshot.Shared. A
-// closed breaker's Allow and a successful Record read none of these.
+// redis/fleet module, takes part through one small interface, chosen so
+// that the breaker keeps its judgment and the party only advises: the
+// party implements Party (a probe gate, MayProbe, and a status for
+// Snapshot.Shared) and joins with Join, which hands it a Member. Through
+// the Member it reads the breaker (Look: state, own window, closes so far)
+// and moves it (Open with reason fleet_open, Close with reason
+// fleet_close), each move tied to the Look it was decided on: a breaker
+// that has changed state since is left alone, so a fleet verdict from
+// before a close can never apply after it. The breaker's own window is
+// never mixed with the party's data: it trips on its own evidence only.
+// A breaker has at most one party; Leave ends it. A closed breaker's
+// Allow and a successful Record read none of this.
 package circuit

@@ -67,6 +67,7 @@ const (
 	ReasonHalfOpenTimeout Reason = "half_open_timeout" // half-open → open: HalfOpenMaxWait passed without closing
 	ReasonForced          Reason = "forced"            // SetMode changed the effective state
 	ReasonHealthCheck     Reason = "health_check"      // open → half-open: Config.HealthCheck passed
+	ReasonReset           Reason = "reset"             // any → closed: Reset restarted the breaker
 )
 
 // Outcome is what a permitted call did, as reported by Permit.Record.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/bulwark-go/bulwark/metrics"
@@ -50,31 +51,40 @@ type Transition struct {
 	OpenDuration time.Duration // the open duration in force after the change
 }
 
+// health returns the Health of the window of settings c at now. It reads
+// only the window's healthEvents.
+func (c *settings) health(now time.Duration) Health {
+	return healthOf(c.window.CountsOf(now, healthEvents))
+}
+
 // historySize is how many transitions a Snapshot keeps.
 const historySize = 8
 
 // transitionLocked moves the breaker to state to (with mode m) at now and
 // queues the report. b.mu must be held. It publishes the new state word last,
 // after everything a reader of that word may need (deadlines, probe slots,
-// ramp-up counters) is in place.
+// ramp-up counters) is in place. A Reset is a transition even from closed
+// to closed, and starts no ramp-up.
 func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason Reason) {
 	old := word(b.word.Load())
 	from := old.state()
-	if to == from {
+	if to == from && reason != ReasonReset {
 		// A change of mode only: no new generation, nothing reported.
 		b.word.Store(uint64(makeWord(to, m, old.ramp(), old.gen())))
 		return
 	}
 	gen := old.gen() + 1
 	c := b.cfg()
-	health := b.judgedHealth(c, now)
+	health := c.health(now)
 	b.since = now
 	ramp := false
 	switch to {
 	case Closed:
-		b.clearWindowLocked(c)
+		c.window.Reset() // failures from before the close must not reopen it at once
 		b.openFor = c.OpenDuration
-		if c.RampUp > 0 && !m.forced() {
+		b.closes++
+		b.lastClose = reason
+		if c.RampUp > 0 && !m.forced() && reason != ReasonReset {
 			ramp = true
 			b.rampStart.Store(int64(now))
 			b.rampCount.Store(0)
@@ -106,14 +116,6 @@ func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason R
 	}
 	b.history = append(b.history, t)
 	b.pending = append(b.pending, t)
-}
-
-// clearWindowLocked empties the window of settings c and drops the external
-// counts, as closing does: failures from before the close must not reopen
-// the breaker at once. b.mu must be held.
-func (b *Breaker) clearWindowLocked(c *settings) {
-	c.window.Reset()
-	b.ext.counts.Store(nil)
 }
 
 // unlockAndEmit releases b.mu and then delivers queued transitions to the
@@ -152,8 +154,8 @@ func (b *Breaker) unlockAndEmit() {
 	finished = true
 }
 
-// report logs one transition and passes it to OnTransition. It runs without
-// b.mu held.
+// report logs one transition and passes it to the observers (Observe) and
+// then OnTransition. It runs without b.mu held.
 func (b *Breaker) report(t Transition) {
 	c := b.cfg()
 	c.Logger.LogAttrs(context.Background(), slog.LevelInfo, "circuit breaker transition",
@@ -169,20 +171,25 @@ func (b *Breaker) report(t Transition) {
 		slog.Float64("slow_ratio", t.Health.SlowRatio),
 		slog.Duration("open_duration", t.OpenDuration),
 	)
-	b.notifyWatch(t)
+	if obs := b.observers.Load(); obs != nil {
+		for _, o := range *obs {
+			deliver(c, t, "an observer", o.f)
+		}
+	}
 	if c.OnTransition != nil {
-		b.deliver(c, t)
+		deliver(c, t, "OnTransition", c.OnTransition)
 	}
 }
 
-// deliver passes t to the OnTransition of settings c. A panic there is recovered and logged at
-// Error level with its value and stack: an observer's bug must neither reach
-// the caller of Allow, Record or SetMode nor keep later transitions from
-// being reported.
-func (b *Breaker) deliver(c *settings, t Transition) {
+// deliver passes t to f, an observer or the OnTransition of settings c
+// (what names it in the log). A panic there is recovered and logged at
+// Error level with its value and stack: an observer's bug must neither
+// reach the caller of Allow, Record or SetMode nor keep later transitions
+// from being reported.
+func deliver(c *settings, t Transition, what string, f func(Transition)) {
 	defer func() {
 		if v := recover(); v != nil {
-			c.Logger.LogAttrs(context.Background(), slog.LevelError, "circuit breaker OnTransition panicked",
+			c.Logger.LogAttrs(context.Background(), slog.LevelError, "circuit breaker "+what+" panicked",
 				slog.String("breaker", t.Name),
 				slog.String("from", t.From.String()),
 				slog.String("to", t.To.String()),
@@ -192,5 +199,48 @@ func (b *Breaker) deliver(c *settings, t Transition) {
 			)
 		}
 	}()
-	c.OnTransition(t)
+	f(t)
+}
+
+// observer is one function Observe added.
+type observer struct{ f func(Transition) }
+
+// Observe adds f to the functions called with every transition reported
+// from now on, and returns stop, which removes it (calling stop again does
+// nothing). Observers are called in the order they were added, after the
+// transition is logged and before Config.OnTransition, under the same
+// rules: in order, never concurrently with themselves, never under the
+// breaker's lock (they may call the breaker's methods, stop included), a
+// panic recovered and logged at Error level. f should not block: the next
+// transitions wait for it. A nil f adds nothing.
+func (b *Breaker) Observe(f func(Transition)) (stop func()) {
+	if f == nil {
+		return func() {}
+	}
+	o := &observer{f: f}
+	b.mu.Lock()
+	b.setObserversLocked(append(b.observersLocked(), o))
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		b.setObserversLocked(slices.DeleteFunc(b.observersLocked(), func(x *observer) bool { return x == o }))
+		b.mu.Unlock()
+	}
+}
+
+// observersLocked returns a copy of the observers. b.mu must be held.
+func (b *Breaker) observersLocked() []*observer {
+	if obs := b.observers.Load(); obs != nil {
+		return slices.Clone(*obs)
+	}
+	return nil
+}
+
+// setObserversLocked replaces the observers with obs. b.mu must be held.
+func (b *Breaker) setObserversLocked(obs []*observer) {
+	if len(obs) == 0 {
+		b.observers.Store(nil)
+		return
+	}
+	b.observers.Store(&obs)
 }

@@ -89,10 +89,9 @@ type control struct {
 // rules document the manager rejects 422 with the error (line and field)
 // as text.
 //
-// Actions: "reset" switches the breaker to ForcedClosed and back to Normal,
-// which restarts it closed with an empty window (see circuit.SetMode);
-// "normal" leaves a forced mode the same way when forced closed, so a reset
-// and a "normal" differ only for a breaker that was not forced.
+// Actions: "reset" restarts the breaker closed with an empty window and its
+// backoff reset, in one transition with reason reset (circuit.Breaker.Reset);
+// "force-open", "force-closed" and "normal" set its mode (SetMode).
 func NewControl(reg *command.Registry, cfg ControlConfig) (http.Handler, error) {
 	if cfg.Token == "" {
 		return nil, fmt.Errorf("%w: Control.Token is empty: the control endpoint needs a token", ErrInvalidConfig)
@@ -171,14 +170,13 @@ func (c *control) do(req controlRequest) (int, error) {
 		}
 		return http.StatusNoContent, nil
 	}
-	modes := map[string][]circuit.Mode{
-		"force-open":   {circuit.ForcedOpen},
-		"force-closed": {circuit.ForcedClosed},
-		"normal":       {circuit.Normal},
-		"reset":        {circuit.ForcedClosed, circuit.Normal},
+	modes := map[string]circuit.Mode{
+		"force-open":   circuit.ForcedOpen,
+		"force-closed": circuit.ForcedClosed,
+		"normal":       circuit.Normal,
 	}
-	steps, ok := modes[req.Action]
-	if !ok {
+	mode, ok := modes[req.Action]
+	if !ok && req.Action != "reset" {
 		return http.StatusBadRequest, fmt.Errorf("dashboard: unknown action %q", req.Action)
 	}
 	g, ok := c.reg.Group(req.Group)
@@ -191,8 +189,10 @@ func (c *control) do(req controlRequest) (int, error) {
 			return http.StatusNotFound, fmt.Errorf("dashboard: group %q has no command %q", req.Group, req.Command)
 		}
 	}
-	for _, m := range steps {
-		b.SetMode(m)
+	if req.Action == "reset" {
+		b.Reset()
+	} else {
+		b.SetMode(mode)
 	}
 	return http.StatusNoContent, nil
 }

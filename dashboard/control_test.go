@@ -157,3 +157,28 @@ func TestConfigValidateChecksControlToken(t *testing.T) {
 	_, err = NewStream(&fakeSource{}, Config{Control: ControlConfig{Token: "short"}})
 	require.ErrorIs(t, err, ErrInvalidConfig, "a short token is a mistake wherever the Config goes")
 }
+
+// "reset" was two SetMode calls (ForcedClosed, then Normal): not atomic (a
+// call in between was admitted as forced closed), reported with reason
+// forced, and a reset of a closed breaker left no trace at all. It is
+// circuit.Breaker.Reset now: one transition with reason reset.
+func TestControlResetIsOneTransition(t *testing.T) {
+	_, g, h := controlRig(t, ControlConfig{Token: testToken})
+	tok := map[string]string{TokenHeader: testToken}
+	b := g.Breaker()
+	reasons := func() []circuit.Reason {
+		var out []circuit.Reason
+		for _, tr := range b.Snapshot().Transitions {
+			out = append(out, tr.Reason)
+		}
+		return out
+	}
+	require.Equal(t, http.StatusNoContent, post(h, `{"action": "reset", "group": "users"}`, tok).Code)
+	require.Equal(t, []circuit.Reason{circuit.ReasonReset}, reasons(), "a closed breaker's reset shows")
+	require.Equal(t, http.StatusNoContent, post(h, `{"action": "force-open", "group": "users"}`, tok).Code)
+	require.Equal(t, http.StatusNoContent, post(h, `{"action": "reset", "group": "users"}`, tok).Code)
+	require.Equal(t, []circuit.Reason{circuit.ReasonReset, circuit.ReasonForced, circuit.ReasonReset}, reasons())
+	s := b.Snapshot()
+	assert.Equal(t, circuit.Closed, s.State)
+	assert.Equal(t, circuit.Normal, s.Mode)
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -24,6 +25,17 @@ const (
 	DefaultInterval     = time.Second // one bucket of the breaker's default window (10 s / 10)
 	DefaultMaxSkew      = time.Second
 	DefaultMaxInstances = 256
+	// DefaultTimeout is the shortest default Timeout: on a loaded 2-core
+	// machine a round trip to a Redis on the same host was seen taking
+	// 100–150 ms, so a timeout of a few tens of milliseconds declares
+	// outages that are not there.
+	DefaultTimeout = 500 * time.Millisecond
+	// DefaultDegradeAfter is how many syncs in a row must fail before
+	// shared state is declared degraded.
+	DefaultDegradeAfter = 3
+	// DefaultQuorumInstances is how many instances must see their own
+	// calls failing before the fleet opens the others.
+	DefaultQuorumInstances = 2
 )
 
 // Config configures a Fleet. The zero value of every field but Service and
@@ -57,8 +69,24 @@ type Config struct {
 	Interval time.Duration
 
 	// Timeout bounds one sync (all breakers, one pipeline) and every
-	// connection attempt. Default Interval / 2, at most 250 ms.
+	// connection attempt. Default: the larger of Interval and
+	// DefaultTimeout (500 ms). Calls never wait for a sync, so a generous
+	// timeout costs nothing on the call path; it only delays the
+	// detection of an unreachable Redis (see DegradeAfter).
 	Timeout time.Duration
+
+	// DegradeAfter is how many syncs in a row must fail before shared
+	// state is declared degraded: every breaker then judges alone, probes
+	// alone, and Status says so (logged once). A single slow round trip
+	// is not evidence of an outage. Default 3: with Redis gone (connection
+	// refused) that is about 3 × Interval, with Redis paused about
+	// 3 × Timeout. Until then each breaker keeps what the last good sync
+	// told it.
+	DegradeAfter int
+
+	// Quorum is what it takes the fleet to open a breaker that has not
+	// tripped on its own window (see the package doc).
+	Quorum Quorum
 
 	// MaxSkew is how far in the future a record's time stamp may lie
 	// before it is rejected as clock skew. Default 1 s.
@@ -78,6 +106,29 @@ type Config struct {
 	Now func() time.Time
 }
 
+// Quorum says when the evidence of several instances opens the fleet. An
+// instance counts as failing when its own window holds at least one failed
+// or timed-out call and its error ratio reaches the breaker's FailureRatio
+// (or, with slow-call detection on, at least one slow call and its slow
+// ratio reaches SlowCallRatio).
+type Quorum struct {
+	// Instances is how many instances must be failing. Default 2, and at
+	// least 2: one instance's bad network path never opens the others.
+	Instances int
+
+	// Ratio is the share of the fleet's recent calls (the windows of
+	// every instance counted, summed, at least the breaker's MinRequests
+	// of them) that must have failed or timed out. In (0, 1]. Default:
+	// the breaker's FailureRatio. With slow-call detection on, slow calls
+	// reaching the breaker's SlowCallRatio of the sum count too.
+	Ratio float64
+
+	// Follow makes an instance whose own recent calls are healthy (at
+	// least MinRequests of them, below the breaker's ratios) open with
+	// the fleet. Default false: it keeps serving, on its own evidence.
+	Follow bool
+}
+
 // withDefaults returns c with defaults applied; Interval and Timeout are
 // resolved at Start.
 func (c Config) withDefaults() (Config, error) {
@@ -89,6 +140,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxInstances == 0 {
 		c.MaxInstances = DefaultMaxInstances
+	}
+	if c.DegradeAfter == 0 {
+		c.DegradeAfter = DefaultDegradeAfter
+	}
+	if c.Quorum.Instances == 0 {
+		c.Quorum.Instances = DefaultQuorumInstances
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -129,6 +186,12 @@ func (c Config) validate() error {
 		return bad("MaxSkew %v must not be negative", c.MaxSkew)
 	case c.MaxInstances < 0:
 		return bad("MaxInstances %d must not be negative", c.MaxInstances)
+	case c.DegradeAfter < 0:
+		return bad("DegradeAfter %d must not be negative", c.DegradeAfter)
+	case c.Quorum.Instances < 2:
+		return bad("Quorum.Instances %d must be at least 2: a fleet-wide open needs more than one instance's evidence", c.Quorum.Instances)
+	case math.IsNaN(c.Quorum.Ratio) || c.Quorum.Ratio < 0 || c.Quorum.Ratio > 1:
+		return bad("Quorum.Ratio %v must be in (0, 1] (0: the breaker's FailureRatio)", c.Quorum.Ratio)
 	}
 	return nil
 }

@@ -60,7 +60,7 @@ func (r *faultRig) finish(t *testing.T) {
 func (r *faultRig) degraded(t *testing.T, want bool) {
 	t.Helper()
 	for _, in := range r.ins {
-		eventually(t, faultTimeout+2*time.Second, func() bool { return in.f.Status().Degraded == want },
+		eventually(t, DefaultDegradeAfter*faultTimeout+2*time.Second, func() bool { return in.f.Status().Degraded == want },
 			in.name+": degraded should be "+map[bool]string{true: "true", false: "false"}[want])
 	}
 }
@@ -86,7 +86,7 @@ func TestFleetRedisKilled(t *testing.T) {
 	time.Sleep(2 * testInterval)
 	require.Equal(t, circuit.Closed, r.ins[1].state())
 	// Half-open, a degraded instance probes alone (the gate is open).
-	require.True(t, r.ins[0].f.members()[0].mayProbe())
+	require.True(t, r.ins[0].member().MayProbe())
 }
 
 // SIGSTOP: connections stay open and nothing answers; every sync times
@@ -110,7 +110,7 @@ func TestFleetRedisRestarted(t *testing.T) {
 	r := newFaultRig(t)
 	r.srv.Restart()
 	c := client(t, r.srv.Addr)
-	base := r.ins[0].f.members()[0].base
+	base := r.ins[0].member().base
 	eventually(t, 5*time.Second, func() bool { return c.HLen(context.Background(), base+":w").Val() == 3 }, "windows not republished")
 	r.finish(t)
 	r.sharesAgain(t)
@@ -121,16 +121,20 @@ func TestFleetRedisFlushed(t *testing.T) {
 	r := newFaultRig(t)
 	c := client(t, r.srv.Addr)
 	require.NoError(t, c.FlushAll(context.Background()).Err())
-	base := r.ins[0].f.members()[0].base
+	base := r.ins[0].member().base
 	eventually(t, 5*time.Second, func() bool { return c.HLen(context.Background(), base+":w").Val() == 3 }, "windows not republished")
 	r.finish(t)
 	r.sharesAgain(t)
 }
 
-// sharesAgain checks that a trip on one instance opens the fleet.
+// sharesAgain checks that the fleet judges as one again: once the load's
+// successes have left the windows, 12 failures on each of two instances
+// (below MinRequests alone) open all three.
 func (r *faultRig) sharesAgain(t *testing.T) {
-	for r.ins[0].state() == circuit.Closed {
+	time.Sleep(breakerConfig(0).Window.Length + breakerConfig(0).Window.BucketWidth())
+	for range 12 {
 		r.ins[0].call(true)
+		r.ins[1].call(true)
 	}
 	eventually(t, 3*time.Second, allIn(r.ins, circuit.Open), "fleet not open after resync")
 }
@@ -141,17 +145,26 @@ func TestFleetRejectsBadData(t *testing.T) {
 	r := newFaultRig(t)
 	c := client(t, r.srv.Addr)
 	ctx := context.Background()
-	base := r.ins[0].f.members()[0].base
+	base := r.ins[0].member().base
 	now := time.Now().UnixMilli()
-	skewed := window{At: now + 60_000, Reset: now, Failure: 1000} // a minute ahead
+	skewed := window{At: now + 60_000, Failure: 1000} // a minute ahead
 	require.NoError(t, c.HSet(ctx, base+":w", "garbage", "not a window", "skewed", skewed.String(),
-		"absurd", "v1 1 0 0 99999999999999999 0 0").Err())
-	require.NoError(t, c.Set(ctx, base+":s", "v1 open notatime x", 0).Err())
-	eventually(t, 5*time.Second, func() bool { return r.ins[0].f.Status().Rejected >= 4 }, "bad records not rejected")
+		"absurd", "v2 0 1 0 99999999999999999 0 0").Err())
+	require.NoError(t, c.Set(ctx, base+":s", "v2 notanepoch 0 1 x", 0).Err())
+	rejected := func() (n uint64) {
+		for _, in := range r.ins {
+			n += in.f.Status().Rejected
+		}
+		return n
+	}
+	eventually(t, 5*time.Second, func() bool { return rejected() >= 4 }, "bad records not rejected")
 	eventually(t, 5*time.Second, func() bool { return c.HLen(ctx, base+":w").Val() == 3 }, "bad records not deleted")
-	require.Contains(t, r.ins[0].log.String(), "rejected shared state")
-	// A verdict from a skewed clock is not followed either.
-	require.NoError(t, c.Set(ctx, base+":s", verdict{Open: true, At: now + 60_000, Instance: "x"}.String(), 0).Err())
+	logs := r.ins[0].log.String() + r.ins[1].log.String() + r.ins[2].log.String()
+	require.Contains(t, logs, "rejected shared state")
+	require.Contains(t, logs, "the state key held garbage")
+	// A well-formed state that says the fleet is open opens nobody: only
+	// the instances' own evidence (their windows) can.
+	require.NoError(t, c.Set(ctx, base+":s", state{Epoch: 0, Open: true, Who: "x"}.String(), 0).Err())
 	time.Sleep(3 * testInterval)
 	for _, in := range r.ins {
 		require.Equal(t, circuit.Closed, in.state(), "instance %s trusted bad data", in.name)
@@ -168,7 +181,7 @@ func TestFleetRejectsBadData(t *testing.T) {
 	require.NoError(t, err)
 	time.Sleep(3 * testInterval)
 	require.False(t, r.ins[0].f.Status().Degraded, "one bad key does not degrade the fleet")
-	require.True(t, r.ins[0].f.members()[0].mayProbe(), "judging alone")
+	require.True(t, r.ins[0].member().MayProbe(), "judging alone")
 	require.Contains(t, r.ins[0].log.String(), "WRONGTYPE")
 	r.finish(t)
 }

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -13,40 +14,57 @@ import (
 	"github.com/bulwark-go/bulwark/circuit"
 )
 
+// ErrClosed is returned by Attach and Start after Close.
+var ErrClosed = errors.New("fleet: closed")
+
 // Fleet shares the windows of the breakers attached to it with the other
 // instances of a service through Redis. Create it with New, Attach
 // breakers, then Start it; Close stops it. A Fleet is safe for concurrent
 // use.
 type Fleet struct {
-	cfg    Config
-	client *redis.Client
-	kick   chan struct{} // a breaker has a verdict to publish now
+	cfg  Config
+	kick chan struct{} // a breaker changed state: sync now
 
 	mu       sync.Mutex
 	breakers []*member
 	started  bool
+	closed   bool
 	interval time.Duration
+	client   *redis.Client
 	cancel   context.CancelFunc
 	done     chan struct{}
 
 	status statusBox
 }
 
-// member is one attached breaker and what the fleet knows of it.
+// member is one attached breaker: the circuit.Party the fleet joins it
+// as. The fields under "sync state" belong to the sync goroutine alone.
 type member struct {
+	f          *Fleet
 	b          *circuit.Breaker
+	h          *circuit.Member
+	stop       func() // ends the observation of b's transitions
 	group, cmd string
-	base       string      // key prefix of its keys
-	prober     atomic.Bool // this instance holds the probe lease
-	fleet      *Fleet
+	base       string // key prefix of its keys
 
-	mu          sync.Mutex
-	reset       int64    // Unix ms when its window was last cleared
-	publish     *verdict // to publish at the next sync
-	lastVerdict int64    // At of the last verdict applied or published
-	closedAt    int64    // At of the last closed verdict: windows cleared before it are old
-	drop        []string // fields of stale or bad records, deleted at the next sync
-	rejecting   bool     // some record was rejected in the last sync (logged once)
+	// Read by the probe gate on the call path (half-open only).
+	coordinated atomic.Bool // the last sync coordinated probes: only the lease holder probes
+	prober      atomic.Bool // this instance holds the probe lease
+	asked       atomic.Bool // the gate was asked since the last sync: half-open with traffic
+	note        atomic.Pointer[string]
+
+	// Sync state (see the package doc's "Epochs").
+	epoch     int64    // the latest epoch seen
+	followed  int64    // the last fleet-wide close followed
+	cutoff    int64    // windows of an earlier epoch are not counted
+	tag       int64    // the epoch of this breaker's own window's contents
+	retagTo   int64    // with retagAt: the tag its window earns once older outcomes have aged out; 0: none due
+	retagAt   int64    // Unix ms
+	closes    uint64   // Look.Closes handled
+	fleetOpen bool     // the fleet opened in the current epoch
+	announce  bool     // publish that the fleet opened
+	drop      []string // fields of stale or bad records, deleted at the next sync
+	rejecting bool     // some record was rejected in the last sync (logged once)
 }
 
 // New returns a Fleet for cfg, or an error wrapping ErrInvalidConfig that
@@ -64,67 +82,84 @@ func New(cfg Config) (*Fleet, error) {
 }
 
 // Attach shares b's window as the breaker of command cmd in group (cmd ""
-// for a group-level breaker). Attach installs b's probe gate and watcher
-// (replacing any), so b must be attached to one Fleet only. It may be
-// called before or after Start. An empty group, or a pair attached before,
-// is an error.
+// for a group-level breaker): the fleet joins b as its circuit.Party and
+// observes its transitions. It may be called before or after Start; until
+// the first sync that works, b judges and probes alone. An empty group, a
+// pair attached before, a breaker another party has joined, and Attach
+// after Close are errors.
 func (f *Fleet) Attach(b *circuit.Breaker, group, cmd string) error {
 	if b == nil || group == "" {
 		return fmt.Errorf("%w: Attach needs a breaker and a group name", ErrInvalidConfig)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.closed {
+		return fmt.Errorf("fleet: attach %q/%q: %w", group, cmd, ErrClosed)
+	}
 	for _, m := range f.breakers {
 		if m.group == group && m.cmd == cmd {
 			return fmt.Errorf("%w: breaker %q/%q attached twice", ErrInvalidConfig, group, cmd)
 		}
 	}
-	m := &member{b: b, group: group, cmd: cmd, fleet: f, reset: f.cfg.Now().UnixMilli(),
+	m := &member{f: f, b: b, group: group, cmd: cmd,
 		base: f.cfg.Prefix + ":" + key(f.cfg.Service) + ":" + key(group) + ":" + key(cmd)}
-	b.SetProbeGate(m.mayProbe)
-	b.Watch(m.watch)
-	b.SetSharedStatus(func() string { return f.Status().String() })
+	h, err := b.Join(m)
+	if err != nil {
+		return fmt.Errorf("fleet: attach %q/%q: %w", group, cmd, err)
+	}
+	m.h = h
+	m.stop = b.Observe(m.observe)
 	f.breakers = append(f.breakers, m)
 	return nil
 }
 
-// mayProbe is the breaker's probe gate: while shared state works, only the
-// holder of the fleet's probe lease sends probes; degraded, every instance
-// judges alone.
-func (m *member) mayProbe() bool { return m.prober.Load() || m.fleet.status.degraded.Load() }
+// MayProbe is the breaker's probe gate (circuit.Party): while the fleet
+// coordinates probes, only the holder of the probe lease sends them;
+// otherwise (before the first sync, degraded, a broken key) the breaker
+// probes alone. Being asked tells the next sync that this instance has
+// traffic to probe with.
+func (m *member) MayProbe() bool {
+	if !m.asked.Load() {
+		m.asked.Store(true)
+	}
+	return !m.coordinated.Load() || m.prober.Load()
+}
 
-// watch learns of the breaker's transitions: a local trip or a local close
-// by probes is published to the fleet at once; any close starts a new
-// window.
-func (m *member) watch(t circuit.Transition) {
-	now := m.fleet.cfg.Now().UnixMilli()
-	m.mu.Lock()
-	if t.To == circuit.Closed {
-		m.reset = now
+// Status is the breaker's shared-state status (circuit.Party), shown by
+// dashboards beside it.
+func (m *member) Status() string {
+	s := m.f.Status().String()
+	if n := m.note.Load(); n != nil && !m.f.status.degraded.Load() {
+		s += "; " + *n
 	}
-	switch {
-	case t.To == circuit.Open && t.Reason != circuit.ReasonFleetOpen && t.Reason != circuit.ReasonForced:
-		m.publish = &verdict{Open: true, At: now, Instance: m.fleet.cfg.Instance}
-	case t.To == circuit.Closed && t.Reason == circuit.ReasonProbesSucceeded:
-		m.publish = &verdict{Open: false, At: now, Instance: m.fleet.cfg.Instance}
+	return s
+}
+
+// observe learns of the breaker's transitions: any change but the fleet's
+// own opening is shared at once (a local trip publishes the failing
+// window, a close starts a new epoch, a half-open breaker wants the probe
+// lease).
+func (m *member) observe(t circuit.Transition) {
+	if t.Reason == circuit.ReasonFleetOpen {
+		return
 	}
-	pub := m.publish != nil
-	m.mu.Unlock()
-	if pub {
-		select {
-		case m.fleet.kick <- struct{}{}:
-		default:
-		}
+	select {
+	case m.f.kick <- struct{}{}:
+	default:
 	}
 }
 
 // Start connects and starts the background sync, once per Interval (and at
-// once when an attached breaker opens). It returns at once: calls never wait
-// on Redis. Start after Close, or twice, is an error.
+// once when an attached breaker changes state). It returns at once: calls
+// never wait on Redis. Start twice is an error, and so is Start after
+// Close (wrapping ErrClosed).
 func (f *Fleet) Start() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.started {
+	switch {
+	case f.closed:
+		return fmt.Errorf("fleet: start: %w", ErrClosed)
+	case f.started:
 		return fmt.Errorf("fleet: started already")
 	}
 	f.started = true
@@ -138,7 +173,7 @@ func (f *Fleet) Start() error {
 		}
 	}
 	if f.cfg.Timeout == 0 {
-		f.cfg.Timeout = min(f.interval/2, 250*time.Millisecond)
+		f.cfg.Timeout = max(f.interval, DefaultTimeout)
 	}
 	f.client = redis.NewClient(f.redisOptions())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -176,28 +211,30 @@ func (f *Fleet) Interval() time.Duration {
 	return f.interval
 }
 
-// Close stops the background sync, waits for it to end (at most one
-// Timeout), detaches every breaker (probe gates, watchers and external
-// counts removed: each judges alone again) and closes the Redis client.
-// Calling it again does nothing.
+// Close detaches every breaker at once (each judges and probes alone
+// again: no probe gate, no shared status, no fleet verdict), stops the
+// background sync, waits for it to end (at most one Timeout) and closes
+// the Redis client. It works whether or not Start was called; calling it
+// again does nothing. Attach and Start after Close are errors.
 func (f *Fleet) Close() error {
 	f.mu.Lock()
-	cancel, done := f.cancel, f.done
-	f.cancel = nil
-	f.started = true
+	if f.closed {
+		f.mu.Unlock()
+		return nil
+	}
+	f.closed = true
+	ms, cancel, done, client := f.breakers, f.cancel, f.done, f.client
 	f.mu.Unlock()
+	for _, m := range ms {
+		m.h.Leave() // first: a sync still in flight can no longer move it
+		m.stop()
+	}
 	if cancel == nil {
 		return nil
 	}
 	cancel()
 	<-done
-	for _, m := range f.members() {
-		m.b.SetProbeGate(nil)
-		m.b.Watch(nil)
-		m.b.SetSharedStatus(nil)
-		m.b.ClearExternal()
-	}
-	return f.client.Close()
+	return client.Close()
 }
 
 // members returns the attached breakers now.

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,26 +35,30 @@ func allIn(ins []*instance, s circuit.State) func() bool {
 	}
 }
 
-// One instance trips; the others open within one sync interval (plus a
-// generous margin for a loaded machine), with reason fleet_open, and count
-// no failure of their own.
+// Two instances see the dependency fail (one trips on its own window, the
+// other has seen a few failures); the third, which has made no call, opens
+// within about one sync interval (plus a generous margin for a loaded
+// machine), with reason fleet_open, and counts no failure of its own.
 func TestFleetOpensWithinOneInterval(t *testing.T) {
 	ins := fleetOf(t, redistest.Shared(t), 3, breakerConfig(time.Minute), nil)
+	for range 3 {
+		ins[1].call(true)
+	}
 	for ins[0].state() == circuit.Closed {
 		ins[0].call(true)
 	}
 	took := eventually(t, testInterval+time.Second, allIn(ins, circuit.Open), "fleet not open")
 	t.Logf("first open to last open: %v (interval %v)", took, testInterval)
 	require.Equal(t, []circuit.Reason{circuit.ReasonErrorRatio}, ins[0].reasons())
-	for _, in := range ins[1:] {
-		require.Equal(t, []circuit.Reason{circuit.ReasonFleetOpen}, in.reasons())
-		require.Zero(t, in.g.Breaker().LocalWindow()[0]+in.g.Breaker().LocalWindow()[1])
+	require.Equal(t, []circuit.Reason{circuit.ReasonFleetOpen}, ins[2].reasons())
+	require.Zero(t, ins[2].g.Breaker().Snapshot().Health.Requests, "no local failure")
+	for _, in := range ins {
 		in.conserved(t)
 	}
 }
 
-// No instance alone sees MinRequests calls, but the fleet's window does:
-// every breaker trips on the sum.
+// No instance alone sees MinRequests calls, but the fleet's windows do:
+// every breaker opens on the quorum.
 func TestFleetTripsOnSharedWindow(t *testing.T) {
 	ins := fleetOf(t, redistest.Shared(t), 3, breakerConfig(time.Minute), nil)
 	for _, in := range ins {
@@ -62,14 +67,13 @@ func TestFleetTripsOnSharedWindow(t *testing.T) {
 		}
 	}
 	eventually(t, 3*testInterval+time.Second, allIn(ins, circuit.Open), "fleet not open")
-	tripped := 0
 	for _, in := range ins {
-		if slices.Contains(in.reasons(), circuit.ReasonErrorRatio) {
-			tripped++
-		}
+		require.Equal(t, []circuit.Reason{circuit.ReasonFleetOpen}, in.reasons(), in.name)
 		in.conserved(t)
 	}
-	require.GreaterOrEqual(t, tripped, 1)
+	eventually(t, time.Second, func() bool {
+		return strings.Contains(ins[0].g.Breaker().Snapshot().Shared, "fleet open: 3 of 3 instances failing")
+	}, "the status does not tell the fleet is open")
 }
 
 // Half-open, only the probe lease holder probes; its close closes the
@@ -77,8 +81,9 @@ func TestFleetTripsOnSharedWindow(t *testing.T) {
 func TestFleetProbesOnce(t *testing.T) {
 	open := 300 * time.Millisecond
 	ins := fleetOf(t, redistest.Shared(t), 3, breakerConfig(open), nil)
-	for ins[0].state() == circuit.Closed {
+	for range 12 {
 		ins[0].call(true)
+		ins[1].call(true)
 	}
 	eventually(t, 2*time.Second, allIn(ins, circuit.Open), "fleet not open")
 	var reached atomic.Int64
@@ -132,14 +137,17 @@ func TestFleetKeysBounded(t *testing.T) {
 	addr := redistest.Shared(t)
 	ins := fleetOf(t, addr, 3, breakerConfig(time.Minute), nil)
 	c := client(t, addr)
-	base := ins[0].f.members()[0].base
-	eventually(t, 2*time.Second, func() bool { return c.HLen(context.Background(), base+":w").Val() == 3 }, "3 windows")
+	ctx := context.Background()
+	base := ins[0].member().base
+	eventually(t, 2*time.Second, func() bool { return c.HLen(ctx, base+":w").Val() == 3 }, "3 windows")
 	require.NoError(t, ins[2].f.Close()) // instance c dies
 	// Its field goes once it is older than the window (1 s + 2 intervals).
-	eventually(t, 5*time.Second, func() bool { return c.HLen(context.Background(), base+":w").Val() == 2 }, "dead instance's window not deleted")
-	ttl := c.PTTL(context.Background(), base+":w").Val()
+	eventually(t, 5*time.Second, func() bool { return c.HLen(ctx, base+":w").Val() == 2 }, "dead instance's window not deleted")
+	ttl := c.PTTL(ctx, base+":w").Val()
 	require.Greater(t, ttl, time.Duration(0))
 	require.LessOrEqual(t, ttl, time.Second+2*testInterval)
-	keys := c.Keys(context.Background(), DefaultPrefix+":"+key(ins[0].f.cfg.Service)+":*").Val()
-	require.Equal(t, []string{base + ":w"}, keys, "closed fleet: only the window hash")
+	keys := c.Keys(ctx, DefaultPrefix+":"+key(ins[0].f.cfg.Service)+":*").Val()
+	slices.Sort(keys)
+	require.Equal(t, []string{base + ":s", base + ":w"}, keys, "the state and the windows; no lease while closed")
+	require.Greater(t, c.PTTL(ctx, base+":s").Val(), time.Duration(0))
 }

@@ -52,12 +52,14 @@ type instance struct {
 	f     *Fleet
 	g     *command.Group
 	log   *logtest.Buffer
-	calls atomic.Int64 // Execute calls made
-	ok    atomic.Int64 // Execute calls that returned no error
-	maxNs atomic.Int64 // longest Execute call
+	calls atomic.Int64  // Execute calls made
+	ok    atomic.Int64  // Execute calls that returned no error
+	maxNs atomic.Int64  // longest Execute call
+	every time.Duration // between two calls of load; 0: 1 ms
 
 	mu    sync.Mutex
 	trans []circuit.Transition
+	times []time.Time // when each transition was reported
 }
 
 // breakerConfig is the group breaker of the integration tests: 1 s window in
@@ -74,6 +76,7 @@ func newInstance(t testing.TB, addr, svc, name string, bc circuit.Config, tweak 
 	bc.OnTransition = func(tr circuit.Transition) {
 		in.mu.Lock()
 		in.trans = append(in.trans, tr)
+		in.times = append(in.times, time.Now())
 		in.mu.Unlock()
 	}
 	reg := command.NewRegistry(command.RegistryConfig{Logger: slog.New(slog.DiscardHandler)})
@@ -121,6 +124,35 @@ func (in *instance) call(fail bool) bool {
 
 func (in *instance) state() circuit.State { return in.g.Breaker().State() }
 
+// member returns the fleet's member for the instance's breaker.
+func (in *instance) member() *member { return in.f.members()[0] }
+
+// opensAfter returns the transitions to open reported after t0.
+func (in *instance) opensAfter(t0 time.Time) []circuit.Transition {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var out []circuit.Transition
+	for i, tr := range in.trans {
+		if tr.To == circuit.Open && in.times[i].After(t0) {
+			out = append(out, tr)
+		}
+	}
+	return out
+}
+
+// until calls in a loop (a call every ms, failing when fail is set) until
+// cond holds, at most d.
+func (in *instance) until(t testing.TB, d time.Duration, fail bool, cond func() bool, msg string) {
+	t.Helper()
+	eventually(t, d, func() bool {
+		if cond() {
+			return true
+		}
+		in.call(fail)
+		return cond()
+	}, in.name+": "+msg)
+}
+
 func (in *instance) reasons() []circuit.Reason {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -147,8 +179,13 @@ func (in *instance) conserved(t testing.TB) {
 	require.Equal(t, in.ok.Load(), c[metrics.Success], "instance %s: successes", in.name)
 }
 
-// load calls in a loop (one call per ms) until stop is closed.
+// load calls in a loop (one call per ms, or per in.every when set) until
+// stop is closed.
 func (in *instance) load(stop <-chan struct{}, fail *atomic.Bool, wg *sync.WaitGroup) {
+	every := in.every
+	if every == 0 {
+		every = time.Millisecond
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -156,7 +193,7 @@ func (in *instance) load(stop <-chan struct{}, fail *atomic.Bool, wg *sync.WaitG
 			select {
 			case <-stop:
 				return
-			case <-time.After(time.Millisecond):
+			case <-time.After(every):
 			}
 			in.call(fail.Load())
 		}

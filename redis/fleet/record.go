@@ -22,55 +22,57 @@ var errTooOld = fmt.Errorf("%w: too old", errBadRecord)
 // window is garbage, not traffic.
 const maxCount = 1 << 40
 
+// maxEpoch bounds an epoch: the sync script does its arithmetic in Lua's
+// doubles, exact far beyond it.
+const maxEpoch = 1e14
+
 // window is one instance's published window: its own counts at At (wall
-// clock, ms), its window last cleared at Reset.
+// clock, Unix ms), all counted in epoch Epoch or later (see the package
+// doc).
 type window struct {
-	At, Reset                 int64 // Unix ms
+	Epoch                     int64
+	At                        int64
 	Success, Failure, Timeout int64
 	Slow                      int64
 }
 
-// String encodes w as stored in the window hash: "v1 at reset s f t slow".
+// String encodes w as stored in the window hash: "v2 epoch at s f t slow".
 func (w window) String() string {
-	return fmt.Sprintf("v1 %d %d %d %d %d %d", w.At, w.Reset, w.Success, w.Failure, w.Timeout, w.Slow)
+	return fmt.Sprintf("v2 %d %d %d %d %d %d", w.Epoch, w.At, w.Success, w.Failure, w.Timeout, w.Slow)
 }
 
 // windowOf returns the published form of a breaker's own window counts.
-func windowOf(c metrics.Counts, at, reset int64) window {
-	return window{At: at, Reset: reset, Success: c[metrics.Success], Failure: c[metrics.Failure],
+func windowOf(c metrics.Counts, epoch, at int64) window {
+	return window{Epoch: epoch, At: at, Success: c[metrics.Success], Failure: c[metrics.Failure],
 		Timeout: c[metrics.Timeout], Slow: c[metrics.Slow]}
 }
 
-// addTo adds w's counts to c.
-func (w window) addTo(c *metrics.Counts) {
-	c[metrics.Success] += w.Success
-	c[metrics.Failure] += w.Failure
-	c[metrics.Timeout] += w.Timeout
-	c[metrics.Slow] += w.Slow
+// counts returns w's counts.
+func (w window) counts() metrics.Counts {
+	var c metrics.Counts
+	c[metrics.Success], c[metrics.Failure], c[metrics.Timeout], c[metrics.Slow] = w.Success, w.Failure, w.Timeout, w.Slow
+	return c
 }
 
 // parseWindow decodes and checks a window record read at now (Unix ms):
-// version, field count, integers in range, Reset <= At, Slow <= Success, and
-// At neither older than maxAge nor more than skew in the future (a writer
-// whose clock is that far off is not trusted).
+// version, field count, integers in range, Slow <= Success, and At neither
+// older than maxAge nor more than skew in the future (a writer whose clock
+// is that far off is not trusted).
 func parseWindow(s string, now int64, maxAge, skew time.Duration) (window, error) {
 	f := strings.Fields(s)
-	if len(f) != 7 || f[0] != "v1" {
-		return window{}, fmt.Errorf("%w: window %.40q is not \"v1 at reset s f t slow\"", errBadRecord, s)
+	if len(f) != 7 || f[0] != "v2" {
+		return window{}, fmt.Errorf("%w: window %.40q is not \"v2 epoch at s f t slow\"", errBadRecord, s)
 	}
 	var v [6]int64
 	for i := range v {
 		n, err := strconv.ParseInt(f[i+1], 10, 64)
-		if err != nil || n < 0 || (i >= 2 && n > maxCount) {
-			return window{}, fmt.Errorf("%w: window field %d %.20q is not a count", errBadRecord, i+1, f[i+1])
+		if err != nil || n < 0 || (i == 0 && n > maxEpoch) || (i >= 2 && n > maxCount) {
+			return window{}, fmt.Errorf("%w: window field %d %.20q is out of range", errBadRecord, i+1, f[i+1])
 		}
 		v[i] = n
 	}
-	w := window{At: v[0], Reset: v[1], Success: v[2], Failure: v[3], Timeout: v[4], Slow: v[5]}
-	switch {
-	case w.Reset > w.At:
-		return window{}, fmt.Errorf("%w: window reset %d after its time %d", errBadRecord, w.Reset, w.At)
-	case w.Slow > w.Success:
+	w := window{Epoch: v[0], At: v[1], Success: v[2], Failure: v[3], Timeout: v[4], Slow: v[5]}
+	if w.Slow > w.Success {
 		return window{}, fmt.Errorf("%w: window slow %d above successes %d", errBadRecord, w.Slow, w.Success)
 	}
 	return w, checkAge(w.At, now, maxAge, skew)
@@ -89,31 +91,34 @@ func checkAge(at, now int64, maxAge, skew time.Duration) error {
 	return nil
 }
 
-// verdict is a fleet-wide state change published in the state key.
-type verdict struct {
-	Open     bool   // open, else closed
-	At       int64  // Unix ms
-	Instance string // who published it
+// state is a breaker's fleet state, kept in its state key and changed
+// only by syncScript.
+type state struct {
+	Epoch  int64  // the latest epoch: bumped by every close that starts one
+	Closed int64  // the epoch the last fleet-wide close started (<= Epoch)
+	Open   bool   // the fleet opened since that close
+	Who    string // the instance that changed it last
 }
 
-// String encodes v as stored: "v1 open|closed at instance".
-func (v verdict) String() string {
-	st := "closed"
-	if v.Open {
-		st = "open"
+// String encodes s as stored: "v2 epoch closed open(0|1) instance".
+func (s state) String() string {
+	o := "0"
+	if s.Open {
+		o = "1"
 	}
-	return "v1 " + st + " " + strconv.FormatInt(v.At, 10) + " " + v.Instance
+	return "v2 " + strconv.FormatInt(s.Epoch, 10) + " " + strconv.FormatInt(s.Closed, 10) + " " + o + " " + s.Who
 }
 
-// parseVerdict decodes and checks a state record read at now (Unix ms).
-func parseVerdict(s string, now int64, maxAge, skew time.Duration) (verdict, error) {
+// parseState decodes a state record as syncScript returns it.
+func parseState(s string) (state, error) {
 	f := strings.Fields(s)
-	if len(f) != 4 || f[0] != "v1" || (f[1] != "open" && f[1] != "closed") {
-		return verdict{}, fmt.Errorf("%w: state %.40q is not \"v1 open|closed at instance\"", errBadRecord, s)
+	if len(f) != 5 || f[0] != "v2" || (f[3] != "0" && f[3] != "1") {
+		return state{}, fmt.Errorf("%w: state %.40q is not \"v2 epoch closed open instance\"", errBadRecord, s)
 	}
-	at, err := strconv.ParseInt(f[2], 10, 64)
-	if err != nil || at < 0 {
-		return verdict{}, fmt.Errorf("%w: state time %.20q", errBadRecord, f[2])
+	e, err1 := strconv.ParseInt(f[1], 10, 64)
+	c, err2 := strconv.ParseInt(f[2], 10, 64)
+	if err1 != nil || err2 != nil || c < 0 || c > e || e > maxEpoch {
+		return state{}, fmt.Errorf("%w: state epochs %.20q %.20q", errBadRecord, f[1], f[2])
 	}
-	return verdict{Open: f[1] == "open", At: at, Instance: f[3]}, checkAge(at, now, maxAge, skew)
+	return state{Epoch: e, Closed: c, Open: f[3] == "1", Who: f[4]}, nil
 }

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -10,32 +11,32 @@ import (
 func TestParseWindowRejectsBadData(t *testing.T) {
 	const now = 1_000_000
 	age, skew := 10*time.Second, time.Second
-	good := window{At: now, Reset: now - 5000, Success: 7, Failure: 3, Timeout: 1, Slow: 2}
+	good := window{Epoch: 4, At: now, Success: 7, Failure: 3, Timeout: 1, Slow: 2}
 	w, err := parseWindow(good.String(), now, age, skew)
 	require.NoError(t, err)
 	require.Equal(t, good, w)
 	for _, bad := range []string{
-		"", "garbage", "v2 1000000 0 1 1 1 0", "v1 1000000 0 1 1 1", "v1 1000000 0 1 1 1 0 9",
-		"v1 1000000 0 -1 1 1 0", "v1 1000000 0 x 1 1 0", "v1 1000000 0 1 1 1 5", // slow > success
-		"v1 1000000 1000001 1 1 1 0",           // reset after at
-		"v1 1000000 0 1 99999999999999999 1 0", // absurd count
-		"v1 1002000 0 1 1 1 0",                 // 2 s in the future: skew
+		"", "garbage", "v1 1000000 0 1 1 1 0", "v2 0 1000000 1 1 1", "v2 0 1000000 1 1 1 0 9",
+		"v2 0 1000000 -1 1 1 0", "v2 0 1000000 x 1 1 0", "v2 0 1000000 1 1 1 5", // slow > success
+		"v2 -1 1000000 1 1 1 0",                // negative epoch
+		"v2 999999999999999 1000000 1 1 1 0",   // absurd epoch
+		"v2 0 1000000 1 99999999999999999 1 0", // absurd count
+		"v2 0 1002000 1 1 1 0",                 // 2 s in the future: skew
 	} {
 		_, err := parseWindow(bad, now, age, skew)
 		require.ErrorIs(t, err, errBadRecord, "%q", bad)
 	}
-	_, err = parseWindow("v1 980000 0 1 1 1 0", now, age, skew)
+	_, err = parseWindow("v2 0 980000 1 1 1 0", now, age, skew)
 	require.ErrorIs(t, err, errTooOld)
 }
 
-func TestParseVerdict(t *testing.T) {
-	const now = 1_000_000
-	v := verdict{Open: true, At: now - 10, Instance: "a"}
-	got, err := parseVerdict(v.String(), now, time.Minute, time.Second)
+func TestParseState(t *testing.T) {
+	s := state{Epoch: 7, Closed: 5, Open: true, Who: "a"}
+	got, err := parseState(s.String())
 	require.NoError(t, err)
-	require.Equal(t, v, got)
-	for _, bad := range []string{"", "v1 open", "v1 ajar 999990 a", "v1 open x a", "v1 open 1003000 a", "v1 open 1 a"} {
-		_, err := parseVerdict(bad, now, time.Minute, time.Second)
+	require.Equal(t, s, got)
+	for _, bad := range []string{"", "v2 7 5 1", "v1 7 5 1 a", "v2 7 5 2 a", "v2 x 5 1 a", "v2 5 7 0 a", "v2 7 -1 0 a"} {
+		_, err := parseState(bad)
 		require.ErrorIs(t, err, errBadRecord, "%q", bad)
 	}
 }
@@ -50,6 +51,11 @@ func TestConfigValidation(t *testing.T) {
 		{Addr: "x:1", Service: "s", Timeout: -1},
 		{Addr: "x:1", Service: "s", MaxSkew: -1},
 		{Addr: "x:1", Service: "s", MaxInstances: -1},
+		{Addr: "x:1", Service: "s", DegradeAfter: -1},
+		{Addr: "x:1", Service: "s", Quorum: Quorum{Instances: 1}},
+		{Addr: "x:1", Service: "s", Quorum: Quorum{Instances: -2}},
+		{Addr: "x:1", Service: "s", Quorum: Quorum{Ratio: 1.5}},
+		{Addr: "x:1", Service: "s", Quorum: Quorum{Ratio: math.NaN()}},
 	} {
 		_, err := New(c)
 		require.ErrorIs(t, err, ErrInvalidConfig, "%+v", c)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -15,45 +15,112 @@ import (
 
 // Keys of one breaker, under its base:
 //
-//	base:w  hash  instance → its window record (see window); expires a
-//	              window after the last write, and readers delete stale fields
-//	base:s  string the last fleet verdict (see verdict); expires
-//	base:p  string the probe lease: the instance allowed to probe; expires
+//	base:w  hash   instance → its window record (see window); expires a
+//	               window after the last write, and readers delete stale fields
+//	base:s  string the fleet state (see state); expires when no instance syncs
+//	base:p  string the probe lease: "v2 epoch instance"; expires
 //
 // Nothing else is written, so the keys of a breaker number three whatever
 // the fleet's size and history.
 
-// leaseScript takes or renews the probe lease KEYS[1] for instance ARGV[1]
-// for ARGV[2] ms, and returns 1 if this instance holds it: the holder keeps
-// it while its breaker is not closed, and another instance gets it only
-// once the holder has stopped renewing it (closed, or gone).
-const leaseScript = `
+// syncScript reads and changes the fleet state KEYS[1] and the probe lease
+// KEYS[2] of one breaker, for instance ARGV[1], atomically. It returns the
+// state after the change, whether this instance holds the lease, and
+// whether the state it found was garbage (then replaced).
+//
+// ARGV[2] is the change: "" none, "open" (the fleet opened), "close" (this
+// instance's probes closed it: a fleet-wide close starts a new epoch, unless
+// another instance closed it since ARGV[4]), "bump" (this instance closed
+// on its own: a new epoch only). "open" is refused too when another
+// instance closed the fleet since ARGV[4]: evidence from before a close
+// must not open the fleet after it. ARGV[3] and ARGV[4] are the epoch and
+// the last close this instance knows: a state behind them (Redis restarted
+// empty, say) is brought up to them. ARGV[5] is "1" to take or keep the
+// lease (half-open with traffic), "0" to give it up; a lease taken before
+// the last fleet-wide close is void. ARGV[6] and ARGV[7] are the lease's
+// and the state's time to live, ms.
+const syncScript = `
+local function num(s)
+	local n = tonumber(s)
+	if n and n >= 0 and n <= 1e14 and n == math.floor(n) then return n end
+end
+local me, op = ARGV[1], ARGV[2]
+local mine, known = num(ARGV[3]), num(ARGV[4])
+local e, c, o, who = mine, known, 0, me
+local changed, bad = false, 0
 local v = redis.call('GET', KEYS[1])
-if v == ARGV[1] then
-	redis.call('PEXPIRE', KEYS[1], ARGV[2])
-	return 1
-end
 if v then
-	return 0
+	local se, sc, so, sw = string.match(v, '^v2 (%d+) (%d+) ([01]) (%S+)$')
+	se, sc = num(se), num(sc)
+	if se and sc and sc <= se then
+		e, c, o, who = se, sc, tonumber(so), sw
+	else
+		bad, changed = 1, true
+	end
+else
+	changed = true
 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return 1
+if e < mine then e, changed = mine, true end
+if c < known then c, changed = known, true end
+if op == 'open' and o == 0 and c <= known then
+	o, who, changed = 1, me, true
+elseif op == 'close' and c <= known then
+	e = e + 1
+	c, o, who, changed = e, 0, me, true
+elseif op == 'bump' then
+	e, who, changed = e + 1, me, true
+end
+local state = string.format('v2 %d %d %d %s', e, c, o, who)
+if changed then
+	redis.call('SET', KEYS[1], state, 'PX', ARGV[7])
+else
+	redis.call('PEXPIRE', KEYS[1], ARGV[7])
+end
+local held = 0
+local l = redis.call('GET', KEYS[2])
+local le, lw
+if l then
+	le, lw = string.match(l, '^v2 (%d+) (%S+)$')
+	le = num(le)
+end
+local valid = le ~= nil and le >= c
+if ARGV[5] == '1' then
+	if valid and lw == me then
+		redis.call('PEXPIRE', KEYS[2], ARGV[6])
+		held = 1
+	elseif not valid then
+		redis.call('SET', KEYS[2], string.format('v2 %d %s', e, me), 'PX', ARGV[6])
+		held = 1
+	end
+elseif lw == me then
+	redis.call('DEL', KEYS[2])
+end
+return {state, held, bad}
 `
 
-// cmds are one breaker's commands in a sync's pipeline.
-type cmds struct {
-	pub   *redis.StatusCmd // nil unless a verdict is published
-	pubV  *verdict
+// The changes a sync asks syncScript to make (ARGV[2]).
+const (
+	opNone  = ""
+	opOpen  = "open"
+	opClose = "close"
+	opBump  = "bump"
+)
+
+// plan is one breaker's part of a sync: what was read of it before the
+// round trip, and the round trip's commands.
+type plan struct {
+	look  circuit.Look
+	op    string
 	hset  *redis.IntCmd
 	all   *redis.MapStringStringCmd
-	state *redis.StringCmd
-	lease *redis.Cmd    // nil while closed
-	ttl   time.Duration // the window hash's
+	state *redis.Cmd
 }
 
-// sync pushes every attached breaker's window (and any verdict to publish)
-// and pulls the fleet's, in one pipelined round trip bounded by Timeout.
-// On failure every breaker judges alone until a sync works again.
+// sync pushes every attached breaker's window (and any change of the
+// fleet state) and pulls the fleet's, in one pipelined round trip bounded
+// by Timeout, then judges each breaker on what came back. A failed sync
+// changes nothing; DegradeAfter of them in a row make every breaker judge
+// alone until a sync works again.
 func (f *Fleet) sync(ctx context.Context) {
 	ms := f.members()
 	if len(ms) == 0 {
@@ -63,39 +130,17 @@ func (f *Fleet) sync(ctx context.Context) {
 	defer cancel()
 	now := f.cfg.Now()
 	nowMs := now.UnixMilli()
-	lease := 3 * f.interval
 	pipe := f.client.Pipeline()
-	cs := make([]cmds, len(ms))
+	ps := make([]plan, len(ms))
 	for i, m := range ms {
-		c := &cs[i]
-		cfg := m.b.Config()
-		c.ttl = cfg.Window.Length + 2*f.interval
-		m.mu.Lock()
-		rec := windowOf(m.b.LocalWindow(), nowMs, m.reset)
-		c.pubV = m.publish
-		drop := m.drop
-		m.drop = nil
-		m.mu.Unlock()
-		if len(drop) > 0 {
-			pipe.HDel(ctx, m.base+":w", drop...)
-		}
-		if c.pubV != nil {
-			c.pub = pipe.Set(ctx, m.base+":s", c.pubV.String(), 2*max(cfg.MaxOpenDuration, cfg.Window.Length))
-		}
-		c.hset = pipe.HSet(ctx, m.base+":w", f.cfg.Instance, rec.String())
-		pipe.PExpire(ctx, m.base+":w", c.ttl)
-		c.all = pipe.HGetAll(ctx, m.base+":w")
-		c.state = pipe.Get(ctx, m.base+":s")
-		if m.b.State() != circuit.Closed {
-			c.lease = pipe.Eval(ctx, leaseScript, []string{m.base + ":p"}, f.cfg.Instance, lease.Milliseconds())
-		}
+		ps[i] = m.plan(ctx, pipe, nowMs)
 	}
 	cmdsRun, _ := pipe.Exec(ctx)
 	for _, cmd := range cmdsRun {
 		if err := cmd.Err(); err != nil && !isReply(err) {
 			if f.failed(fmt.Errorf("sync: %w", err), now) {
 				for _, m := range ms {
-					m.b.ClearExternal()
+					m.coordinated.Store(false)
 					m.prober.Store(false)
 				}
 			}
@@ -104,7 +149,7 @@ func (f *Fleet) sync(ctx context.Context) {
 	}
 	rejected := 0
 	for i, m := range ms {
-		rejected += f.apply(m, &cs[i], nowMs)
+		rejected += m.apply(&ps[i], nowMs)
 	}
 	f.succeeded(now, rejected)
 }
@@ -116,18 +161,61 @@ func isReply(err error) bool {
 	return errors.As(err, &re)
 }
 
+// plan reads the breaker and queues its commands on pipe, at nowMs.
+func (m *member) plan(ctx context.Context, pipe redis.Pipeliner, nowMs int64) plan {
+	f := m.f
+	cfg := m.b.Config()
+	p := plan{look: m.h.Look()}
+	if m.retagTo > 0 && nowMs >= m.retagAt {
+		m.retag(m.retagTo, nowMs, cfg)
+	}
+	switch {
+	case p.look.Closes == m.closes:
+		if m.announce {
+			p.op = opOpen
+		}
+	case p.look.LastClose == circuit.ReasonProbesSucceeded && m.fleetOpen:
+		p.op = opClose
+	default:
+		p.op = opBump // closed on its own: only this breaker starts afresh
+	}
+	if len(m.drop) > 0 {
+		pipe.HDel(ctx, m.base+":w", m.drop...)
+		m.drop = nil
+	}
+	ttl := cfg.Window.Length + 2*f.interval
+	p.hset = pipe.HSet(ctx, m.base+":w", f.cfg.Instance, windowOf(p.look.Window, m.tag, nowMs).String())
+	pipe.PExpire(ctx, m.base+":w", ttl)
+	p.all = pipe.HGetAll(ctx, m.base+":w")
+	want := "0"
+	if m.asked.Swap(false) && p.look.State == circuit.HalfOpen {
+		want = "1"
+	}
+	stateTTL := 2*max(cfg.Window.Length, cfg.MaxOpenDuration) + 3*f.interval
+	p.state = pipe.Eval(ctx, syncScript, []string{m.base + ":s", m.base + ":p"}, f.cfg.Instance, p.op,
+		strconv.FormatInt(m.epoch, 10), strconv.FormatInt(m.followed, 10), want,
+		(3 * f.interval).Milliseconds(), stateTTL.Milliseconds())
+	return p
+}
+
 // apply folds one breaker's sync results into it, and returns how many
 // records it rejected. A key of the wrong type makes the breaker judge
 // alone (and is logged once); garbage, stale or skewed records are
 // dropped from the hash and never counted.
-func (f *Fleet) apply(m *member, c *cmds, nowMs int64) int {
-	for _, cmd := range []redis.Cmder{c.hset, c.all} {
+func (m *member) apply(p *plan, nowMs int64) int {
+	f := m.f
+	for _, cmd := range []redis.Cmder{p.hset, p.all, p.state} {
 		if err := cmd.Err(); err != nil {
-			m.b.ClearExternal()
-			m.prober.Store(true) // no fleet to coordinate with: probe alone
-			m.reject(f, fmt.Errorf("%s: %w", m.base, err))
+			m.coordinated.Store(false) // no fleet to coordinate with: probe alone
+			m.reject(fmt.Errorf("%s: %w", m.base, err))
 			return 1
 		}
+	}
+	s, held, err := scriptResult(p.state)
+	if err != nil {
+		m.coordinated.Store(false)
+		m.reject(fmt.Errorf("%s: %w", m.base, err))
+		return 1
 	}
 	cfg := m.b.Config()
 	rejected := 0
@@ -138,111 +226,142 @@ func (f *Fleet) apply(m *member, c *cmds, nowMs int64) int {
 			firstErr = err
 		}
 	}
-	m.mu.Lock()
-	if c.pubV != nil && c.pub.Err() == nil {
-		m.lastVerdict = max(m.lastVerdict, c.pubV.At)
-		if !c.pubV.Open {
-			m.closedAt = c.pubV.At
-		}
-		if m.publish == c.pubV {
-			m.publish = nil
-		}
+	if s.bad {
+		reject(fmt.Errorf("%s: %w: the state key held garbage (replaced)", m.base, errBadRecord))
 	}
-	m.mu.Unlock()
+	m.adopt(p, s.state, nowMs, cfg)
 
-	// The verdict first: a published opening is why the fleet opens.
-	if err := c.state.Err(); err == nil {
-		v, err := parseVerdict(c.state.Val(), nowMs, max(cfg.MaxOpenDuration, cfg.Window.Length), f.cfg.MaxSkew)
-		if err != nil {
-			reject(fmt.Errorf("%s: %w", m.base, err))
-		} else {
-			m.follow(f, v, nowMs, cfg.OpenDuration)
-		}
-	} else if !errors.Is(err, redis.Nil) {
-		reject(fmt.Errorf("%s: %w", m.base, err))
+	// The windows of this epoch: the fleet's recent calls.
+	var windows []metrics.Counts
+	if m.tag >= m.cutoff {
+		windows = append(windows, p.look.Window)
 	}
-	m.mu.Lock()
-	closedAt := m.closedAt
-	m.mu.Unlock()
-	var sum metrics.Counts
 	var stale []string
-	n := 0
-	for inst, rec := range c.all.Val() {
+	others := 0
+	for inst, rec := range p.all.Val() {
 		if inst == f.cfg.Instance {
 			continue
 		}
-		w, err := parseWindow(rec, nowMs, c.ttl, f.cfg.MaxSkew)
+		w, err := parseWindow(rec, nowMs, cfg.Window.Length+2*f.interval, f.cfg.MaxSkew)
 		switch {
 		case err != nil:
 			stale = append(stale, inst)
 			if !errors.Is(err, errTooOld) { // a dead instance's last window goes quietly
 				reject(fmt.Errorf("%s instance %q: %w", m.base, inst, err))
 			}
-		case w.Reset+f.cfg.MaxSkew.Milliseconds() < closedAt:
-			// Counted before the fleet last closed: old failures must not
-			// reopen it.
-		case n >= f.cfg.MaxInstances:
+		case w.Epoch < m.cutoff:
+			// Counted before this breaker's last close: it must not judge
+			// after it.
+		case others >= f.cfg.MaxInstances:
 			reject(fmt.Errorf("%s: more than MaxInstances %d instances", m.base, f.cfg.MaxInstances))
 		default:
-			w.addTo(&sum)
-			n++
+			windows = append(windows, w.counts())
+			others++
 		}
 	}
-	m.mu.Lock()
 	m.drop = stale // deleted by the next sync
-	m.mu.Unlock()
-	if err := m.b.SetExternal(sum, 3*f.interval); err != nil {
-		reject(err)
+	ev := judge(cfg, f.cfg.Quorum, windows)
+	m.fleetOpen = s.state.Open || ev.open
+	m.announce = ev.open && !s.state.Open
+	if ev.open && p.look.State == circuit.Closed && (f.cfg.Quorum.Follow || !healthy(cfg, p.look.Window)) {
+		m.h.Open(p.look) // refused if the breaker moved since the look
 	}
-
-	if c.lease != nil {
-		held, err := c.lease.Int()
-		if err != nil { // a bad lease key: probe alone rather than never
-			reject(fmt.Errorf("%s: probe lease: %w", m.base, err))
-		}
-		m.prober.Store(err != nil || held == 1)
-	} else {
-		m.prober.Store(false)
-	}
+	m.setNote(ev)
+	m.prober.Store(held)
+	m.coordinated.Store(true)
 	if firstErr != nil {
-		m.reject(f, firstErr)
+		m.reject(firstErr)
 	} else {
-		m.mu.Lock()
 		m.rejecting = false
-		m.mu.Unlock()
 	}
 	return rejected
 }
 
-// follow applies a fleet verdict another instance published, once.
-func (m *member) follow(f *Fleet, v verdict, nowMs int64, openFor time.Duration) {
-	m.mu.Lock()
-	if v.At <= m.lastVerdict || v.Instance == f.cfg.Instance {
-		m.mu.Unlock()
+// adopt brings the member's epochs up to state s, which this sync's script
+// returned, and follows a fleet-wide close it has not followed yet.
+func (m *member) adopt(p *plan, s state, nowMs int64, cfg circuit.Config) {
+	m.closes = p.look.Closes
+	if s.Who == m.f.cfg.Instance && (p.op == opBump || p.op == opClose && s.Closed == s.Epoch) {
+		// This breaker's own close started epoch s.Epoch: its window,
+		// cleared by that close, belongs to it, and nothing older counts.
+		m.cutoff = s.Epoch
+		m.retag(s.Epoch, nowMs, cfg)
+	}
+	if s.Closed > m.followed {
+		// A fleet-wide close: nothing counted before it may judge after
+		// it, and a breaker still out closes with the fleet.
+		m.cutoff = max(m.cutoff, s.Closed)
+		switch {
+		case p.look.State == circuit.Closed:
+			m.followed = s.Closed
+		case m.h.Close(p.look):
+			m.followed = s.Closed
+			m.closes++
+			m.retag(s.Closed, nowMs, cfg)
+		}
+		// Otherwise the breaker moved since the look: the next sync
+		// follows.
+	}
+	if s.Epoch > m.epoch {
+		m.epoch = s.Epoch
+	}
+	if m.tag < m.epoch && m.retagTo == 0 {
+		// The window's contents are older than the epoch: they earn it
+		// once everything counted before now has left the window.
+		m.retagTo, m.retagAt = m.epoch, nowMs+(cfg.Window.Length+cfg.Window.BucketWidth()).Milliseconds()
+	}
+}
+
+// retag records that the breaker's window holds only outcomes of epoch e
+// or later, as of nowMs.
+func (m *member) retag(e, nowMs int64, cfg circuit.Config) {
+	m.tag = max(m.tag, e)
+	m.retagTo = 0
+	if m.tag < m.epoch {
+		m.retagTo, m.retagAt = m.epoch, nowMs+(cfg.Window.Length+cfg.Window.BucketWidth()).Milliseconds()
+	}
+}
+
+// scriptState is what syncScript returned.
+type scriptState struct {
+	state state
+	bad   bool // the state key held garbage
+}
+
+// scriptResult decodes syncScript's answer.
+func scriptResult(c *redis.Cmd) (scriptState, bool, error) {
+	v, err := c.Slice()
+	if err != nil {
+		return scriptState{}, false, err
+	}
+	if len(v) != 3 {
+		return scriptState{}, false, fmt.Errorf("%w: sync script answered %d values", errBadRecord, len(v))
+	}
+	raw, _ := v[0].(string)
+	held, _ := v[1].(int64)
+	bad, _ := v[2].(int64)
+	s, err := parseState(raw)
+	return scriptState{state: s, bad: bad == 1}, held == 1, err
+}
+
+// setNote sets the fleet's part of the breaker's status.
+func (m *member) setNote(ev evidence) {
+	if !ev.open {
+		m.note.Store(nil)
 		return
 	}
-	m.lastVerdict = v.At
-	if !v.Open {
-		m.closedAt = v.At
-		m.reset = nowMs
-	}
-	m.mu.Unlock()
-	switch {
-	case v.Open && v.At >= nowMs-openFor.Milliseconds():
-		m.b.OpenByFleet()
-	case !v.Open:
-		m.b.CloseByFleet()
-	}
+	n := fmt.Sprintf("fleet open: %d of %d instances failing, %.0f%% of %d calls",
+		ev.failing, ev.instances, 100*share(bad(ev.sum), ev.sum), calls(ev.sum))
+	m.note.Store(&n)
 }
 
 // reject logs the first rejected record of an episode (the episode ends at
 // a sync with none).
-func (m *member) reject(f *Fleet, err error) {
-	m.mu.Lock()
+func (m *member) reject(err error) {
 	first := !m.rejecting
 	m.rejecting = true
-	m.mu.Unlock()
 	if first {
+		f := m.f
 		f.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "fleet: rejected shared state",
 			slog.String("service", f.cfg.Service), slog.String("group", m.group),
 			slog.String("command", m.cmd), slog.String("error", err.Error()))

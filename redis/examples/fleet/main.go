@@ -9,7 +9,10 @@
 //     many calls reached the dependency before every instance was open, and
 //     the time from the first instance opening to the last;
 //  2. independent: the same without Redis, each breaker alone;
-//  3. Redis killed mid-run: calls go on (no call fails or waits because of
+//  3. one instance's path fails: it trips on its own window, and the
+//     others, whose calls are healthy, keep serving (a fleet-wide open
+//     needs the evidence of two instances);
+//  4. Redis killed mid-run: calls go on (no call fails or waits because of
 //     Redis), the fleet reports "shared state: degraded", and when the
 //     dependency then fails each instance trips on its own.
 //
@@ -81,6 +84,10 @@ type outage struct {
 // result is what run measured, per fleet size.
 type result struct {
 	shared, alone map[int]outage
+	// One instance's path failing: whether it tripped (on its own
+	// window), and how many of the healthy others opened.
+	pathTrip   bool
+	othersOpen int
 	// After Redis was killed: calls made, calls that failed, the longest
 	// call, whether every instance said degraded, and whether each then
 	// tripped on its own failures.
@@ -106,6 +113,8 @@ func run(w io.Writer, o options) error {
 		fmt.Fprintf(w, "  %-10d %10d %12d %22v\n", n, res.shared[n].reached, res.alone[n].reached,
 			res.shared[n].spread.Round(time.Millisecond))
 	}
+	fmt.Fprintf(w, "\none instance's path failing: it tripped alone: %v, healthy instances opened: %d\n",
+		res.pathTrip, res.othersOpen)
 	fmt.Fprintf(w, "\nRedis killed mid-run: %d calls, %d failed, longest call %v, all degraded: %v, then each tripped alone: %v\n",
 		res.calls, res.failed, res.longest.Round(time.Microsecond), res.degraded, res.trip)
 	return nil
@@ -135,6 +144,12 @@ func measure(w io.Writer, srv *redisServer, o options) (result, error) {
 	if err != nil {
 		return res, err
 	}
+	f.badPath(o, &res)
+	f.close()
+	f, err = newFleet(srv.addr, 3, o.interval, true)
+	if err != nil {
+		return res, err
+	}
 	defer f.close()
 	f.survive(srv, o, &res)
 	return res, nil
@@ -142,10 +157,11 @@ func measure(w io.Writer, srv *redisServer, o options) (result, error) {
 
 // instance is one member of the fleet: its own registry and group.
 type instance struct {
-	reg    *command.Registry
-	g      *command.Group
-	f      *fleet.Fleet // nil when independent
-	openAt atomic.Int64 // ns since the scene began when it first opened; 0 while not
+	reg     *command.Registry
+	g       *command.Group
+	f       *fleet.Fleet // nil when independent
+	openAt  atomic.Int64 // ns since the scene began when it first opened; 0 while not
+	failing atomic.Bool  // this instance's path to the dependency fails
 }
 
 // fleetRun is n instances and the dependency they call.
@@ -213,7 +229,7 @@ func (r *fleetRun) call(in *instance) (time.Duration, error) {
 	t0 := time.Now()
 	_, err := command.Execute(context.Background(), in.g, command.Func[int]("get", func(context.Context) (int, error) {
 		r.reached.Add(1)
-		if r.failing.Load() {
+		if r.failing.Load() || in.failing.Load() {
 			return 0, errDown
 		}
 		return 1, nil
@@ -275,6 +291,31 @@ func (r *fleetRun) outage(every time.Duration) outage {
 		last = max(last, at)
 	}
 	return outage{reached: r.reached.Load(), spread: time.Duration(last - first)}
+}
+
+// badPath runs a healthy dependency, then fails the path of the first
+// instance only: it must trip on its own window, and the others, whose
+// calls are healthy, must not open.
+func (r *fleetRun) badPath(o options, res *result) {
+	stop := make(chan struct{})
+	wg := r.load(o.every, stop, func(time.Duration, error) {})
+	time.Sleep(5 * o.interval)
+	sick := r.ins[0]
+	sick.failing.Store(true)
+	deadline := time.Now().Add(10 * time.Second)
+	for sick.g.Breaker().State() == circuit.Closed && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(10 * o.interval) // the others go on calling, the fleet syncing
+	close(stop)
+	wg.Wait()
+	ts := sick.g.Breaker().Snapshot().Transitions
+	res.pathTrip = len(ts) > 0 && ts[0].Reason == circuit.ReasonErrorRatio
+	for _, in := range r.ins[1:] {
+		if in.openAt.Load() != 0 {
+			res.othersOpen++
+		}
+	}
 }
 
 // survive runs a healthy dependency, kills Redis mid-run, then fails the

@@ -22,7 +22,8 @@ func TestMain(m *testing.M) {
 
 // The example's claims, on a fleet of three: far fewer calls reach the
 // failing dependency shared than alone, the fleet opens within about one
-// interval, and killing Redis fails no call.
+// interval, one instance's bad path opens no healthy instance, and killing
+// Redis fails no call.
 func TestFleetExample(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed: apt-get install redis-server")
@@ -38,6 +39,8 @@ func TestFleetExample(t *testing.T) {
 	require.Less(t, shared.reached, alone.reached)
 	require.GreaterOrEqual(t, alone.reached, int64(3*20), "each breaker alone needs MinRequests")
 	require.Less(t, shared.spread, o.interval+time.Second, "generous on a loaded machine; the README figure is measured")
+	require.True(t, res.pathTrip, "the instance whose path failed tripped on its own window")
+	require.Zero(t, res.othersOpen, "healthy instances kept serving")
 	require.Positive(t, res.calls)
 	require.Zero(t, res.failed, "no call failed because Redis died")
 	require.Less(t, res.longest, 300*time.Millisecond)
