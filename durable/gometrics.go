@@ -15,6 +15,7 @@ import (
 //	queue.<group>.replayed        entries applied by this replayer
 //	queue.<group>.dead_lettered   entries dead-lettered by this replayer
 //	queue.<group>.dead_letters    entries in the dead letters now
+//	queue.<group>.outages         replays failed for an outage (no attempt used)
 //
 // It fails if one of the names is already registered.
 func (r *Replayer) RegisterMetrics(reg gometrics.Registry) error {
@@ -25,6 +26,7 @@ func (r *Replayer) RegisterMetrics(reg gometrics.Registry) error {
 		".replayed":      func(s ReplayStats) int64 { return s.Replayed },
 		".dead_lettered": func(s ReplayStats) int64 { return s.DeadLettered },
 		".dead_letters":  func(s ReplayStats) int64 { return int64(s.DeadLetters) },
+		".outages":       func(s ReplayStats) int64 { return s.Outages },
 	} {
 		if err := reg.Register(p+name, gometrics.NewFunctionalGauge(func() int64 { return read(r.Stats()) })); err != nil {
 			return err

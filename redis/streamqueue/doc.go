@@ -24,7 +24,8 @@
 // Keys used, all with the hash tag {Name} so that a cluster keeps them in
 // one slot: bulwark:queue:{Name}:stream (the entries), :keys (pending and
 // dead keys → ID), :applied (acknowledged keys → ID, never pruned), :meta
-// (ID → attempts, backoff, last error), :dead (ID → dead-lettered entry).
+// (ID → attempts, deliveries, backoff, last error), :dead (ID →
+// dead-lettered entry).
 //
 // go-redis logs its own trouble through one process-wide logger (stderr
 // by default), which this package leaves alone: to send it to slog, call
