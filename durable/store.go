@@ -33,13 +33,16 @@ import (
 //
 // # Damage
 //
-// A damaged file never crashes the process. OpenStore refuses a file
-// shorter than its own pages say (truncated) and one whose pages do not
-// read back; with CheckOnOpen it also runs Check. Every method recovers a
-// fault or a panic of bbolt on a damaged page and returns an error
-// wrapping ErrCorrupt that names the file; from then on the Store refuses
-// every call with that error (a damaged file must not be written further)
-// until it is closed: restore the file from a backup, or move it aside.
+// A damaged file never crashes the process. OpenStore reads the file
+// first, with bounds checks (bbolt has none: a damaged page makes it
+// panic, fault, or read memory outside the file), and refuses one shorter
+// than its own pages say (truncated) and one with a page, an element or a
+// page id out of place, with an error wrapping ErrCorrupt that names the
+// file; with CheckOnOpen it also runs Check. Every method recovers a fault
+// or a panic of bbolt on a page damaged after the open and returns such
+// an error too; from then on the Store refuses every call with it (a
+// damaged file must not be written further) until it is closed: restore
+// the file from a backup, or move it aside.
 //
 // Each entry is stored with a CRC-32C checksum: an entry whose bytes were
 // altered is not replayed with a wrong payload but returned by Lease with
@@ -67,16 +70,18 @@ type StoreOption struct {
 	check bool
 }
 
-// CheckOnOpen makes OpenStore run Check before it returns, and fail (with
-// the file closed) if Check finds damage. It reads every page of the file:
-// its cost grows with the file's size, which the applied keys (never
-// pruned) make grow with every write ever acknowledged.
+// CheckOnOpen makes OpenStore run Check too before it returns, and fail
+// (with the file closed) if Check finds damage. It reads every page of the
+// file once more and maps them all: its cost grows with the file's size,
+// which the applied keys (never pruned) make grow with every write ever
+// acknowledged.
 func CheckOnOpen() StoreOption { return StoreOption{check: true} }
 
 // OpenStore opens (or creates) the queue file at path. It fails if the
 // file cannot be created or written, if another process holds it for
 // longer than a second, or, with an error wrapping ErrCorrupt, if the file
-// is damaged (see Store).
+// is damaged (see Store). It reads the whole file once, checking every
+// page that bbolt will read, so its cost grows with the file's size.
 func OpenStore(path string, opts ...StoreOption) (*Store, error) {
 	db, err := openBolt(path)
 	if err != nil {
@@ -90,32 +95,21 @@ func OpenStore(path string, opts ...StoreOption) (*Store, error) {
 	return s, nil
 }
 
-// initialise checks that the file is as long as its pages say (a bbolt
-// file only grows before its pages are written), creates the buckets, and
-// runs Check if check is set.
+// initialise creates the buckets, and runs Check if check is set.
 func (s *Store) initialise(check bool) error {
 	ctx := context.Background()
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		fi, err := os.Stat(s.path)
-		if err == nil && fi.Size() < tx.Size() {
-			return damaged(s.path, fmt.Sprintf("truncated: %d bytes, its pages need %d", fi.Size(), tx.Size()))
-		}
-		return err
-	})
-	if err == nil {
-		err = s.update(ctx, func(tx *bolt.Tx) error {
-			for _, b := range [][]byte{bucketPending, bucketDead, bucketKeys, bucketApplied} {
-				_, err := tx.CreateBucketIfNotExists(b)
-				if errors.Is(err, berrors.ErrIncompatibleValue) {
-					return damaged(s.path, fmt.Sprintf("its bucket %s is not a bucket", b))
-				}
-				if err != nil {
-					return err
-				}
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketPending, bucketDead, bucketKeys, bucketApplied} {
+			_, err := tx.CreateBucketIfNotExists(b)
+			if errors.Is(err, berrors.ErrIncompatibleValue) {
+				return damaged(s.path, fmt.Sprintf("its bucket %s is not a bucket", b))
 			}
-			return nil
-		})
-	}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err == nil && check {
 		err = s.Check(ctx)
 	}
@@ -125,17 +119,36 @@ func (s *Store) initialise(check bool) error {
 	return err
 }
 
-// openBolt opens the bbolt file at path. bbolt reads the file's freelist
-// while it opens it, and panics (or faults, on a truncated file) when that
-// page is damaged: openBolt turns this into an error, and unlocks and
-// closes the file; the file's memory mapping stays until the process
-// ends, as bbolt's half-opened DB cannot be reached to unmap it.
+// openBolt opens the bbolt file at path, after verifyFile found it sound
+// (with the file locked, so that no other process changes it meanwhile).
+// Should bbolt still panic or fault while it opens the file (it reads the
+// freelist), openBolt turns this into an error, and unlocks and closes the
+// file; the file's memory mapping then stays until the process ends, as
+// bbolt's half-opened DB cannot be reached to unmap it.
 func openBolt(path string) (db *bolt.DB, err error) {
 	var file *os.File
 	open := func(name string, flag int, perm os.FileMode) (*os.File, error) {
 		f, err := os.OpenFile(name, flag, perm)
+		if err != nil {
+			return nil, err
+		}
+		if err := lockFile(f, lockTimeout); err != nil {
+			_ = f.Close()
+			return nil, err
+		}
+		fi, err := f.Stat()
+		if err == nil && fi.Size() > 0 {
+			if verr := verifyFile(f, fi.Size()); verr != nil {
+				err = damaged(path, verr.Error())
+			}
+		}
+		if err != nil {
+			unlockFile(f)
+			_ = f.Close()
+			return nil, err
+		}
 		file = f
-		return f, err
+		return f, nil
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
@@ -147,18 +160,16 @@ func openBolt(path string) (db *bolt.DB, err error) {
 			db, err = nil, damage(path, p)
 		}
 	}()
-	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, OpenFile: open})
-	switch {
-	case err == nil:
-		return db, nil
-	case errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch):
-		return nil, damaged(path, "not a sound bbolt file: "+err.Error())
+	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout, OpenFile: open})
+	if err != nil && !errors.Is(err, ErrCorrupt) {
+		err = fmt.Errorf("durable: open queue file %s: %w", path, err)
 	}
-	if fi, serr := os.Stat(path); serr == nil && fi.Mode().IsRegular() && fi.Size() > 0 && fi.Size() < 2*int64(os.Getpagesize()) {
-		return nil, damaged(path, fmt.Sprintf("truncated to %d bytes: %v", fi.Size(), err))
-	}
-	return nil, fmt.Errorf("durable: open queue file %s: %w", path, err)
+	return db, err
 }
+
+// lockTimeout is how long OpenStore waits for another process to release
+// the file.
+const lockTimeout = time.Second
 
 // damage returns the error of a fault or panic p while reading file path.
 func damage(path string, p any) error {
