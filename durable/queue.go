@@ -60,8 +60,11 @@ type Entry struct {
 	// Deliveries counts the times the write may have reached the
 	// receiver: the replays whose Apply began (each is counted before it
 	// begins, so one cut off by a crash counts) and the original call if
-	// its Run began. It is an upper bound: a receiver that honours Key
-	// applied the write at most once, whatever it says.
+	// its Run began. It bounds what the receiver saw from above, unless
+	// Apply itself sends more than once (net/http's Transport resends a
+	// request that has an Idempotency-Key header when a reused connection
+	// breaks). A receiver that honours Key applied the write at most once,
+	// whatever it says.
 	Deliveries int `json:"deliveries"`
 	// NotBefore is the earliest time the entry may be replayed (backoff).
 	NotBefore time.Time `json:"not_before"`

@@ -36,9 +36,9 @@ const (
 	childURL    = "BULWARK_QUEUETEST_URL"   // the test receiver
 	childFrom   = "BULWARK_QUEUETEST_FROM"  // a writer's first key number
 	childTo     = "BULWARK_QUEUETEST_TO"    // a writer's end key number (excluded)
-	idemHeader  = "Idempotency-Key"
-	replayHdr   = "Bulwark-Replay" // set on the deliveries of a replayer
-	poisonEvery = 25               // every 25th key is refused by the receiver
+	idemHeader  = "Bulwark-Key"             // not Idempotency-Key, which makes net/http resend a POST on a broken connection
+	replayHdr   = "Bulwark-Replay"          // set on the deliveries of a replayer
+	poisonEvery = 25                        // every 25th key is refused by the receiver
 )
 
 // Role is what a crash-test child process does.
