@@ -16,6 +16,7 @@ import (
 //	queue.<group>.dead_lettered   entries dead-lettered by this replayer
 //	queue.<group>.dead_letters    entries in the dead letters now
 //	queue.<group>.outages         replays failed for an outage (no attempt used)
+//	queue.<group>.resets          times the queue's backend state was found gone (Stats.Resets)
 //
 // It fails if one of the names is already registered.
 func (r *Replayer) RegisterMetrics(reg gometrics.Registry) error {
@@ -27,6 +28,7 @@ func (r *Replayer) RegisterMetrics(reg gometrics.Registry) error {
 		".dead_lettered": func(s ReplayStats) int64 { return s.DeadLettered },
 		".dead_letters":  func(s ReplayStats) int64 { return int64(s.DeadLetters) },
 		".outages":       func(s ReplayStats) int64 { return s.Outages },
+		".resets":        func(s ReplayStats) int64 { return s.Resets },
 	} {
 		if err := reg.Register(p+name, gometrics.NewFunctionalGauge(func() int64 { return read(r.Stats()) })); err != nil {
 			return err

@@ -118,6 +118,11 @@ type Stats struct {
 	Oldest time.Time
 	// DeadLetters is the number of dead-lettered entries.
 	DeadLetters int
+	// Resets counts the times this queue value found its backend's state
+	// gone and set it up again: for the Redis backend, its consumer group
+	// missing because Redis restarted empty or was flushed (the writes
+	// the lost state held were lost with it). Always 0 for Store.
+	Resets int64
 }
 
 // Queue is a durable store of deferred writes. Every method is safe for

@@ -512,6 +512,7 @@ type QueueEvent struct {
 	DeadLettered int64  `json:"deadLettered"`
 	DeadLetters  int    `json:"deadLetters"`
 	Outages      int64  `json:"outages"`
+	Resets       int64  `json:"resets"`
 }
 
 // StreamEvent returns the replayer's stats as a dashboard event, for
@@ -521,5 +522,5 @@ type QueueEvent struct {
 func (r *Replayer) StreamEvent() QueueEvent {
 	s := r.Stats()
 	return QueueEvent{Type: "BulwarkQueue", Name: s.Group, Backlog: s.Depth, OldestAgeMs: s.OldestAge.Milliseconds(),
-		Replayed: s.Replayed, DeadLettered: s.DeadLettered, DeadLetters: s.DeadLetters, Outages: s.Outages}
+		Replayed: s.Replayed, DeadLettered: s.DeadLettered, DeadLetters: s.DeadLetters, Outages: s.Outages, Resets: s.Resets}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -39,6 +40,9 @@ type Config struct {
 	// (not renewed by Update, not acknowledged) before another consumer
 	// claims it: longer than the longest replay (default 30 s).
 	ClaimAfter time.Duration
+	// Logger receives a record each time this queue finds its consumer
+	// group gone and recreates it (default slog.Default()).
+	Logger *slog.Logger
 }
 
 // Queue is a durable.Queue on a Redis stream. It is safe for concurrent
@@ -48,6 +52,7 @@ type Queue struct {
 	rdb    redis.UniversalClient
 	k      keys
 	closed atomic.Bool
+	resets atomic.Int64 // consumer groups this queue recreated
 }
 
 var _ durable.Queue = (*Queue)(nil)
@@ -73,13 +78,52 @@ func New(ctx context.Context, cfg Config) (*Queue, error) {
 		host, _ := os.Hostname()
 		cfg.Consumer = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	p := "bulwark:queue:{" + cfg.Name + "}:"
 	q := &Queue{cfg: cfg, rdb: cfg.Client, k: keys{p + "stream", p + "keys", p + "applied", p + "meta", p + "dead"}}
-	err := q.rdb.XGroupCreateMkStream(ctx, q.k.stream, consumerGroup, "0").Err()
-	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
-		return nil, fmt.Errorf("streamqueue: create consumer group of %s: %w", q.k.stream, err)
+	if _, err := q.createGroup(ctx); err != nil {
+		return nil, err
 	}
 	return q, nil
+}
+
+// createGroup creates the consumer group (and the stream) unless it
+// exists, and reports whether it created it.
+func (q *Queue) createGroup(ctx context.Context) (bool, error) {
+	err := q.rdb.XGroupCreateMkStream(ctx, q.k.stream, consumerGroup, "0").Err()
+	switch {
+	case err == nil:
+		return true, nil
+	case strings.HasPrefix(err.Error(), "BUSYGROUP"):
+		return false, nil
+	}
+	return false, fmt.Errorf("streamqueue: create consumer group of %s: %w", q.k.stream, err)
+}
+
+// withGroup runs op, which uses the consumer group. If Redis answers that
+// the group does not exist (it restarted empty, or was flushed: the
+// stream holds only what was enqueued since, with no group to read it),
+// withGroup creates the group again, reading the stream from its start,
+// says so once (a log record and Stats.Resets, in the process that
+// recreated it), and runs op again.
+func (q *Queue) withGroup(ctx context.Context, op func() error) error {
+	err := op()
+	if err == nil || !strings.Contains(err.Error(), "NOGROUP") {
+		return err
+	}
+	created, cerr := q.createGroup(ctx)
+	if cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	if created {
+		q.resets.Add(1)
+		q.cfg.Logger.Warn("bulwark: streamqueue consumer group was gone (Redis restarted empty or was flushed); recreated it: "+
+			"entries accepted before it was lost are gone, unless Redis persisted them",
+			slog.String("stream", q.k.stream), slog.String("group", consumerGroup))
+	}
+	return op()
 }
 
 // meta is what the queue keeps of an entry besides its stream fields.
@@ -165,21 +209,28 @@ func (q *Queue) Lease(ctx context.Context, now time.Time, max int) ([]durable.En
 	if max <= 0 {
 		return nil, nil
 	}
-	_, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: q.k.stream, Group: consumerGroup,
-		Consumer: q.cfg.Consumer, MinIdle: q.cfg.ClaimAfter, Start: "0-0", Count: int64(max)}).Result()
-	if err != nil {
-		return nil, fmt.Errorf("streamqueue: claim: %w", err)
-	}
 	var msgs []redis.XMessage
-	for _, from := range []string{"0", ">"} { // our pending list, then new entries
-		res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: consumerGroup, Consumer: q.cfg.Consumer,
-			Streams: []string{q.k.stream, from}, Count: int64(10 * max), Block: -1}).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return nil, fmt.Errorf("streamqueue: read: %w", err)
+	err := q.withGroup(ctx, func() error {
+		msgs = msgs[:0]
+		_, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: q.k.stream, Group: consumerGroup,
+			Consumer: q.cfg.Consumer, MinIdle: q.cfg.ClaimAfter, Start: "0-0", Count: int64(max)}).Result()
+		if err != nil {
+			return fmt.Errorf("streamqueue: claim: %w", err)
 		}
-		for _, s := range res {
-			msgs = append(msgs, s.Messages...)
+		for _, from := range []string{"0", ">"} { // our pending list, then new entries
+			res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: consumerGroup, Consumer: q.cfg.Consumer,
+				Streams: []string{q.k.stream, from}, Count: int64(10 * max), Block: -1}).Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return fmt.Errorf("streamqueue: read: %w", err)
+			}
+			for _, s := range res {
+				msgs = append(msgs, s.Messages...)
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	entries, err := q.entries(ctx, msgs)
 	if err != nil {
@@ -285,7 +336,9 @@ func (q *Queue) Update(ctx context.Context, e durable.Entry) error {
 	if err != nil {
 		return err
 	}
-	err = updateScript.Run(ctx, q.rdb, []string{q.k.stream, q.k.meta}, e.ID, md, consumerGroup, q.cfg.Consumer).Err()
+	err = q.withGroup(ctx, func() error {
+		return updateScript.Run(ctx, q.rdb, []string{q.k.stream, q.k.meta}, e.ID, md, consumerGroup, q.cfg.Consumer).Err()
+	})
 	return redisErr("update", e.ID, err)
 }
 
@@ -438,7 +491,7 @@ func (q *Queue) Stats(ctx context.Context) (durable.Stats, error) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return durable.Stats{}, fmt.Errorf("streamqueue: stats: %w", err)
 	}
-	st := durable.Stats{Depth: int(n.Val()), DeadLetters: int(dead.Val())}
+	st := durable.Stats{Depth: int(n.Val()), DeadLetters: int(dead.Val()), Resets: q.resets.Load()}
 	if msgs := first.Val(); len(msgs) > 0 {
 		st.Oldest = fromValues(msgs[0].ID, msgs[0].Values).EnqueuedAt
 	}

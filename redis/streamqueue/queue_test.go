@@ -3,8 +3,10 @@ package streamqueue_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/bulwark-go/bulwark/command"
 	"github.com/bulwark-go/bulwark/durable"
 	"github.com/bulwark-go/bulwark/durable/queuetest"
+	"github.com/bulwark-go/bulwark/internal/logtest"
 	"github.com/bulwark-go/bulwark/internal/redistest"
 	"github.com/bulwark-go/bulwark/redis/streamqueue"
 )
@@ -58,6 +61,72 @@ func TestCorruptEntryConformance(t *testing.T) {
 	}, func(t *testing.T, _ durable.Queue, id string) {
 		require.NoError(t, rdb.HSet(context.Background(), "bulwark:queue:{"+name+"}:meta", id, "{not json").Err())
 	})
+}
+
+// TestRedisRestartedEmptyReplaysAgain: after Redis restarted empty (or was
+// flushed) the consumer group was gone, created only in New: 20 writes
+// accepted after the restart, 0 applied after 5 s, the backlog at 20 and
+// no error. The first NOGROUP answer must recreate the group, say so once,
+// and the writes accepted since must be replayed. The restart is real: a
+// private redis-server killed and started again, empty, on its address.
+func TestRedisRestartedEmptyReplaysAgain(t *testing.T) {
+	for name, lose := range map[string]func(*redistest.Server, *redis.Client){
+		"restart": func(srv *redistest.Server, _ *redis.Client) { srv.Restart() },
+		"flushall": func(_ *redistest.Server, rdb *redis.Client) {
+			require.NoError(t, rdb.FlushAll(context.Background()).Err())
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			rdb := client(t, srv.Addr)
+			logs := new(logtest.Buffer)
+			logger := slog.New(slog.NewTextHandler(logs, nil))
+			q := newQueue(t, rdb, streamqueue.Config{Name: "orders", Logger: logger})
+			reg := command.NewRegistry(command.RegistryConfig{Logger: logger})
+			t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+			g, err := reg.NewGroup("orders", command.GroupConfig{Strategy: command.Semaphore})
+			require.NoError(t, err)
+			var mu sync.Mutex
+			applied := map[string]int{}
+			apply := func(_ context.Context, e durable.Entry) error {
+				mu.Lock()
+				defer mu.Unlock()
+				applied[e.Key]++
+				return nil
+			}
+			r, err := durable.NewReplayer(durable.ReplayerConfig{Queue: q, Group: g, Apply: apply, Poll: 10 * time.Millisecond, Logger: logger})
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error)
+			go func() { done <- r.Run(ctx) }()
+			defer func() { cancel(); require.ErrorIs(t, <-done, context.Canceled) }()
+			count := func() int { mu.Lock(); defer mu.Unlock(); return len(applied) }
+
+			_, err = q.Enqueue(ctx, durable.Entry{Key: "before"})
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { return count() == 1 }, 10*time.Second, 5*time.Millisecond)
+
+			lose(srv, rdb)
+			for i := range 20 {
+				require.Eventually(t, func() bool {
+					_, err := q.Enqueue(ctx, durable.Entry{Key: fmt.Sprint("after-", i)})
+					return err == nil
+				}, 10*time.Second, 10*time.Millisecond, "accepted once Redis is back")
+			}
+			require.Eventually(t, func() bool { return count() == 21 }, 20*time.Second, 5*time.Millisecond,
+				"the writes accepted after Redis lost its state are replayed")
+			require.Eventually(t, func() bool { return r.Stats().Depth == 0 }, 10*time.Second, 5*time.Millisecond)
+			st, err := q.Stats(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, int64(1), st.Resets)
+			assert.Equal(t, 1, strings.Count(logs.String(), "consumer group was gone"), "said once")
+			mu.Lock()
+			defer mu.Unlock()
+			for key, n := range applied {
+				assert.Equal(t, 1, n, key)
+			}
+		})
+	}
 }
 
 // TestKillLoopUnderOutagesLosesNoWrite runs the kill -9 loop (see
