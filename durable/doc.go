@@ -27,6 +27,38 @@
 // records acknowledged keys, so a retried request whose write was already
 // accepted or applied is not queued twice.
 //
+// # Attempts
+//
+// An attempt is evidence about the write: a replay that reached the
+// dependency, which answered and refused this write. A Replayer counts
+// attempts in Entry.Attempts and dead-letters a write after MaxAttempts
+// of them (default 3); it dead-letters at once one the dependency refused
+// for good (BAD_REQUEST, or ReplayerConfig.Classify's Permanent). An
+// outage is never an attempt: a timeout, a connection error, a 5xx (any
+// FAILURE that Classify does not judge Refused or Permanent; by default
+// only a panic in Apply is Refused), a short-circuit, a rejection, a
+// failed half-open probe, a replay cut off by a crash. It only delays the
+// write, with backoff (Backoff doubled per delivery, default 1 s, up to
+// MaxBackoff, default 1 min), until the write is older than MaxAge
+// (default 24 h; NoMaxAge for none): it is then dead-lettered with
+// ReasonMaxAge. See Replayer for each outcome.
+//
+// A dead letter says why (Entry.Reason), how many attempts the dependency
+// refused (Attempts), and how many deliveries may have reached the
+// receiver (Deliveries: the original call's, if its Run began, and every
+// replay begun, counted before it begins, so one cut off by a crash
+// counts).
+//
+// # Damage
+//
+// Damage never crashes the process, and one damaged entry never stops the
+// queue. A Store file that is truncated or whose pages do not read back
+// is an error wrapping ErrCorrupt that names the file, at open
+// (CheckOnOpen runs a full check) or at the first call that meets the
+// damage, and every later call returns it; an entry that does not decode
+// is quarantined in the dead letters with ReasonCorrupt, and the entries
+// after it are replayed.
+//
 // # Backends
 //
 // Store is the embedded backend (one bbolt file, fsync'd on every change,

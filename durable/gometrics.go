@@ -15,6 +15,8 @@ import (
 //	queue.<group>.replayed        entries applied by this replayer
 //	queue.<group>.dead_lettered   entries dead-lettered by this replayer
 //	queue.<group>.dead_letters    entries in the dead letters now
+//	queue.<group>.outages         replays failed for an outage (no attempt used)
+//	queue.<group>.resets          times the queue's backend state was found gone (Stats.Resets)
 //
 // It fails if one of the names is already registered.
 func (r *Replayer) RegisterMetrics(reg gometrics.Registry) error {
@@ -25,6 +27,8 @@ func (r *Replayer) RegisterMetrics(reg gometrics.Registry) error {
 		".replayed":      func(s ReplayStats) int64 { return s.Replayed },
 		".dead_lettered": func(s ReplayStats) int64 { return s.DeadLettered },
 		".dead_letters":  func(s ReplayStats) int64 { return int64(s.DeadLetters) },
+		".outages":       func(s ReplayStats) int64 { return s.Outages },
+		".resets":        func(s ReplayStats) int64 { return s.Resets },
 	} {
 		if err := reg.Register(p+name, gometrics.NewFunctionalGauge(func() int64 { return read(r.Stats()) })); err != nil {
 			return err

@@ -27,14 +27,18 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
 }
 
-// newGroup returns a Semaphore group in a new registry closed with t, and
-// the buffer its log records go to.
-func newGroup(t *testing.T) (*command.Group, *logtest.Buffer) {
+// newGroup returns a group "orders" (of cfg, else a Semaphore group) in a
+// new registry closed with t, and the buffer its log records go to.
+func newGroup(t *testing.T, cfg ...command.GroupConfig) (*command.Group, *logtest.Buffer) {
 	t.Helper()
 	logs := new(logtest.Buffer)
 	reg := command.NewRegistry(command.RegistryConfig{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
-	g, err := reg.NewGroup("orders", command.GroupConfig{Strategy: command.Semaphore})
+	gc := command.GroupConfig{Strategy: command.Semaphore}
+	if len(cfg) > 0 {
+		gc = cfg[0]
+	}
+	g, err := reg.NewGroup("orders", gc)
 	require.NoError(t, err)
 	return g, logs
 }

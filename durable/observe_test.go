@@ -48,7 +48,9 @@ func TestReplayerObservability(t *testing.T) {
 	assert.Equal(t, int64(3), gauge("replayed"))
 	assert.Zero(t, gauge("dead_lettered"))
 	assert.Zero(t, gauge("dead_letters"))
+	assert.Zero(t, gauge("outages"))
+	assert.Zero(t, gauge("resets"))
 	raw, err := json.Marshal(r.StreamEvent())
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"type":"BulwarkQueue","name":"orders","backlog":0,"oldestAgeMs":0,"replayed":3,"deadLettered":0,"deadLetters":0}`, string(raw))
+	assert.JSONEq(t, `{"type":"BulwarkQueue","name":"orders","backlog":0,"oldestAgeMs":0,"replayed":3,"deadLettered":0,"deadLetters":0,"outages":0,"resets":0}`, string(raw))
 }

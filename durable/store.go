@@ -1,15 +1,25 @@
 package durable
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/crc32"
+	"os"
+	"runtime/debug"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Store is the embedded Queue: one bbolt file, no server. Every change is
@@ -20,45 +30,201 @@ import (
 //
 // Idempotency keys of acknowledged entries are kept (so that a retried
 // request already applied is not queued again); they are never pruned.
+//
+// # Damage
+//
+// A damaged file never crashes the process. OpenStore reads the file
+// first, with bounds checks (bbolt has none: a damaged page makes it
+// panic, fault, or read memory outside the file), and refuses one shorter
+// than its own pages say (truncated) and one with a page, an element or a
+// page id out of place, with an error wrapping ErrCorrupt that names the
+// file; with CheckOnOpen it also runs Check. Every method recovers a fault
+// or a panic of bbolt on a page damaged after the open and returns such
+// an error too; from then on the Store refuses every call with it (a
+// damaged file must not be written further) until it is closed: restore
+// the file from a backup, or move it aside.
+//
+// Each entry is stored with a CRC-32C checksum: an entry whose bytes were
+// altered is not replayed with a wrong payload but returned by Lease with
+// Reason ReasonCorrupt, to be quarantined in the dead letters (see
+// Replayer), while the entries after it go on.
 type Store struct {
 	db     *bolt.DB
+	path   string
 	mu     sync.RWMutex // guards closed against a concurrent Close
 	closed bool
+	broken atomic.Pointer[error] // the damage found, once found
 }
 
 // Buckets of the file.
 var (
-	bucketPending = []byte("pending") // id → entry (JSON)
-	bucketDead    = []byte("dead")    // id → entry (JSON)
+	bucketPending = []byte("pending") // id → entry (encodeEntry)
+	bucketDead    = []byte("dead")    // id → entry (encodeEntry)
 	bucketKeys    = []byte("keys")    // key → id, of pending and dead entries
 	bucketApplied = []byte("applied") // key → id, of acknowledged entries
 )
 
+// StoreOption adjusts OpenStore. Build it with CheckOnOpen; it is a small
+// value.
+type StoreOption struct {
+	check bool
+}
+
+// CheckOnOpen makes OpenStore run Check too before it returns, and fail
+// (with the file closed) if Check finds damage. It reads every page of the
+// file once more and maps them all: its cost grows with the file's size,
+// which the applied keys (never pruned) make grow with every write ever
+// acknowledged.
+func CheckOnOpen() StoreOption { return StoreOption{check: true} }
+
 // OpenStore opens (or creates) the queue file at path. It fails if the
-// file cannot be created or written, or if another process holds it for
-// longer than a second.
-func OpenStore(path string) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+// file cannot be created or written, if another process holds it for
+// longer than a second, or, with an error wrapping ErrCorrupt, if the file
+// is damaged (see Store). It reads the whole file once, checking every
+// page that bbolt will read, so its cost grows with the file's size.
+func OpenStore(path string, opts ...StoreOption) (*Store, error) {
+	db, err := openBolt(path)
 	if err != nil {
-		return nil, fmt.Errorf("durable: open queue file %s: %w", path, err)
+		return nil, err
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	s := &Store{db: db, path: path}
+	if err := s.initialise(slices.ContainsFunc(opts, func(o StoreOption) bool { return o.check })); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// initialise creates the buckets, and runs Check if check is set.
+func (s *Store) initialise(check bool) error {
+	ctx := context.Background()
+	err := s.update(ctx, func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketPending, bucketDead, bucketKeys, bucketApplied} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+			_, err := tx.CreateBucketIfNotExists(b)
+			if errors.Is(err, berrors.ErrIncompatibleValue) {
+				return damaged(s.path, fmt.Sprintf("its bucket %s is not a bucket", b))
+			}
+			if err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("durable: initialise queue file %s: %w", path, err)
+	if err == nil && check {
+		err = s.Check(ctx)
 	}
-	return &Store{db: db}, nil
+	if err != nil && !errors.Is(err, ErrCorrupt) {
+		err = fmt.Errorf("durable: initialise queue file %s: %w", s.path, err)
+	}
+	return err
+}
+
+// openBolt opens the bbolt file at path, after verifyFile found it sound
+// (with the file locked, so that no other process changes it meanwhile).
+// Should bbolt still panic or fault while it opens the file (it reads the
+// freelist), openBolt turns this into an error, and unlocks and closes the
+// file; the file's memory mapping then stays until the process ends, as
+// bbolt's half-opened DB cannot be reached to unmap it.
+func openBolt(path string) (db *bolt.DB, err error) {
+	var file *os.File
+	open := func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag, perm)
+		if err != nil {
+			return nil, err
+		}
+		if err := lockFile(f, lockTimeout); err != nil {
+			_ = f.Close()
+			return nil, err
+		}
+		fi, err := f.Stat()
+		if err == nil && fi.Size() > 0 {
+			if verr := verifyFile(f, fi.Size()); verr != nil {
+				err = damaged(path, verr.Error())
+			}
+		}
+		if err != nil {
+			unlockFile(f)
+			_ = f.Close()
+			return nil, err
+		}
+		file = f
+		return f, nil
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			if file != nil {
+				unlockFile(file)
+				_ = file.Close()
+			}
+			db, err = nil, damage(path, p)
+		}
+	}()
+	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout, OpenFile: open})
+	if err != nil && !errors.Is(err, ErrCorrupt) {
+		err = fmt.Errorf("durable: open queue file %s: %w", path, err)
+	}
+	return db, err
+}
+
+// lockTimeout is how long OpenStore waits for another process to release
+// the file.
+const lockTimeout = time.Second
+
+// damage returns the error of a fault or panic p while reading file path.
+func damage(path string, p any) error {
+	return damaged(path, fmt.Sprint(p))
+}
+
+// damaged returns the error of a damaged file path, as what says.
+func damaged(path, what string) error {
+	return fmt.Errorf("%w: queue file %s is %w (%s): restore it from a backup or move it aside", ErrCorrupt, path, errDamaged, what)
 }
 
 // Path returns the queue file's path.
-func (s *Store) Path() string { return s.db.Path() }
+func (s *Store) Path() string { return s.path }
+
+// Check reads every page of the file and runs bbolt's consistency check
+// (every page reachable or free, none twice); it returns an error wrapping
+// ErrCorrupt, naming the file, for the first problems found. It reads the
+// whole file: see CheckOnOpen.
+func (s *Store) Check(ctx context.Context) error {
+	return s.view(ctx, func(tx *bolt.Tx) error {
+		// Read every page here first (tx.Check reads the same ones): a
+		// fault on a damaged page then happens on this goroutine, which
+		// recovers it, and not on the one tx.Check starts, where it would
+		// crash the process.
+		if err := tx.ForEach(func(name []byte, b *bolt.Bucket) error { return s.walk(name, b) }); err != nil {
+			return err
+		}
+		var found []error
+		for err := range tx.Check() {
+			if len(found) < 3 {
+				found = append(found, err)
+			}
+		}
+		if len(found) > 0 {
+			return damaged(s.path, "its consistency check fails: "+errors.Join(found...).Error())
+		}
+		return nil
+	})
+}
+
+// walk reads every page of bucket b, named name. The file's buckets hold
+// entries and keys, never buckets: one found inside is damage.
+func (s *Store) walk(name []byte, b *bolt.Bucket) error {
+	return b.ForEach(func(k, v []byte) error {
+		if v != nil {
+			return nil
+		}
+		if child := b.Bucket(k); child != nil {
+			if err := s.walk(k, child); err != nil {
+				return err
+			}
+		}
+		return damaged(s.path, fmt.Sprintf("bucket %q holds a bucket at key %x", name, k))
+	})
+}
 
 // update runs fn in a read-write transaction, committed (and fsync'd) when
 // fn returns nil.
@@ -72,12 +238,14 @@ func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 }
 
 // inTx runs fn in a read-write transaction if writable, else in a
-// read-only one. It returns ctx's error if ctx has ended and ErrClosed if
-// the store is closed, without beginning one; the read lock keeps Close
-// out until the transaction ends. It calls the file's Update and View
-// directly (not through a func value) so that the callers' fn need not
-// escape to the heap.
-func (s *Store) inTx(ctx context.Context, writable bool, fn func(tx *bolt.Tx) error) error {
+// read-only one. It returns ctx's error if ctx has ended, ErrClosed if the
+// store is closed and the damage found if it is damaged, without beginning
+// one; the read lock keeps Close out until the transaction ends. It is the
+// boundary where a fault or a panic on a damaged page becomes the error
+// every later call returns. It calls the file's Update and View directly
+// (not through a func value) so that the callers' fn need not escape to
+// the heap.
+func (s *Store) inTx(ctx context.Context, writable bool, fn func(tx *bolt.Tx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -86,43 +254,137 @@ func (s *Store) inTx(ctx context.Context, writable bool, fn func(tx *bolt.Tx) er
 	if s.closed {
 		return ErrClosed
 	}
-	if writable {
-		return s.db.Update(fn)
+	if broken := s.broken.Load(); broken != nil {
+		return *broken
 	}
-	return s.db.View(fn)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			err = s.fail(damage(s.path, p))
+		}
+	}()
+	if writable {
+		err = s.db.Update(fn)
+	} else {
+		err = s.db.View(fn)
+	}
+	if errors.Is(err, errDamaged) {
+		err = s.fail(err)
+	}
+	return err
+}
+
+// errDamaged marks an error about the file's structure (not about one
+// entry), which makes the Store refuse every later call.
+var errDamaged = errors.New("damaged")
+
+// fail records err as the damage found, unless one was recorded already,
+// and returns the one recorded.
+func (s *Store) fail(err error) error {
+	s.broken.CompareAndSwap(nil, &err)
+	return *s.broken.Load()
 }
 
 // seqKey encodes sequence number n, an entry's ID, as a bucket key, which
 // sorts in enqueue order.
 func seqKey(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
 
-// idKey encodes an ID (a decimal sequence number) as a bucket key.
-func idKey(id string) ([]byte, error) {
-	n, err := strconv.ParseUint(id, 10, 64)
-	if err != nil {
-		return nil, fmt.Errorf("%w: id %q", ErrNotFound, id)
+// idOf returns the ID of the entry at bucket key k: its sequence number,
+// or for a key this package never writes (a damaged file), "x" and the
+// key in hex, so that even such an entry can be moved aside.
+func idOf(k []byte) string {
+	if len(k) == 8 {
+		return strconv.FormatUint(binary.BigEndian.Uint64(k), 10)
 	}
-	return seqKey(n), nil
+	return "x" + hex.EncodeToString(k)
 }
 
-// decodeEntry decodes raw, the value stored at key k.
-func decodeEntry(k, raw []byte) (Entry, error) {
-	var e Entry
-	if err := json.Unmarshal(raw, &e); err != nil {
-		return Entry{}, fmt.Errorf("durable: corrupt entry %x: %w", k, err)
+// idKey encodes an ID (see idOf) as a bucket key.
+func idKey(id string) ([]byte, error) {
+	if h, ok := strings.CutPrefix(id, "x"); ok {
+		if k, err := hex.DecodeString(h); err == nil && len(k) > 0 {
+			return k, nil
+		}
+	} else if n, err := strconv.ParseUint(id, 10, 64); err == nil {
+		return seqKey(n), nil
 	}
+	return nil, fmt.Errorf("%w: id %q", ErrNotFound, id)
+}
+
+// An entry is stored as a version byte, the CRC-32C of the JSON that
+// follows (big-endian), and the entry's JSON. A value that begins with '{'
+// is an entry written before checksums, JSON alone.
+const entryV1 = 1
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// encodeEntry returns e's stored form.
+func encodeEntry(e Entry) ([]byte, error) {
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 5, 5+len(raw))
+	out[0] = entryV1
+	binary.BigEndian.PutUint32(out[1:], crc32.Checksum(raw, castagnoli))
+	return append(out, raw...), nil
+}
+
+// decodeEntry decodes raw, the value stored at key k. The entry's ID is
+// the key's, whatever the JSON says.
+func (s *Store) decodeEntry(k, raw []byte) (Entry, error) {
+	js := raw
+	switch {
+	case len(raw) > 0 && raw[0] == '{':
+	case len(raw) >= 5 && raw[0] == entryV1:
+		js = raw[5:]
+		if crc32.Checksum(js, castagnoli) != binary.BigEndian.Uint32(raw[1:]) {
+			return Entry{}, fmt.Errorf("%w entry %s in queue file %s: checksum mismatch", ErrCorrupt, idOf(k), s.path)
+		}
+	default:
+		return Entry{}, fmt.Errorf("%w entry %s in queue file %s: unknown format", ErrCorrupt, idOf(k), s.path)
+	}
+	var e Entry
+	if err := json.Unmarshal(js, &e); err != nil {
+		return Entry{}, fmt.Errorf("%w entry %s in queue file %s: %w", ErrCorrupt, idOf(k), s.path, err)
+	}
+	e.ID = idOf(k)
 	return e, nil
 }
 
+// readEntry decodes the value raw at key k of tx's bucket name. An entry
+// that does not decode comes back as the quarantine form Lease returns
+// (see Entry.Reason), its key looked up among the known keys.
+func (s *Store) readEntry(tx *bolt.Tx, k, raw []byte) Entry {
+	e, err := s.decodeEntry(k, raw)
+	if err == nil {
+		return e
+	}
+	id := idOf(k)
+	e = Entry{ID: id, Payload: bytes.Clone(raw), LastError: err.Error(), Reason: ReasonCorrupt}
+	_ = tx.Bucket(bucketKeys).ForEach(func(key, v []byte) error {
+		if string(v) == id {
+			e.Key = string(key)
+			return errFound
+		}
+		return nil
+	})
+	return e
+}
+
+// errFound stops a ForEach that found what it looked for.
+var errFound = errors.New("found")
+
 func putEntry(b *bolt.Bucket, k []byte, e Entry) error {
-	raw, err := json.Marshal(e)
+	raw, err := encodeEntry(e)
 	if err != nil {
 		return err
 	}
 	return b.Put(k, raw)
 }
 
-// Enqueue implements Queue.
+// Enqueue implements Queue. It keeps e.Deliveries (the original call's,
+// if its Run began) and clears Attempts, NotBefore, LastError and Reason.
 func (s *Store) Enqueue(ctx context.Context, e Entry) (string, error) {
 	if err := e.Validate(); err != nil {
 		return "", err
@@ -142,7 +404,7 @@ func (s *Store) Enqueue(ctx context.Context, e Entry) (string, error) {
 			return err
 		}
 		id = strconv.FormatUint(n, 10)
-		e.ID, e.Attempts, e.NotBefore, e.LastError = id, 0, time.Time{}, ""
+		e.ID, e.Attempts, e.NotBefore, e.LastError, e.Reason = id, 0, time.Time{}, "", ""
 		if e.EnqueuedAt.IsZero() {
 			e.EnqueuedAt = time.Now()
 		}
@@ -159,17 +421,16 @@ func (s *Store) Enqueue(ctx context.Context, e Entry) (string, error) {
 
 // Lease implements Queue. It scans the pending entries in order, skipping
 // those not yet due: its cost grows with the entries in backoff ahead of
-// the due ones.
+// the due ones. An entry that does not decode is always due.
 func (s *Store) Lease(ctx context.Context, now time.Time, max int) ([]Entry, error) {
 	var out []Entry
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketPending).Cursor()
 		for k, raw := c.First(); k != nil && len(out) < max; k, raw = c.Next() {
-			e, err := decodeEntry(k, raw)
-			if err != nil {
-				return err
+			if raw == nil {
+				continue // a bucket, not an entry: damage that Check reports
 			}
-			if !e.NotBefore.After(now) {
+			if e := s.readEntry(tx, k, raw); !e.NotBefore.After(now) {
 				out = append(out, e)
 			}
 		}
@@ -180,8 +441,11 @@ func (s *Store) Lease(ctx context.Context, now time.Time, max int) ([]Entry, err
 
 // Update implements Queue.
 func (s *Store) Update(ctx context.Context, e Entry) error {
-	return s.withEntry(ctx, e.ID, bucketPending, nil, func(tx *bolt.Tx, b *bolt.Bucket, k []byte, old Entry) error {
-		old.Attempts, old.NotBefore, old.LastError = e.Attempts, e.NotBefore, e.LastError
+	return s.withEntry(ctx, e.ID, bucketPending, nil, func(tx *bolt.Tx, b *bolt.Bucket, k []byte, old Entry, err error) error {
+		if err != nil {
+			return err
+		}
+		old.Attempts, old.Deliveries, old.NotBefore, old.LastError = e.Attempts, e.Deliveries, e.NotBefore, e.LastError
 		return putEntry(b, k, old)
 	})
 }
@@ -193,7 +457,10 @@ func (s *Store) Ack(ctx context.Context, e Entry) error {
 		id := tx.Bucket(bucketApplied).Get([]byte(e.Key))
 		return id != nil && string(id) == e.ID
 	}
-	return s.withEntry(ctx, e.ID, bucketPending, acked, func(tx *bolt.Tx, b *bolt.Bucket, k []byte, old Entry) error {
+	return s.withEntry(ctx, e.ID, bucketPending, acked, func(tx *bolt.Tx, b *bolt.Bucket, k []byte, old Entry, err error) error {
+		if err != nil {
+			return err
+		}
 		key := []byte(old.Key)
 		if err := tx.Bucket(bucketApplied).Put(key, []byte(e.ID)); err != nil {
 			return err
@@ -215,37 +482,47 @@ func (s *Store) Applied(ctx context.Context, key string) (bool, error) {
 	return ok, err
 }
 
-// DeadLetter implements Queue.
+// DeadLetter implements Queue. A pending entry that does not decode is
+// stored as e describes it (the quarantine form Lease returned).
 func (s *Store) DeadLetter(ctx context.Context, e Entry) error {
-	return s.move(ctx, e.ID, bucketPending, bucketDead, func(old *Entry) {
-		old.Attempts, old.LastError = e.Attempts, e.LastError
+	return s.withEntry(ctx, e.ID, bucketPending, nil, func(tx *bolt.Tx, src *bolt.Bucket, k []byte, old Entry, err error) error {
+		if err != nil {
+			old = e
+		}
+		old.Attempts, old.Deliveries, old.LastError, old.Reason = e.Attempts, e.Deliveries, e.LastError, e.Reason
+		return move(tx, src, bucketDead, k, old)
 	})
 }
 
 // Requeue implements Queue.
 func (s *Store) Requeue(ctx context.Context, id string) error {
-	return s.move(ctx, id, bucketDead, bucketPending, func(old *Entry) {
-		old.Attempts, old.NotBefore = 0, time.Time{}
+	return s.withEntry(ctx, id, bucketDead, nil, func(tx *bolt.Tx, src *bolt.Bucket, k []byte, old Entry, err error) error {
+		if err == nil && old.Reason == ReasonCorrupt {
+			err = fmt.Errorf("%w: entry %s in queue file %s was quarantined as corrupt: %s", ErrCorrupt, id, s.path, old.LastError)
+		}
+		if err != nil {
+			return err
+		}
+		old.Attempts, old.NotBefore, old.LastError, old.Reason = 0, time.Time{}, "", ""
+		return move(tx, src, bucketPending, k, old)
 	})
 }
 
-// move moves entry id from bucket from to bucket to, changed by edit.
-func (s *Store) move(ctx context.Context, id string, from, to []byte, edit func(*Entry)) error {
-	return s.withEntry(ctx, id, from, nil, func(tx *bolt.Tx, src *bolt.Bucket, k []byte, e Entry) error {
-		edit(&e)
-		if err := src.Delete(k); err != nil {
-			return err
-		}
-		return putEntry(tx.Bucket(to), k, e)
-	})
+// move moves e, at key k of bucket src, to bucket to.
+func move(tx *bolt.Tx, src *bolt.Bucket, to, k []byte, e Entry) error {
+	if err := src.Delete(k); err != nil {
+		return err
+	}
+	return putEntry(tx.Bucket(to), k, e)
 }
 
 // withEntry runs fn in one write transaction on the entry id of bucket
-// name (b, its key k and its value e). Without such an entry it returns an
-// error wrapping ErrNotFound, unless done reports that the work is done
-// already (then nil).
+// name (b, its key k and its value e, or the error that says why the value
+// does not decode). Without such an entry it returns an error wrapping
+// ErrNotFound, unless done reports that the work is done already (then
+// nil).
 func (s *Store) withEntry(ctx context.Context, id string, name []byte, done func(*bolt.Tx) bool,
-	fn func(tx *bolt.Tx, b *bolt.Bucket, k []byte, e Entry) error) error {
+	fn func(tx *bolt.Tx, b *bolt.Bucket, k []byte, e Entry, err error) error) error {
 	k, err := idKey(id)
 	if err != nil {
 		return err
@@ -253,46 +530,58 @@ func (s *Store) withEntry(ctx context.Context, id string, name []byte, done func
 	return s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(name)
 		if raw := b.Get(k); raw != nil {
-			e, err := decodeEntry(k, raw)
-			if err != nil {
-				return err
-			}
-			return fn(tx, b, k, e)
+			e, err := s.decodeEntry(k, raw)
+			return fn(tx, b, k, e, err)
 		}
 		if done != nil && done(tx) {
 			return nil
+		}
+		if listed(b, k) {
+			return damaged(s.path, fmt.Sprintf("bucket %s lists id %s, which its index does not find", name, id))
 		}
 		return fmt.Errorf("%w: %s id %s", ErrNotFound, name, id)
 	})
 }
 
-// DeadLetters implements Queue.
+// listed reports whether a scan of bucket b meets key k: after Get missed
+// it, only in a file whose pages are out of order.
+func listed(b *bolt.Bucket, k []byte) bool {
+	c := b.Cursor()
+	for ck, _ := c.First(); ck != nil; ck, _ = c.Next() {
+		if bytes.Equal(ck, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// DeadLetters implements Queue. A dead letter that does not decode is
+// listed in the quarantine form Lease returns (see Entry.Reason).
 func (s *Store) DeadLetters(ctx context.Context) ([]Entry, error) {
 	var out []Entry
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketDead).ForEach(func(k, raw []byte) error {
-			e, err := decodeEntry(k, raw)
-			if err != nil {
-				return err
-			}
-			out = append(out, e)
+			out = append(out, s.readEntry(tx, k, raw))
 			return nil
 		})
 	})
 	return out, err
 }
 
-// Stats implements Queue.
+// Stats implements Queue. Oldest is the enqueue time of the first pending
+// entry that decodes.
 func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	var st Stats
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		pending := tx.Bucket(bucketPending)
 		st.Depth = pending.Stats().KeyN
 		st.DeadLetters = tx.Bucket(bucketDead).Stats().KeyN
-		if k, raw := pending.Cursor().First(); k != nil {
-			e, err := decodeEntry(k, raw)
-			st.Oldest = e.EnqueuedAt
-			return err
+		c := pending.Cursor()
+		for k, raw := c.First(); k != nil; k, raw = c.Next() {
+			if e, err := s.decodeEntry(k, raw); err == nil {
+				st.Oldest = e.EnqueuedAt
+				break
+			}
 		}
 		return nil
 	})

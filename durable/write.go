@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // ApplyFunc applies one write to its dependency: at once from a Write's Run,
@@ -78,6 +79,9 @@ func (w Write) Fallback(ctx context.Context, cause error) (Receipt, error) {
 	var ce *command.Error
 	if errors.As(cause, &ce) {
 		e.Group = ce.Group
+		if ce.Event == metrics.Failure || ce.Event == metrics.Timeout {
+			e.Deliveries = 1 // Run began: the write may have reached the receiver
+		}
 	}
 	// The caller may leave, but a write half-accepted is worse than a
 	// late answer: the enqueue finishes regardless of ctx's end.

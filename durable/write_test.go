@@ -60,7 +60,9 @@ func TestWriteDeferredWhenDependencyFailsOrIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, es, 2)
 	assert.Equal(t, []string{r.EntryID, r2.EntryID}, []string{es[0].ID, es[1].ID})
-	assert.Equal(t, durable.Entry{ID: r.EntryID, Key: "req-1", Group: "orders", Command: "createOrder", Payload: []byte("o1"), EnqueuedAt: es[0].EnqueuedAt}, es[0])
+	assert.Equal(t, durable.Entry{ID: r.EntryID, Key: "req-1", Group: "orders", Command: "createOrder", Payload: []byte("o1"), EnqueuedAt: es[0].EnqueuedAt,
+		Deliveries: 1}, es[0], "the call's Run may have reached the receiver")
+	assert.Zero(t, es[1].Deliveries, "a short-circuited call never left")
 }
 
 // A write that cannot be stored is never reported accepted.

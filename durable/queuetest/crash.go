@@ -12,6 +12,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
 	"github.com/bulwark-go/bulwark/durable"
 )
@@ -29,15 +32,33 @@ import (
 // called from TestMain, sees childEnv) and kills them with SIGKILL at
 // random points.
 const (
-	childEnv    = "BULWARK_QUEUETEST_CHILD" // the child's mode: enqueue or replay
+	childEnv    = "BULWARK_QUEUETEST_CHILD" // the child's role (a Role), or "drain"
 	childURL    = "BULWARK_QUEUETEST_URL"   // the test receiver
-	childN      = "BULWARK_QUEUETEST_N"     // how many writes to enqueue
-	idemHeader  = "Idempotency-Key"
-	poisonEvery = 25 // every 25th key is refused by the receiver for good
+	childFrom   = "BULWARK_QUEUETEST_FROM"  // a writer's first key number
+	childTo     = "BULWARK_QUEUETEST_TO"    // a writer's end key number (excluded)
+	idemHeader  = "Bulwark-Key"             // not Idempotency-Key, which makes net/http resend a POST on a broken connection
+	replayHdr   = "Bulwark-Replay"          // set on the deliveries of a replayer
+	poisonEvery = 25                        // every 25th key is refused by the receiver
 )
 
-// errDown is the backend's answer while the children accept writes.
-var errDown = errors.New("backend down")
+// Role is what a crash-test child process does.
+type Role string
+
+// Roles of crash-test children.
+const (
+	// Writer writes its keys through durable.Write (applied at once, or
+	// deferred into the queue), then exits.
+	Writer Role = "writer"
+	// Replayer runs a durable.Replayer on the queue until it is killed.
+	Replayer Role = "replayer"
+	// Service does both at once, as a service process does: it writes its
+	// keys and replays until it is killed.
+	Service Role = "service"
+)
+
+// errRefused is the receiver's refusal of a poison key (422), which the
+// children's replayers classify as durable.Refused: an attempt.
+var errRefused = errors.New("receiver refused the write")
 
 // Child runs a crash-test child when this process is one (the environment
 // says so), with open opening the queue under test, and returns its exit
@@ -68,15 +89,28 @@ func runChild(mode string, open func() (durable.Queue, error)) error {
 	quiet := slog.New(slog.DiscardHandler)
 	reg := command.NewRegistry(command.RegistryConfig{Logger: quiet})
 	defer reg.Close(context.Background())
-	g, err := reg.NewGroup("orders", command.GroupConfig{Strategy: command.Semaphore, Timeout: 5 * time.Second})
+	breaker := circuit.Config{MinRequests: 5, OpenDuration: 50 * time.Millisecond}
+	g, err := reg.NewGroup("orders", command.GroupConfig{Strategy: command.Semaphore, Timeout: 200 * time.Millisecond,
+		Breaker: breaker, CommandBreaker: breaker})
 	if err != nil {
 		return err
 	}
-	switch mode {
-	case "enqueue":
-		return childEnqueue(g, q)
-	case "replay":
-		return childReplay(g, q, quiet)
+	url := os.Getenv(childURL)
+	ctx := context.Background()
+	switch Role(mode) {
+	case Writer:
+		return childWrite(g, q, url)
+	case Replayer:
+		return childReplay(ctx, g, q, url, quiet, false)
+	case Service:
+		done := make(chan error, 1)
+		go func() { done <- childReplay(ctx, g, q, url, quiet, false) }()
+		if err := childWrite(g, q, url); err != nil {
+			return err
+		}
+		return <-done
+	case "drain":
+		return childReplay(ctx, g, q, url, quiet, true)
 	}
 	return fmt.Errorf("unknown mode %q", mode)
 }
@@ -88,57 +122,85 @@ func keyOf(i int) string {
 	return fmt.Sprint("order-", i)
 }
 
-// childEnqueue writes keys 0..N-1 while the backend is down: each is
-// deferred, and "accepted KEY" is printed once the call answered so.
-func childEnqueue(g *command.Group, q durable.Queue) error {
-	var n int
-	if _, err := fmt.Sscan(os.Getenv(childN), &n); err != nil {
-		return err
-	}
-	down := func(context.Context, durable.Entry) error { return errDown }
-	for i := range n {
-		_, info, err := command.ExecuteInfo(context.Background(), g, durable.Write{Command: "createOrder", Key: keyOf(i), Payload: []byte(keyOf(i)), Apply: down, Queue: q})
-		if err != nil {
-			return err
-		}
-		if info.Deferred {
-			fmt.Fprintln(os.Stdout, "accepted", keyOf(i))
-		}
-	}
-	return nil
-}
-
-// childReplay replays the queue into the receiver until it is empty.
-func childReplay(g *command.Group, q durable.Queue, logger *slog.Logger) error {
-	url := os.Getenv(childURL)
-	apply := func(ctx context.Context, e durable.Entry) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(e.Payload)))
-		if err != nil {
-			return err
-		}
-		req.Header.Set(idemHeader, e.Key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		_, _ = io.Copy(io.Discard, resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("receiver: %s", resp.Status)
-		}
-		return nil
-	}
-	r, err := durable.NewReplayer(durable.ReplayerConfig{Queue: q, Group: g, Apply: apply, Logger: logger,
-		Backoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, Poll: 2 * time.Millisecond})
+// post delivers e to the receiver at url; replay marks a replayer's
+// delivery. A 422 is errRefused; any other answer but 200 an outage.
+func post(ctx context.Context, url string, e durable.Entry, replay bool) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(e.Payload)))
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	req.Header.Set(idemHeader, e.Key)
+	if replay {
+		req.Header.Set(replayHdr, "1")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return nil
+	case http.StatusUnprocessableEntity:
+		return fmt.Errorf("%w: %s", errRefused, resp.Status)
+	}
+	return fmt.Errorf("receiver: %s", resp.Status)
+}
+
+// childWrite writes the keys childFrom..childTo-1, one every 2 ms (a
+// service's requests), printing "accepted KEY applied" or "accepted KEY
+// deferred" once a call answered so, then "done".
+func childWrite(g *command.Group, q durable.Queue, url string) error {
+	from, err1 := strconv.Atoi(os.Getenv(childFrom))
+	to, err2 := strconv.Atoi(os.Getenv(childTo))
+	if err := errors.Join(err1, err2); err != nil {
+		return err
+	}
+	apply := func(ctx context.Context, e durable.Entry) error { return post(ctx, url, e, false) }
+	for i := from; i < to; i++ {
+		key := keyOf(i)
+		_, info, err := command.ExecuteInfo(context.Background(), g, durable.Write{Command: "createOrder", Key: key, Payload: []byte(key), Apply: apply, Queue: q})
+		if err != nil {
+			return fmt.Errorf("write %s: %w", key, err)
+		}
+		how := "applied"
+		if info.Deferred {
+			how = "deferred"
+		}
+		fmt.Fprintln(os.Stdout, "accepted", key, how)
+		time.Sleep(2 * time.Millisecond)
+	}
+	fmt.Fprintln(os.Stdout, "done")
+	return nil
+}
+
+// childReplay replays the queue into the receiver: until it is killed, or
+// with drain until it is empty.
+func childReplay(ctx context.Context, g *command.Group, q durable.Queue, url string, logger *slog.Logger, drain bool) error {
+	classify := func(err error) durable.Verdict {
+		if errors.Is(err, errRefused) {
+			return durable.Refused
+		}
+		return durable.Outage
+	}
+	r, err := durable.NewReplayer(durable.ReplayerConfig{Queue: q, Group: g, Logger: logger, Classify: classify,
+		Apply:   func(ctx context.Context, e durable.Entry) error { return post(ctx, url, e, true) },
+		Backoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond, Poll: 2 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	for {
-		time.Sleep(5 * time.Millisecond)
-		if st, err := q.Stats(ctx); err == nil && st.Depth == 0 {
+		select {
+		case err := <-done:
+			cancel()
+			return err
+		case <-time.After(5 * time.Millisecond):
+		}
+		if st, err := q.Stats(ctx); drain && err == nil && st.Depth == 0 {
 			break
 		}
 	}
@@ -181,95 +243,239 @@ func (c *child) wait() bool {
 	return c.cmd.Wait() == nil
 }
 
-// killAfter kills the child after d unless it ended first; it reports
-// whether the kill cut the child off.
-func (c *child) killAfter(d time.Duration) bool {
+// kill kills the child (SIGKILL) and waits for it; it reports whether the
+// kill cut the child off, and an error if the child had ended by itself
+// with a failure.
+func (c *child) kill() (cut bool, err error) {
 	select {
 	case <-c.done:
-		return false
-	case <-time.After(d):
+		if !c.wait() {
+			return false, fmt.Errorf("child %v failed: %v", c.cmd.Env[len(c.cmd.Env)-1], c.cmd.ProcessState)
+		}
+		return false, nil
+	default:
 	}
 	killed := c.cmd.Process.Signal(syscall.SIGKILL) == nil
 	ok := c.wait()
-	return killed && !ok
+	return killed && !ok, nil
 }
 
-// idempotentReceiver is the HTTP dependency: it applies each key at most
-// once, refuses poison keys for good, and counts deliveries.
-type idempotentReceiver struct {
+// receiver is the HTTP dependency: it applies each key at most once,
+// refuses poison keys (422), counts deliveries (and those of replayers
+// apart), and goes through outages of three kinds: 503 answers, connections
+// closed without an answer, and answers slower than the children's
+// timeout.
+type receiver struct {
 	mu         sync.Mutex
+	outage     int // 0: up; 1, 2, 3: the kinds above
 	deliveries map[string]int
+	replays    map[string]int
 	applied    map[string]int
 }
 
-func (rc *idempotentReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := r.Header.Get(idemHeader)
-	// Widen the window between apply and acknowledge, and make a drain of
-	// the queue outlast 20 replay children killed 30-150 ms after their
-	// start: at 1 ms a fast disk let a child drain it before the 20th kill.
-	time.Sleep(5 * time.Millisecond)
 	rc.mu.Lock()
-	defer rc.mu.Unlock()
+	outage := rc.outage
 	rc.deliveries[key]++
-	if strings.HasPrefix(key, "poison-") {
-		http.Error(w, "refused", http.StatusInternalServerError)
+	if r.Header.Get(replayHdr) != "" {
+		rc.replays[key]++
+	}
+	rc.mu.Unlock()
+	switch outage {
+	case 1:
+		http.Error(w, "down", http.StatusServiceUnavailable)
+		return
+	case 2:
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			_ = conn.Close()
+		}
+		return
+	case 3:
+		select {
+		case <-r.Context().Done():
+		case <-time.After(300 * time.Millisecond):
+		}
+		http.Error(w, "too late", http.StatusGatewayTimeout)
 		return
 	}
+	// Widen the window between apply and acknowledge.
+	time.Sleep(time.Millisecond)
+	if strings.HasPrefix(key, "poison-") {
+		http.Error(w, "refused", http.StatusUnprocessableEntity)
+		return
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
 	if rc.applied[key] == 0 { // honour the key: apply once
 		rc.applied[key]++
 	}
 }
 
-// Crash is the crash test of a backend; open opens the queue under test,
-// in this process and in the children (which inherit the environment, so
-// open may read its address from it). Child processes accept 400 writes
-// while the backend is down and are killed at random points; replay
-// children, each a new process (so a new consumer), are killed with
-// SIGKILL at random points at least 20 times, then one drains the queue.
-// Every accepted write must be applied exactly once at an idempotent
-// receiver, or dead-lettered after exactly MaxAttempts attempts; the
-// receiver's poison keys must all be dead-lettered, and no write may be
-// delivered more than MaxAttempts times. It logs what happened.
-func Crash(t *testing.T, open func() (durable.Queue, error)) {
+// setOutage sets the receiver's state: 0 up, else an outage's kind.
+func (rc *receiver) setOutage(kind int) {
+	rc.mu.Lock()
+	rc.outage = kind
+	rc.mu.Unlock()
+}
+
+// Crash is the kill -9 loop of a backend, under outages of the receiver.
+// open opens the queue under test, in this process and in the children
+// (which inherit the environment, so open may read its address from it).
+// roles lists the child processes that run at once (for a Store, one
+// Service: one process holds its file; for a shared backend, writers,
+// replayers and services side by side); those that write share 400 keys.
+//
+// While the receiver goes up and down (outages of 50-400 ms: 503s, closed
+// connections, answers past the timeout), a child is killed with SIGKILL
+// every 30-250 ms, at whatever point it is, and started again (a writer
+// resumes after the last key it reported accepted; while keys are left,
+// half the kills go to a process that writes), until every key was
+// written and at least 24 kills were made. Then the receiver stays up and
+// one more child drains the queue. Every key a writer reported accepted
+// must be applied exactly once at the idempotent receiver, except the
+// poison keys it refuses: each of those must be dead-lettered after
+// exactly MaxAttempts refusals, its dead letter counting at least the
+// replays that reached the receiver. No valid write may be dead-lettered
+// (the outages are far shorter than MaxAge) and none may stay pending. It
+// logs the figures.
+func Crash(t *testing.T, open func() (durable.Queue, error), roles ...Role) {
 	start := time.Now()
 	const n = 400
-
-	// Accept writes, killed at random points a few times.
-	accepted := map[string]bool{}
-	for kills := 0; ; kills++ {
-		c := startChild(t, "enqueue", fmt.Sprint(childN, "=", n))
-		var finished bool
-		if kills < 5 {
-			finished = !c.killAfter(time.Duration(50+rand.IntN(300)) * time.Millisecond)
-		} else {
-			finished = c.wait()
-		}
-		for _, line := range c.out {
-			if key, ok := strings.CutPrefix(line, "accepted "); ok {
-				accepted[key] = true
-			}
-		}
-		if finished {
-			break
-		}
-		require.Less(t, kills, 10, "the enqueue child never finished")
-	}
-	require.Len(t, accepted, n)
-
-	rcv := &idempotentReceiver{deliveries: map[string]int{}, applied: map[string]int{}}
+	rcv := &receiver{deliveries: map[string]int{}, replays: map[string]int{}, applied: map[string]int{}}
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
-	kills := 0
-	for kills < 20 {
-		c := startChild(t, "replay", childURL+"="+srv.URL)
-		if !c.killAfter(time.Duration(30+rand.IntN(120)) * time.Millisecond) {
-			t.Fatalf("the replay child ended after %d kills, before 20", kills)
+
+	stopOutages := make(chan struct{})
+	outagesDone := make(chan int)
+	go func() {
+		// pause waits 50-400 ms; false when the outages are to stop.
+		pause := func() bool {
+			select {
+			case <-stopOutages:
+				return false
+			case <-time.After(time.Duration(50+rand.IntN(350)) * time.Millisecond):
+				return true
+			}
 		}
-		kills++
+		outages := 0
+		for pause() {
+			rcv.setOutage(1 + rand.IntN(3))
+			outages++
+			up := pause()
+			rcv.setOutage(0)
+			if !up {
+				break
+			}
+		}
+		outagesDone <- outages
+	}()
+
+	// Each role's slot: a writer's key range, its next key, its child.
+	type slot struct {
+		role     Role
+		next, to int
+		c        *child
 	}
-	last := startChild(t, "replay", childURL+"="+srv.URL)
-	require.False(t, last.killAfter(45*time.Second), "the last replay child did not drain the queue within 45 s")
-	require.True(t, last.wait(), "the last replay child failed")
+	var slots []*slot
+	writers := 0
+	for _, r := range roles {
+		if r != Replayer {
+			writers++
+		}
+	}
+	require.Positive(t, writers, "a role that writes")
+	from, lastWriter := 0, (*slot)(nil)
+	for _, r := range roles {
+		s := &slot{role: r}
+		if r != Replayer {
+			s.next, s.to = from, from+n/writers
+			from, lastWriter = s.to, s
+		}
+		slots = append(slots, s)
+	}
+	lastWriter.to = n
+	accepted, deferred := map[string]bool{}, map[string]bool{} // deferred: at least once
+	launch := func(s *slot) {
+		s.c = startChild(t, string(s.role), childURL+"="+srv.URL, childFrom+"="+strconv.Itoa(s.next), childTo+"="+strconv.Itoa(s.to))
+	}
+	// collect records what the ended child of s reported; it returns
+	// whether s still has work.
+	collect := func(s *slot) bool {
+		for _, line := range s.c.out {
+			if rest, ok := strings.CutPrefix(line, "accepted "); ok {
+				key, how, _ := strings.Cut(rest, " ")
+				accepted[key] = true
+				if how == "deferred" {
+					deferred[key] = true
+				}
+				s.next++
+			}
+			if line == "done" {
+				s.next = s.to
+			}
+		}
+		return s.role != Writer || s.next < s.to
+	}
+	for _, s := range slots {
+		launch(s)
+	}
+	kills, killedWriting := 0, 0
+	for round := 0; ; round++ {
+		written := true
+		for _, s := range slots {
+			if s.role != Replayer && s.next < s.to {
+				written = false
+			}
+		}
+		if kills >= 24 && written {
+			break
+		}
+		require.Less(t, round, 2000, "the writers never finished")
+		time.Sleep(time.Duration(30+rand.IntN(220)) * time.Millisecond)
+		s := slots[rand.IntN(len(slots))]
+		if w := slices.IndexFunc(slots, func(s *slot) bool { return s.role != Replayer && s.next < s.to }); w >= 0 && rand.IntN(2) == 0 {
+			s = slots[w] // half the kills, while there is writing left, cut a writer
+		}
+		if s.c == nil {
+			continue
+		}
+		cut, err := s.c.kill()
+		require.NoError(t, err)
+		if cut {
+			kills++
+		}
+		wasWriting := s.role != Replayer && s.next < s.to
+		if collect(s) {
+			if wasWriting && s.next < s.to {
+				killedWriting++
+			}
+			launch(s)
+		} else {
+			s.c = nil
+		}
+	}
+	for _, s := range slots {
+		if s.c != nil {
+			cut, err := s.c.kill()
+			require.NoError(t, err)
+			if cut {
+				kills++
+			}
+			collect(s)
+		}
+	}
+	close(stopOutages)
+	outages := <-outagesDone
+
+	last := startChild(t, "drain", childURL+"="+srv.URL)
+	select {
+	case <-last.done:
+	case <-time.After(45 * time.Second):
+		_, _ = last.kill()
+		t.Fatal("the drain did not empty the queue within 45 s")
+	}
+	require.True(t, last.wait(), "the drain child failed")
 
 	q, err := open()
 	require.NoError(t, err)
@@ -277,37 +483,46 @@ func Crash(t *testing.T, open func() (durable.Queue, error)) {
 	ctx := context.Background()
 	st, err := q.Stats(ctx)
 	require.NoError(t, err)
-	assert.Zero(t, st.Depth)
+	assert.Zero(t, st.Depth, "nothing stays pending")
 	dead, err := q.DeadLetters(ctx)
 	require.NoError(t, err)
-	deadKeys := map[string]bool{}
+	deadByKey := map[string]durable.Entry{}
 	for _, e := range dead {
-		deadKeys[e.Key] = true
-		assert.Equal(t, durable.DefaultMaxAttempts, e.Attempts, "%s dead-lettered before MaxAttempts", e.Key)
+		deadByKey[e.Key] = e
 	}
 	rcv.mu.Lock()
 	defer rcv.mu.Unlock()
-	duplicates, deadHealthy := 0, 0
+	lost, deadValid, deadPoison, applied, duplicates := 0, 0, 0, 0, 0
 	for key := range accepted {
-		// Each delivery follows a stored attempt: never more than MaxAttempts.
-		assert.LessOrEqual(t, rcv.deliveries[key], durable.DefaultMaxAttempts, "%s delivered more than MaxAttempts times", key)
+		d, isDead := deadByKey[key]
 		if strings.HasPrefix(key, "poison-") {
-			assert.True(t, deadKeys[key], "poison %s not dead-lettered", key)
+			if assert.True(t, isDead, "poison %s not dead-lettered", key) {
+				deadPoison++
+				assert.Equal(t, durable.ReasonAttempts, d.Reason, key)
+				assert.Equal(t, durable.DefaultMaxAttempts, d.Attempts, "%s dead-lettered after %d refusals", key, d.Attempts)
+				assert.GreaterOrEqual(t, d.Deliveries, rcv.replays[key], "%s: its dead letter counts fewer deliveries than reached the receiver", key)
+			}
 			continue
 		}
-		if deadKeys[key] {
-			deadHealthy++ // its attempts were all cut off by kills
+		if isDead {
+			deadValid++
+			t.Errorf("valid write %s dead-lettered: %s (%s)", key, d.Reason, d.LastError)
 			continue
 		}
-		assert.Equal(t, 1, rcv.applied[key], "%s lost", key)
-		applied, err := q.Applied(ctx, key)
-		require.NoError(t, err)
-		assert.True(t, applied, key)
+		switch rcv.applied[key] {
+		case 1:
+			applied++
+		default:
+			lost++
+			t.Errorf("accepted write %s lost", key)
+		}
 		if rcv.deliveries[key] > 1 {
 			duplicates++
 		}
 	}
-	t.Logf("%d writes accepted, %d replay kills; %d dead-lettered (%d poison, %d healthy whose %d attempts were all cut off); "+
-		"%d keys delivered again after a kill, applied once; %v",
-		len(accepted), kills, len(dead), len(dead)-deadHealthy, deadHealthy, durable.DefaultMaxAttempts, duplicates, time.Since(start).Round(time.Millisecond))
+	assert.Len(t, accepted, n, "every key was written")
+	t.Logf("kill loop over roles %v: %d SIGKILLs (%d while writing), %d receiver outages; %d writes accepted (%d deferred), "+
+		"%d applied once, %d lost, %d dead-lettered (%d poison after %d refusals, %d valid); %d keys delivered more than once, applied once; %v",
+		roles, kills, killedWriting, outages, len(accepted), len(deferred), applied, lost, len(dead), deadPoison, durable.DefaultMaxAttempts,
+		deadValid, duplicates, time.Since(start).Round(time.Millisecond))
 }

@@ -1,5 +1,7 @@
 // Package queuetest is the conformance suite of durable.Queue: every
-// backend runs it, so that all behave the same.
+// backend runs it, so that all behave the same. Corrupt checks how a
+// backend treats a damaged entry, and Crash kills writer and replayer
+// processes at random points.
 //
 //	func TestConformance(t *testing.T) {
 //		queuetest.Run(t, func(t *testing.T) durable.Queue { return newEmptyQueue(t) })
@@ -85,7 +87,20 @@ func enqueueThenLease(t *testing.T, q durable.Queue) {
 	assert.Equal(t, "write", e.Command)
 	assert.Equal(t, []byte("payload k1"), e.Payload)
 	assert.Zero(t, e.Attempts)
+	assert.Zero(t, e.Deliveries)
+	assert.Empty(t, e.Reason)
 	assert.WithinDuration(t, before, e.EnqueuedAt, time.Minute)
+
+	d := entry("k2")
+	d.Deliveries, d.Attempts, d.LastError, d.Reason = 1, 2, "x", "y"
+	_, err := q.Enqueue(ctx, d)
+	require.NoError(t, err)
+	es = lease(t, q, 10)
+	require.Len(t, es, 2)
+	assert.Equal(t, 1, es[1].Deliveries, "Enqueue keeps the original call's delivery")
+	assert.Zero(t, es[1].Attempts)
+	assert.Empty(t, es[1].LastError)
+	assert.Empty(t, es[1].Reason)
 }
 
 func enqueueIdempotent(t *testing.T, q durable.Queue) {
@@ -100,6 +115,10 @@ func invalidEntry(t *testing.T, q durable.Queue) {
 	_, err := q.Enqueue(ctx, durable.Entry{Payload: []byte("x")})
 	assert.ErrorIs(t, err, durable.ErrInvalidEntry)
 	_, err = q.Enqueue(ctx, entry(string(make([]byte, durable.MaxKeyLen+1))))
+	assert.ErrorIs(t, err, durable.ErrInvalidEntry)
+	e := entry("k")
+	e.Deliveries = -1
+	_, err = q.Enqueue(ctx, e)
 	assert.ErrorIs(t, err, durable.ErrInvalidEntry)
 	st, err := q.Stats(ctx)
 	require.NoError(t, err)
@@ -118,13 +137,14 @@ func updateNotBefore(t *testing.T, q durable.Queue) {
 	enqueue(t, q, "k1")
 	enqueue(t, q, "k2")
 	e := lease(t, q, 1)[0]
-	e.Attempts, e.NotBefore, e.LastError = 2, time.Now().Add(time.Hour), "boom"
+	e.Attempts, e.Deliveries, e.NotBefore, e.LastError = 2, 5, time.Now().Add(time.Hour), "boom"
 	require.NoError(t, q.Update(ctx, e))
 	assert.Equal(t, []string{"k2"}, keys(lease(t, q, 10)), "k1 is not due")
 	later, err := q.Lease(ctx, time.Now().Add(2*time.Hour), 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"k1", "k2"}, keys(later))
 	assert.Equal(t, 2, later[0].Attempts)
+	assert.Equal(t, 5, later[0].Deliveries)
 	assert.Equal(t, "boom", later[0].LastError)
 	assert.Equal(t, []byte("payload k1"), later[0].Payload, "Update keeps the payload")
 }
@@ -163,7 +183,7 @@ func deadLetterRequeue(t *testing.T, q durable.Queue) {
 	id := enqueue(t, q, "k1")
 	enqueue(t, q, "k2")
 	e := lease(t, q, 1)[0]
-	e.Attempts, e.LastError = 3, "receiver down"
+	e.Attempts, e.Deliveries, e.LastError, e.Reason = 3, 4, "receiver down", durable.ReasonAttempts
 	require.NoError(t, q.DeadLetter(ctx, e))
 	assert.Equal(t, []string{"k2"}, keys(lease(t, q, 10)))
 	dead, err := q.DeadLetters(ctx)
@@ -171,7 +191,9 @@ func deadLetterRequeue(t *testing.T, q durable.Queue) {
 	require.Len(t, dead, 1)
 	assert.Equal(t, id, dead[0].ID)
 	assert.Equal(t, 3, dead[0].Attempts)
+	assert.Equal(t, 4, dead[0].Deliveries)
 	assert.Equal(t, "receiver down", dead[0].LastError)
+	assert.Equal(t, durable.ReasonAttempts, dead[0].Reason)
 	assert.Equal(t, []byte("payload k1"), dead[0].Payload)
 	st, err := q.Stats(ctx)
 	require.NoError(t, err)
@@ -189,6 +211,10 @@ func deadLetterRequeue(t *testing.T, q durable.Queue) {
 	assert.ElementsMatch(t, []string{"k1", "k2"}, keys(es))
 	for _, e := range es {
 		assert.Zero(t, e.Attempts, "a requeued entry starts afresh")
+		assert.Empty(t, e.Reason)
+		if e.Key == "k1" {
+			assert.Equal(t, 4, e.Deliveries, "its deliveries may have reached the receiver: kept")
+		}
 	}
 }
 

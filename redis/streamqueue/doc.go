@@ -21,10 +21,19 @@
 // renews it) may see it claimed and replayed by another; the idempotency
 // key makes that harmless at a receiver that honours it.
 //
+// When Redis restarts empty (no persistence) or is flushed, the consumer
+// group is gone with the entries it held, while new writes still create
+// the stream: the first command that meets Redis's NOGROUP answer creates
+// the group again, reading the stream from its start, so what was
+// enqueued since is replayed. The process that recreated it logs it once
+// (Warn) and counts it in Stats.Resets: the writes accepted before the
+// loss are gone unless Redis persisted them.
+//
 // Keys used, all with the hash tag {Name} so that a cluster keeps them in
 // one slot: bulwark:queue:{Name}:stream (the entries), :keys (pending and
 // dead keys → ID), :applied (acknowledged keys → ID, never pruned), :meta
-// (ID → attempts, backoff, last error), :dead (ID → dead-lettered entry).
+// (ID → attempts, deliveries, backoff, last error), :dead (ID →
+// dead-lettered entry).
 //
 // go-redis logs its own trouble through one process-wide logger (stderr
 // by default), which this package leaves alone: to send it to slog, call

@@ -1,10 +1,12 @@
 package streamqueue
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -38,6 +40,9 @@ type Config struct {
 	// (not renewed by Update, not acknowledged) before another consumer
 	// claims it: longer than the longest replay (default 30 s).
 	ClaimAfter time.Duration
+	// Logger receives a record each time this queue finds its consumer
+	// group gone and recreates it (default slog.Default()).
+	Logger *slog.Logger
 }
 
 // Queue is a durable.Queue on a Redis stream. It is safe for concurrent
@@ -47,6 +52,7 @@ type Queue struct {
 	rdb    redis.UniversalClient
 	k      keys
 	closed atomic.Bool
+	resets atomic.Int64 // consumer groups this queue recreated
 }
 
 var _ durable.Queue = (*Queue)(nil)
@@ -72,20 +78,60 @@ func New(ctx context.Context, cfg Config) (*Queue, error) {
 		host, _ := os.Hostname()
 		cfg.Consumer = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	p := "bulwark:queue:{" + cfg.Name + "}:"
 	q := &Queue{cfg: cfg, rdb: cfg.Client, k: keys{p + "stream", p + "keys", p + "applied", p + "meta", p + "dead"}}
-	err := q.rdb.XGroupCreateMkStream(ctx, q.k.stream, consumerGroup, "0").Err()
-	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
-		return nil, fmt.Errorf("streamqueue: create consumer group of %s: %w", q.k.stream, err)
+	if _, err := q.createGroup(ctx); err != nil {
+		return nil, err
 	}
 	return q, nil
 }
 
+// createGroup creates the consumer group (and the stream) unless it
+// exists, and reports whether it created it.
+func (q *Queue) createGroup(ctx context.Context) (bool, error) {
+	err := q.rdb.XGroupCreateMkStream(ctx, q.k.stream, consumerGroup, "0").Err()
+	switch {
+	case err == nil:
+		return true, nil
+	case strings.HasPrefix(err.Error(), "BUSYGROUP"):
+		return false, nil
+	}
+	return false, fmt.Errorf("streamqueue: create consumer group of %s: %w", q.k.stream, err)
+}
+
+// withGroup runs op, which uses the consumer group. If Redis answers that
+// the group does not exist (it restarted empty, or was flushed: the
+// stream holds only what was enqueued since, with no group to read it),
+// withGroup creates the group again, reading the stream from its start,
+// says so once (a log record and Stats.Resets, in the process that
+// recreated it), and runs op again.
+func (q *Queue) withGroup(ctx context.Context, op func() error) error {
+	err := op()
+	if err == nil || !strings.Contains(err.Error(), "NOGROUP") {
+		return err
+	}
+	created, cerr := q.createGroup(ctx)
+	if cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	if created {
+		q.resets.Add(1)
+		q.cfg.Logger.Warn("bulwark: streamqueue consumer group was gone (Redis restarted empty or was flushed); recreated it: "+
+			"entries accepted before it was lost are gone, unless Redis persisted them",
+			slog.String("stream", q.k.stream), slog.String("group", consumerGroup))
+	}
+	return op()
+}
+
 // meta is what the queue keeps of an entry besides its stream fields.
 type meta struct {
-	Attempts  int       `json:"attempts"`
-	NotBefore time.Time `json:"not_before"`
-	LastError string    `json:"last_error,omitempty"`
+	Attempts   int       `json:"attempts"`
+	Deliveries int       `json:"deliveries,omitempty"`
+	NotBefore  time.Time `json:"not_before"`
+	LastError  string    `json:"last_error,omitempty"`
 }
 
 // check returns ErrClosed once the queue is closed.
@@ -96,13 +142,16 @@ func (q *Queue) check() error {
 	return nil
 }
 
-// redisErr maps a script's NOTFOUND to durable.ErrNotFound.
+// redisErr maps a script's NOTFOUND and NOTOWNER to durable.ErrNotFound.
 func redisErr(op, id string, err error) error {
 	if err == nil {
 		return nil
 	}
 	if strings.Contains(err.Error(), "NOTFOUND") {
 		return fmt.Errorf("%w: %s id %s", durable.ErrNotFound, op, id)
+	}
+	if strings.Contains(err.Error(), "NOTOWNER") {
+		return fmt.Errorf("%w: %s id %s: held by another consumer", durable.ErrNotFound, op, id)
 	}
 	return fmt.Errorf("streamqueue: %s %s: %w", op, id, err)
 }
@@ -112,7 +161,18 @@ local id = redis.call('HGET', KEYS[2], ARGV[1]) or redis.call('HGET', KEYS[3], A
 if id then return id end
 id = redis.call('XADD', KEYS[1], '*', 'key', ARGV[1], 'group', ARGV[2], 'command', ARGV[3], 'payload', ARGV[4], 'at', ARGV[5])
 redis.call('HSET', KEYS[2], ARGV[1], id)
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[4], id, ARGV[6]) end
 return id`)
+
+// metaOf returns e's meta as stored for a new entry: its Deliveries, if
+// any ("" for none).
+func metaOf(e durable.Entry) (string, error) {
+	if e.Deliveries == 0 {
+		return "", nil
+	}
+	raw, err := json.Marshal(meta{Deliveries: e.Deliveries})
+	return string(raw), err
+}
 
 // Enqueue implements durable.Queue: the entry is added to the stream and
 // its key recorded in one script, acknowledged by Redis before it returns.
@@ -127,8 +187,12 @@ func (q *Queue) Enqueue(ctx context.Context, e durable.Entry) (string, error) {
 	if at.IsZero() {
 		at = time.Now()
 	}
-	id, err := enqueueScript.Run(ctx, q.rdb, []string{q.k.stream, q.k.keys, q.k.applied},
-		e.Key, e.Group, e.Command, e.Payload, at.UnixNano()).Text()
+	md, err := metaOf(e)
+	if err != nil {
+		return "", err
+	}
+	id, err := enqueueScript.Run(ctx, q.rdb, []string{q.k.stream, q.k.keys, q.k.applied, q.k.meta},
+		e.Key, e.Group, e.Command, e.Payload, at.UnixNano(), md).Text()
 	if err != nil {
 		return "", fmt.Errorf("streamqueue: enqueue %q: %w", e.Key, err)
 	}
@@ -145,21 +209,28 @@ func (q *Queue) Lease(ctx context.Context, now time.Time, max int) ([]durable.En
 	if max <= 0 {
 		return nil, nil
 	}
-	_, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: q.k.stream, Group: consumerGroup,
-		Consumer: q.cfg.Consumer, MinIdle: q.cfg.ClaimAfter, Start: "0-0", Count: int64(max)}).Result()
-	if err != nil {
-		return nil, fmt.Errorf("streamqueue: claim: %w", err)
-	}
 	var msgs []redis.XMessage
-	for _, from := range []string{"0", ">"} { // our pending list, then new entries
-		res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: consumerGroup, Consumer: q.cfg.Consumer,
-			Streams: []string{q.k.stream, from}, Count: int64(10 * max), Block: -1}).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return nil, fmt.Errorf("streamqueue: read: %w", err)
+	err := q.withGroup(ctx, func() error {
+		msgs = msgs[:0]
+		_, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: q.k.stream, Group: consumerGroup,
+			Consumer: q.cfg.Consumer, MinIdle: q.cfg.ClaimAfter, Start: "0-0", Count: int64(max)}).Result()
+		if err != nil {
+			return fmt.Errorf("streamqueue: claim: %w", err)
 		}
-		for _, s := range res {
-			msgs = append(msgs, s.Messages...)
+		for _, from := range []string{"0", ">"} { // our pending list, then new entries
+			res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: consumerGroup, Consumer: q.cfg.Consumer,
+				Streams: []string{q.k.stream, from}, Count: int64(10 * max), Block: -1}).Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return fmt.Errorf("streamqueue: read: %w", err)
+			}
+			for _, s := range res {
+				msgs = append(msgs, s.Messages...)
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	entries, err := q.entries(ctx, msgs)
 	if err != nil {
@@ -176,7 +247,9 @@ func (q *Queue) Lease(ctx context.Context, now time.Time, max int) ([]durable.En
 }
 
 // entries decodes stream messages, with their meta; a message deleted from
-// the stream (acknowledged meanwhile) has no values and is skipped.
+// the stream (acknowledged meanwhile) has no values and is skipped. One
+// without a key, or whose meta does not decode, comes back in the
+// quarantine form of durable.Entry (Reason durable.ReasonCorrupt).
 func (q *Queue) entries(ctx context.Context, msgs []redis.XMessage) ([]durable.Entry, error) {
 	if len(msgs) == 0 {
 		return nil, nil
@@ -197,12 +270,15 @@ func (q *Queue) entries(ctx context.Context, msgs []redis.XMessage) ([]durable.E
 		}
 		seen[m.ID] = true
 		e := fromValues(m.ID, m.Values)
+		if e.Key == "" {
+			e.Reason, e.LastError = durable.ReasonCorrupt, fmt.Sprintf("streamqueue: entry %s of %s has no key", m.ID, q.k.stream)
+		}
 		if s, ok := metas[i].(string); ok {
 			var md meta
 			if err := json.Unmarshal([]byte(s), &md); err != nil {
-				return nil, fmt.Errorf("streamqueue: corrupt meta of %s: %w", m.ID, err)
+				e.Reason, e.LastError = durable.ReasonCorrupt, fmt.Sprintf("streamqueue: corrupt meta of entry %s of %s: %v", m.ID, q.k.stream, err)
 			}
-			e.Attempts, e.NotBefore, e.LastError = md.Attempts, md.NotBefore, md.LastError
+			e.Attempts, e.Deliveries, e.NotBefore, e.LastError = md.Attempts, md.Deliveries, md.NotBefore, cmp.Or(e.LastError, md.LastError)
 		}
 		out = append(out, e)
 	}
@@ -238,13 +314,17 @@ func compareIDs(a, b string) int {
 
 var updateScript = redis.NewScript(`
 if #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1]) == 0 then return redis.error_reply('NOTFOUND') end
+local p = redis.call('XPENDING', KEYS[1], ARGV[3], ARGV[1], ARGV[1], 1)
+if #p == 0 or p[1][2] ~= ARGV[4] then return redis.error_reply('NOTOWNER') end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 redis.call('XCLAIM', KEYS[1], ARGV[3], ARGV[4], 0, ARGV[1], 'JUSTID')
 return 1`)
 
 // Update implements durable.Queue; it also renews this consumer's lease
 // on the entry (its idle time restarts), so that no other consumer claims
-// it during the replay that follows.
+// it during the replay that follows. An entry this consumer no longer
+// holds (another claimed it since it was leased here) is not changed: the
+// error wraps durable.ErrNotFound, and the lease here is stale.
 func (q *Queue) Update(ctx context.Context, e durable.Entry) error {
 	if err := q.check(); err != nil {
 		return err
@@ -252,11 +332,13 @@ func (q *Queue) Update(ctx context.Context, e durable.Entry) error {
 	if !validID(e.ID) {
 		return fmt.Errorf("%w: update id %q", durable.ErrNotFound, e.ID)
 	}
-	md, err := json.Marshal(meta{Attempts: e.Attempts, NotBefore: e.NotBefore, LastError: e.LastError})
+	md, err := json.Marshal(meta{Attempts: e.Attempts, Deliveries: e.Deliveries, NotBefore: e.NotBefore, LastError: e.LastError})
 	if err != nil {
 		return err
 	}
-	err = updateScript.Run(ctx, q.rdb, []string{q.k.stream, q.k.meta}, e.ID, md, consumerGroup, q.cfg.Consumer).Err()
+	err = q.withGroup(ctx, func() error {
+		return updateScript.Run(ctx, q.rdb, []string{q.k.stream, q.k.meta}, e.ID, md, consumerGroup, q.cfg.Consumer).Err()
+	})
 	return redisErr("update", e.ID, err)
 }
 
@@ -324,7 +406,7 @@ func (q *Queue) DeadLetter(ctx context.Context, e durable.Entry) error {
 		return fmt.Errorf("%w: dead-letter id %s", durable.ErrNotFound, e.ID)
 	}
 	dead := fromValues(e.ID, msgs[0].Values)
-	dead.Attempts, dead.LastError = e.Attempts, e.LastError
+	dead.Attempts, dead.Deliveries, dead.LastError, dead.Reason = e.Attempts, e.Deliveries, e.LastError, e.Reason
 	raw, err := json.Marshal(dead)
 	if err != nil {
 		return err
@@ -333,7 +415,9 @@ func (q *Queue) DeadLetter(ctx context.Context, e durable.Entry) error {
 	return redisErr("dead-letter", e.ID, err)
 }
 
-// DeadLetters implements durable.Queue.
+// DeadLetters implements durable.Queue. One that does not decode is listed
+// in the quarantine form (Reason durable.ReasonCorrupt, the raw value as
+// Payload).
 func (q *Queue) DeadLetters(ctx context.Context) ([]durable.Entry, error) {
 	if err := q.check(); err != nil {
 		return nil, err
@@ -346,7 +430,8 @@ func (q *Queue) DeadLetters(ctx context.Context) ([]durable.Entry, error) {
 	for id, raw := range all {
 		var e durable.Entry
 		if err := json.Unmarshal([]byte(raw), &e); err != nil {
-			return nil, fmt.Errorf("streamqueue: corrupt dead letter %s: %w", id, err)
+			e = durable.Entry{ID: id, Payload: []byte(raw), Reason: durable.ReasonCorrupt,
+				LastError: fmt.Sprintf("streamqueue: dead letter %s of %s: %v", id, q.k.stream, err)}
 		}
 		out = append(out, e)
 	}
@@ -360,10 +445,12 @@ if not raw then return redis.error_reply('NOTFOUND') end
 local id = redis.call('XADD', KEYS[1], '*', 'key', ARGV[2], 'group', ARGV[3], 'command', ARGV[4], 'payload', ARGV[5], 'at', ARGV[6])
 redis.call('HSET', KEYS[2], ARGV[2], id)
 redis.call('HDEL', KEYS[3], ARGV[1])
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[4], id, ARGV[7]) end
 return id`)
 
 // Requeue implements durable.Queue: the entry goes back to the end of the
-// stream, under a new ID, with no attempts.
+// stream, under a new ID, with no attempts and its deliveries. One
+// dead-lettered as corrupt is refused with durable.ErrCorrupt.
 func (q *Queue) Requeue(ctx context.Context, id string) error {
 	if err := q.check(); err != nil {
 		return err
@@ -377,10 +464,17 @@ func (q *Queue) Requeue(ctx context.Context, id string) error {
 	}
 	var e durable.Entry
 	if err := json.Unmarshal([]byte(raw), &e); err != nil {
-		return fmt.Errorf("streamqueue: corrupt dead letter %s: %w", id, err)
+		return fmt.Errorf("%w: streamqueue: dead letter %s of %s: %w", durable.ErrCorrupt, id, q.k.stream, err)
 	}
-	err = requeueScript.Run(ctx, q.rdb, []string{q.k.stream, q.k.keys, q.k.dead},
-		id, e.Key, e.Group, e.Command, e.Payload, e.EnqueuedAt.UnixNano()).Err()
+	if e.Reason == durable.ReasonCorrupt {
+		return fmt.Errorf("%w: streamqueue: dead letter %s of %s was quarantined as corrupt: %s", durable.ErrCorrupt, id, q.k.stream, e.LastError)
+	}
+	md, err := metaOf(e)
+	if err != nil {
+		return err
+	}
+	err = requeueScript.Run(ctx, q.rdb, []string{q.k.stream, q.k.keys, q.k.dead, q.k.meta},
+		id, e.Key, e.Group, e.Command, e.Payload, e.EnqueuedAt.UnixNano(), md).Err()
 	return redisErr("requeue", id, err)
 }
 
@@ -397,7 +491,7 @@ func (q *Queue) Stats(ctx context.Context) (durable.Stats, error) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return durable.Stats{}, fmt.Errorf("streamqueue: stats: %w", err)
 	}
-	st := durable.Stats{Depth: int(n.Val()), DeadLetters: int(dead.Val())}
+	st := durable.Stats{Depth: int(n.Val()), DeadLetters: int(dead.Val()), Resets: q.resets.Load()}
 	if msgs := first.Val(); len(msgs) > 0 {
 		st.Oldest = fromValues(msgs[0].ID, msgs[0].Values).EnqueuedAt
 	}

@@ -3,8 +3,10 @@ package streamqueue_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/bulwark-go/bulwark/command"
 	"github.com/bulwark-go/bulwark/durable"
 	"github.com/bulwark-go/bulwark/durable/queuetest"
+	"github.com/bulwark-go/bulwark/internal/logtest"
 	"github.com/bulwark-go/bulwark/internal/redistest"
 	"github.com/bulwark-go/bulwark/redis/streamqueue"
 )
@@ -48,26 +51,113 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestCrashReplayLosesNothingAppliesOnce runs the crash test on a real
-// redis-server: each replay child is a new consumer, and the entries a
-// killed one held are claimed by the next.
-func TestCrashReplayLosesNothingAppliesOnce(t *testing.T) {
+// TestCorruptEntryConformance damages an entry by overwriting its meta
+// with bytes that are not JSON.
+func TestCorruptEntryConformance(t *testing.T) {
+	rdb := client(t, redistest.Shared(t))
+	name := uniqueName(t)
+	queuetest.Corrupt(t, func(t *testing.T) durable.Queue {
+		return newQueue(t, rdb, streamqueue.Config{Name: name})
+	}, func(t *testing.T, _ durable.Queue, id string) {
+		require.NoError(t, rdb.HSet(context.Background(), "bulwark:queue:{"+name+"}:meta", id, "{not json").Err())
+	})
+}
+
+// TestRedisRestartedEmptyReplaysAgain: after Redis restarted empty (or was
+// flushed) the consumer group was gone, created only in New: 20 writes
+// accepted after the restart, 0 applied after 5 s, the backlog at 20 and
+// no error. The first NOGROUP answer must recreate the group, say so once,
+// and the writes accepted since must be replayed. The restart is real: a
+// private redis-server killed and started again, empty, on its address.
+func TestRedisRestartedEmptyReplaysAgain(t *testing.T) {
+	for name, lose := range map[string]func(*redistest.Server, *redis.Client){
+		"restart": func(srv *redistest.Server, _ *redis.Client) { srv.Restart() },
+		"flushall": func(_ *redistest.Server, rdb *redis.Client) {
+			require.NoError(t, rdb.FlushAll(context.Background()).Err())
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			rdb := client(t, srv.Addr)
+			logs := new(logtest.Buffer)
+			logger := slog.New(slog.NewTextHandler(logs, nil))
+			q := newQueue(t, rdb, streamqueue.Config{Name: "orders", Logger: logger})
+			reg := command.NewRegistry(command.RegistryConfig{Logger: logger})
+			t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+			g, err := reg.NewGroup("orders", command.GroupConfig{Strategy: command.Semaphore})
+			require.NoError(t, err)
+			var mu sync.Mutex
+			applied := map[string]int{}
+			apply := func(_ context.Context, e durable.Entry) error {
+				mu.Lock()
+				defer mu.Unlock()
+				applied[e.Key]++
+				return nil
+			}
+			r, err := durable.NewReplayer(durable.ReplayerConfig{Queue: q, Group: g, Apply: apply, Poll: 10 * time.Millisecond, Logger: logger})
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error)
+			go func() { done <- r.Run(ctx) }()
+			defer func() { cancel(); require.ErrorIs(t, <-done, context.Canceled) }()
+			count := func() int { mu.Lock(); defer mu.Unlock(); return len(applied) }
+
+			_, err = q.Enqueue(ctx, durable.Entry{Key: "before"})
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { return count() == 1 }, 10*time.Second, 5*time.Millisecond)
+
+			lose(srv, rdb)
+			for i := range 20 {
+				require.Eventually(t, func() bool {
+					_, err := q.Enqueue(ctx, durable.Entry{Key: fmt.Sprint("after-", i)})
+					return err == nil
+				}, 10*time.Second, 10*time.Millisecond, "accepted once Redis is back")
+			}
+			require.Eventually(t, func() bool { return count() == 21 }, 20*time.Second, 5*time.Millisecond,
+				"the writes accepted after Redis lost its state are replayed")
+			require.Eventually(t, func() bool { return r.Stats().Depth == 0 }, 10*time.Second, 5*time.Millisecond)
+			st, err := q.Stats(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, int64(1), st.Resets)
+			assert.Equal(t, 1, strings.Count(logs.String(), "consumer group was gone"), "said once")
+			mu.Lock()
+			defer mu.Unlock()
+			for key, n := range applied {
+				assert.Equal(t, 1, n, key)
+			}
+		})
+	}
+}
+
+// TestKillLoopUnderOutagesLosesNoWrite runs the kill -9 loop (see
+// queuetest.Crash) on a real redis-server, with a writer, a replayer and
+// a service process (writing and replaying) at once: each child is a new
+// consumer, and the entries a killed one held are claimed by another.
+// Outages and kills once dead-lettered valid writes.
+func TestKillLoopUnderOutagesLosesNoWrite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test")
 	}
 	t.Setenv(addrEnv, redistest.Shared(t))
 	t.Setenv(nameEnv, uniqueName(t))
-	queuetest.Crash(t, openFromEnv)
+	queuetest.Crash(t, openFromEnv, queuetest.Writer, queuetest.Replayer, queuetest.Service)
+}
+
+// twoConsumers returns consumers a and b of a new queue on the shared
+// server; b claims a's entries once idle for claimAfter.
+func twoConsumers(t *testing.T, claimAfter time.Duration) (a, b *streamqueue.Queue) {
+	rdb := client(t, redistest.Shared(t))
+	name := uniqueName(t)
+	a = newQueue(t, rdb, streamqueue.Config{Name: name, Consumer: "a"})
+	b = newQueue(t, rdb, streamqueue.Config{Name: name, Consumer: "b", ClaimAfter: claimAfter})
+	return a, b
 }
 
 // The entries a consumer leased and never finished (its process died) are
 // claimed by another consumer once idle for ClaimAfter, and not before.
 func TestDeadConsumersEntriesAreClaimed(t *testing.T) {
-	rdb := client(t, redistest.Shared(t))
-	name := uniqueName(t)
 	ctx := context.Background()
-	a := newQueue(t, rdb, streamqueue.Config{Name: name, Consumer: "a"})
-	b := newQueue(t, rdb, streamqueue.Config{Name: name, Consumer: "b", ClaimAfter: 200 * time.Millisecond})
+	a, b := twoConsumers(t, 200*time.Millisecond)
 	for i := range 3 {
 		_, err := a.Enqueue(ctx, durable.Entry{Key: fmt.Sprint("k", i)})
 		require.NoError(t, err)
@@ -91,6 +181,37 @@ func TestDeadConsumersEntriesAreClaimed(t *testing.T) {
 	got, err = a.Lease(ctx, time.Now(), 10)
 	require.NoError(t, err)
 	assert.Empty(t, got, "acknowledged entries are gone for every consumer")
+}
+
+// TestStaleLeaseIsNotReplayed: a consumer that leased an entry and was
+// slow to replay it, while another claimed it, replayed it too, each
+// storing the deliveries it had read: the dead letter then counted fewer
+// deliveries than had reached the receiver. Update by a consumer that no
+// longer holds the entry fails with ErrNotFound and changes nothing.
+func TestStaleLeaseIsNotReplayed(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoConsumers(t, 50*time.Millisecond)
+	_, err := a.Enqueue(ctx, durable.Entry{Key: "k"})
+	require.NoError(t, err)
+	stale, err := a.Lease(ctx, time.Now(), 1)
+	require.NoError(t, err)
+	require.Len(t, stale, 1)
+	var claimed []durable.Entry
+	require.Eventually(t, func() bool {
+		claimed, err = b.Lease(ctx, time.Now(), 1)
+		return err == nil && len(claimed) == 1
+	}, 10*time.Second, 10*time.Millisecond)
+	claimed[0].Deliveries = 1
+	require.NoError(t, b.Update(ctx, claimed[0]))
+
+	stale[0].Deliveries = 1
+	assert.ErrorIs(t, a.Update(ctx, stale[0]), durable.ErrNotFound, "a's lease is stale")
+	claimed[0].Deliveries = 2
+	require.NoError(t, b.Update(ctx, claimed[0]), "b holds it")
+	again, err := b.Lease(ctx, time.Now(), 1)
+	require.NoError(t, err)
+	require.Len(t, again, 1)
+	assert.Equal(t, 2, again[0].Deliveries)
 }
 
 // With Redis down, a write is not accepted, and New fails.
