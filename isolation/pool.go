@@ -312,18 +312,22 @@ func (p *Pool) call(j *job) (err error) {
 }
 
 // work runs the job's work and then, however it ended (returned, panicked or called
-// runtime.Goexit), settles who owns what it produced: the caller, if it still waits, or
-// orphaned. That is the one decision: started → returned, after which the caller can no longer
-// leave (it waits for the result, published as soon as the slot is passed on), or the caller's
-// started → abandoned, after which only this goroutine touches the job. It runs inside call's
+// runtime.Goexit), settles who owns what it produced (job.settle). It runs inside call's
 // recovery, so a panic or Goexit in orphaned is handled as one in work.
 func (p *Pool) work(j *job) {
-	defer func() {
-		if !j.state.CompareAndSwap(jobStarted, jobReturned) && j.orphaned != nil {
-			j.orphaned()
-		}
-	}()
+	defer j.settle()
 	j.work(j.ctx)
+}
+
+// settle decides, once the work has ended, who owns what it produced: the caller, if it still
+// waits (started → returned: the caller can no longer leave; it takes the result, published as
+// soon as the worker has passed its slot on), or orphaned, if the caller's started → abandoned
+// came first (from then on only this goroutine touches the job). That one CompareAndSwap is
+// the only decision; nobody else keeps a flag of their own.
+func (j *job) settle() {
+	if !j.state.CompareAndSwap(jobStarted, jobReturned) && j.orphaned != nil {
+		j.orphaned()
+	}
 }
 
 // finish publishes the job's result (from is jobReturned when the work ran, jobPending when it
