@@ -34,8 +34,7 @@ func (k *commandCall[T, C]) isolate() (runCtx context.Context, cancel context.Ca
 	runCtx, cancel = timed(ctx, timeout)
 	g := k.g
 	if g.sem == nil {
-		lat, returned, err = k.runInPool(runCtx)
-		return runCtx, cancel, lat, returned, err
+		return k.runInPool(runCtx, cancel)
 	}
 	if err = g.sem.Enter(runCtx); err == nil {
 		// The permits taken are the calls running now: the group's peak.
@@ -92,30 +91,33 @@ func (k *call) goexit() {
 		slog.String("group", g.name), slog.String("command", k.c.name))
 }
 
-// runInPool is isolate for a Thread group, with Run's context, and
-// returns as isolate does: it runs the attempt on a worker of the group's
-// pool. The caller leaves at the deadline (or when its ctx ends) even if
+// runInPool is isolate for a Thread group, given Run's context and its
+// timer, and returns as isolate does: it runs the attempt on a worker of
+// the group's pool. The caller leaves at the deadline (or when its ctx ends) even if
 // Run goes on: the call is then detached, counted in the command's
 // Detached until Run returns. Who owns the poolCall (and Run's value) is
 // the pool's decision alone (isolation.Pool.ExecuteOwned): the caller
 // after any answer but ErrDetached, the worker's orphan after ErrDetached.
-func (k *commandCall[T, C]) runInPool(runCtx context.Context) (lat time.Duration, returned bool, err error) {
+func (k *commandCall[T, C]) runInPool(runCtx context.Context, cancel context.CancelFunc) (context.Context, context.CancelFunc, time.Duration, bool, error) {
 	c := k.c
 	p := newPoolCall[T, C](c)
 	p.c, p.cmd, p.start = c, k.cmd, k.t0
-	err = k.g.pool.ExecuteOwned(runCtx, p.work, p.orphaned)
+	err := k.g.pool.ExecuteOwned(runCtx, p.work, p.orphaned)
 	k.now = k.g.clock.Now()
 	switch {
 	case err == nil:
-		k.v, lat, returned, err = p.v, k.now-p.start, true, p.err
+		k.v, err = p.v, p.err
+		lat := k.now - p.start
+		p.recycle(c)
+		return runCtx, cancel, lat, true, err
 	case errors.Is(err, isolation.ErrDetached):
 		// p is the worker's now, to count back and recycle: not a field of
 		// it may be read here any more.
 		c.hot.detached.Add(1)
-		return 0, false, err
+		return runCtx, cancel, 0, false, err
 	}
 	p.recycle(c)
-	return lat, returned, err
+	return runCtx, cancel, 0, false, err
 }
 
 // poolCall carries one attempt to a pool worker and its result back. It
