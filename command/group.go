@@ -381,7 +381,12 @@ type commandState struct {
 type commandCounters struct {
 	_        [cacheline.Size]byte
 	inFlight atomic.Int64 // calls from admission until Execute returns
-	detached atomic.Int64 // calls whose caller left at the deadline while Run goes on (Thread)
+	// detached counts the calls whose caller left at the deadline while
+	// Run goes on (Thread): the caller adds one when the pool says
+	// ErrDetached, the worker takes it back when Run has ended
+	// (poolCall.orphan). The worker may come first: read it as max(n, 0),
+	// which is then the truth.
+	detached atomic.Int64
 	_        [cacheline.Size - 16]byte
 }
 
@@ -774,7 +779,7 @@ func (c *commandState) snapshot(now time.Duration) CommandSnapshot {
 		Name:     c.name,
 		Group:    c.group.name,
 		InFlight: c.hot.inFlight.Load(),
-		Detached: c.hot.detached.Load(),
+		Detached: max(c.hot.detached.Load(), 0), // a brief -1: see commandCounters
 		Timeout:  c.settings.Load().timeout,
 		Breaker:  c.breaker.Snapshot(),
 		Metrics:  c.metrics.Snapshot(now),

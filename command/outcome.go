@@ -81,44 +81,74 @@ func ended(runCtx context.Context) metrics.Event {
 
 // result is how the primary path of one call ended, before any fallback.
 type result struct {
-	event metrics.Event
 	err   error         // the cause when event is not Success
 	run   time.Duration // Run's latency; valid when ran
-	ran   bool          // Run returned before the caller was answered
+	event metrics.Event
+	ran   bool // Run returned before the caller was answered
 }
 
-// outcome is the primary outcome of a call that did not simply succeed:
-// both call paths decide a success (no error from the bulkhead nor Run, the
-// run context still live) inline, and hand the rest, with what the bulkhead
-// (berr) and Run (runErr, after run) returned, to outcome. A run context
-// that had ended when Run returned makes even a success a TIMEOUT or
-// CANCELLED. (Folding the success check into outcome too cost about 3.5% of
-// a semaphore call, measured by instruction count.)
-func (g *Group) outcome(runCtx context.Context, berr, runErr error, run time.Duration) result {
-	switch {
-	case berr == nil && runCtx.Err() != nil: // Run returned after runCtx ended
-		return result{event: ended(runCtx), err: lateErr(runCtx, runErr), run: run, ran: true}
-	case berr == nil && runErr == nil:
-		return result{event: metrics.Success, run: run, ran: true}
-	case berr == nil:
-		if g.isBadRequest(runErr) {
-			return result{event: metrics.BadRequest, err: runErr, run: run, ran: true}
-		}
-		return result{event: metrics.Failure, err: runErr, run: run, ran: true}
+// classify is the stage after run: it decides the attempt's primary
+// outcome from what isolate handed back: Run's context runCtx (and its
+// timer, cancel: nil for none); whether Run returned, and then err is
+// Run's error and lat its latency, or else err is what the bulkhead
+// returned instead (a refusal, a panic, a detachment). It
+// then stops that context's timer: only now, since a context cancelled
+// first would make a success read as CANCELLED. A value Run returned that
+// the caller will never get (a FAILURE's, a late success's) goes to
+// Discard here, where the outcome that rules it out is decided, and is
+// cleared: whatever comes next (a retry, a fallback, an error), no stage
+// can hand it to the caller.
+func (k *commandCall[T, C]) classify(runCtx context.Context, cancel context.CancelFunc, lat time.Duration, returned bool, err error) {
+	if returned && err == nil && runCtx.Err() == nil { // the common case, decided inline
+		// k.r is still zero (only a refusing stage sets it, and then
+		// classify does not run): its error needs no store.
+		k.r.event, k.r.run, k.r.ran = metrics.Success, lat, true
+	} else {
+		k.r = k.g.outcome(runCtx, lat, returned, err)
 	}
+	if cancel != nil {
+		cancel()
+	}
+	if k.r.ran && k.failed() {
+		discard(k.g, &k.cmd, k.v)
+		var zero T
+		k.v = zero
+	}
+}
+
+// outcome is the primary outcome of an attempt that did not simply
+// succeed: classify decides a success (Run returned no error, its context
+// still live) inline, and hands the rest, what the bulkhead and Run
+// returned, to outcome. A run context that had ended when Run
+// returned makes even a success a TIMEOUT or CANCELLED. (Folding the
+// success check into outcome too cost about 3.5% of a semaphore call,
+// measured by instruction count.)
+func (g *Group) outcome(runCtx context.Context, run time.Duration, returned bool, err error) result {
+	switch {
+	case returned && runCtx.Err() != nil: // Run returned after runCtx ended
+		return result{event: ended(runCtx), err: lateErr(runCtx, err), run: run, ran: true}
+	case returned && err == nil:
+		return result{event: metrics.Success, run: run, ran: true}
+	case returned:
+		if g.isBadRequest(err) {
+			return result{event: metrics.BadRequest, err: err, run: run, ran: true}
+		}
+		return result{event: metrics.Failure, err: err, run: run, ran: true}
+	}
+	// The bulkhead answered instead of Run.
 	var pe *isolation.PanicError
 	switch {
-	case errors.As(berr, &pe):
+	case errors.As(err, &pe):
 		return result{event: metrics.Failure, err: pe, run: run, ran: true}
-	case errors.Is(berr, isolation.ErrRejected), errors.Is(berr, isolation.ErrClosed):
-		return result{event: g.rejected, err: berr}
+	case errors.Is(err, isolation.ErrRejected), errors.Is(err, isolation.ErrClosed):
+		return result{event: g.rejected, err: err}
 	}
 	// ErrDetached or ErrDropped: the run context ended first.
 	e := ended(runCtx)
-	if e == metrics.Timeout && errors.Is(berr, isolation.ErrDropped) {
+	if e == metrics.Timeout && errors.Is(err, isolation.ErrDropped) {
 		e = metrics.QueueTimeout // our own queue was too slow, not the dependency
 	}
-	return result{event: e, err: berr}
+	return result{event: e, err: err}
 }
 
 // isBadRequest reports whether Run's error err is the caller's fault: marked

@@ -29,30 +29,29 @@ func probeContext(ctx context.Context) context.Context {
 	return context.WithValue(ctx, probeKey{}, true)
 }
 
-// judgeProbe decides what the breakers record for a call that was a probe
-// of at least one of them (gp or cp), whose outcome for a normal call would
-// be o, with Run's error err. A FAILURE is judged by the command's
-// ProbeClassifier, if any; the other outcomes stand. Only the breaker that
-// probed gets the judged outcome: the other (closed) one counts o, as for
-// any call. It adds the PROBE event and PROBE_SUCCESS or PROBE_FAILURE (none
-// for an Ignored probe) to info. cs are the settings the call began with.
-func (c *commandState) judgeProbe(cs *commandSettings, gp, cp circuit.Permit, o circuit.Outcome, err error, info *Info) (gout, cout circuit.Outcome) {
+// judgeProbe decides what the breakers record for an attempt that was a
+// probe of at least one of them, whose outcome for a normal call would be
+// o. A FAILURE is judged by the command's ProbeClassifier, if any, with
+// Run's error; the other outcomes stand. Only the breaker that probed gets
+// the judged outcome: the other (closed) one counts o, as for any call. It
+// adds PROBE_SUCCESS or PROBE_FAILURE (none for an Ignored probe) to the
+// attempt's events, beside the PROBE event admit added. record calls it.
+func (k *call) judgeProbe(o circuit.Outcome) (gout, cout circuit.Outcome) {
 	judged := o
-	if classify := cs.probeClassifier; o == circuit.Failure && classify != nil {
-		judged = c.classifyProbe(classify, err)
+	if classify := k.cs.probeClassifier; o == circuit.Failure && classify != nil {
+		judged = k.c.classifyProbe(classify, k.r.err)
 	}
-	info.Events.Add(metrics.Probe)
 	switch judged {
 	case circuit.Success:
-		info.Events.Add(metrics.ProbeSuccess)
+		k.events.Add(metrics.ProbeSuccess)
 	case circuit.Failure, circuit.Timeout:
-		info.Events.Add(metrics.ProbeFailure)
+		k.events.Add(metrics.ProbeFailure)
 	}
 	gout, cout = o, o
-	if gp.IsProbe() {
+	if k.gp.IsProbe() {
 		gout = judged
 	}
-	if cp.IsProbe() {
+	if k.cp.IsProbe() {
 		cout = judged
 	}
 	return gout, cout

@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/bulwark-go/bulwark/metrics"
@@ -87,40 +88,58 @@ type KeyedLimiter interface {
 // quota, so a caller cannot escape its quota by leaving the key out.
 func WithKey(key string) Option { return Option{key: key} }
 
-// refusedByLimits asks the call's limiters, in order (the group's
-// RateLimit, its KeyedRateLimit with the key of opts, the command's
-// RateLimit), to admit a call that started at *t0, before the breakers see
-// it, and reports whether one refused it: then *r is the call's result,
-// RATE_LIMITED, or CANCELLED if ctx ended while a limiter waited. A call
-// refused by a later limiter has used the quota of the earlier ones. It
-// sets *t0 to the instant the limiters were done (a limiter may wait, as a
-// pacer does): Run's latency and the breakers' reckoning start there; the
-// call's Latency still counts from its start. If no limiter of the call may
-// wait (NonWaiting), *t0 stays the call's start and the clock is not read.
-// Execute calls it only for a command with a limiter (limited).
-func (c *commandState) refusedByLimits(ctx context.Context, cs *commandSettings, opts []Option, r *result, t0 *time.Duration) bool {
+// limit is the first stage of an attempt: it refuses a call whose
+// WithTimeout is invalid (BAD_REQUEST: the caller's mistake) and has the
+// call's rate limiters, if any, admit it (limited), a KeyedRateLimit with
+// the key of opts, the call's options. It reports whether the attempt goes
+// on; if not, k.r says why. A call with neither pays two tests, inlined.
+func (k *call) limit(opts []Option) bool {
+	return !k.cs.limited && k.timeout >= NoTimeout || k.limited(opts)
+}
+
+// limited is limit for a call with an invalid WithTimeout or with rate
+// limiters. An invalid timeout (any negative one but NoTimeout) refuses
+// the attempt at once. Otherwise limited asks the call's limiters, in order (the group's RateLimit, its
+// KeyedRateLimit with the key of opts (WithKey), the command's
+// RateLimit), to admit an attempt that started at t0, before the breakers
+// see it, and reports whether they all did; if not, the attempt is
+// RATE_LIMITED, or CANCELLED if ctx ended while a limiter waited, and it
+// ends when the limiters were done. An attempt refused by a later limiter
+// has used the quota of the earlier ones. It moves t0 to the instant the
+// limiters were done (a limiter may wait, as a pacer does): Run's latency
+// and the breakers' reckoning start there; the call's Latency still counts
+// from its start. If no limiter of the call may wait (NonWaiting), t0 stays
+// the attempt's start and the clock is not read. limit calls it only for a
+// command with a limiter (limited).
+func (k *call) limited(opts []Option) bool {
+	if k.timeout < NoTimeout {
+		k.r = result{event: metrics.BadRequest, err: fmt.Errorf("%w: WithTimeout(%v): negative (NoTimeout disables the timeout)", ErrInvalidConfig, k.timeout)}
+		return false
+	}
+	cs, ctx := k.cs, k.ctx
 	var err error
 	if cs.groupLimit.Limiter != nil {
-		err = cs.groupLimit.admit(ctx, *t0)
+		err = cs.groupLimit.admit(ctx, k.t0)
 	}
 	if err == nil && cs.keyedLimit != nil {
 		err = cs.keyedLimit.AdmitKey(ctx, keyOf(opts))
 	}
 	if err == nil && cs.limit.Limiter != nil {
-		err = cs.limit.admit(ctx, *t0)
+		err = cs.limit.admit(ctx, k.t0)
 	}
 	if cs.limitWaits {
-		*t0 = c.group.clock.Now()
+		k.t0 = k.g.clock.Now()
 	}
 	switch {
 	case err == nil:
-		return false
+		return true
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		*r = result{event: metrics.Cancelled, err: err}
+		k.r = result{event: metrics.Cancelled, err: err}
 	default:
-		*r = result{event: metrics.RateLimited, err: err}
+		k.r = result{event: metrics.RateLimited, err: err}
 	}
-	return true
+	k.now = k.t0
+	return false
 }
 
 // keyOf returns the call's key (WithKey; the last one given), or "".

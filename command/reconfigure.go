@@ -31,7 +31,7 @@ type commandSettings struct {
 
 	probeClassifier func(err error) circuit.Outcome // judges failed probes; nil: as any call
 
-	// The call's rate limiters, asked in this order (see admitLimits);
+	// The call's rate limiters, asked in this order (see call.limited);
 	// limited is set when there is any, limitWaits when one may wait (see
 	// NonWaiting).
 	groupLimit limitStage

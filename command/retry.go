@@ -186,34 +186,47 @@ func (c *RetryConfig) retryDelay(n int, err error) (time.Duration, bool) {
 
 // allows reports whether an attempt number n that ended with event e may
 // be followed by another, as far as the count and the outcome go: the
-// check Execute makes before anything that costs (such as converting the
+// check retry makes before anything that costs (such as converting the
 // command to an interface for retryAgain).
 func (rc *RetryConfig) allows(n int, e metrics.Event) bool {
 	return n < rc.MaxAttempts && retryable(e)
 }
 
-// retryAgain decides, after attempt number n of a call ended with r, which
-// rc.allows, whether to make another, and waits for it: it checks the
-// caller's context, the command, the delay against the caller's deadline
-// (less the reserve), and the group's budget (at now), then sleeps. It
-// reports whether to go on; when it does, the retry is pending in the budget
-// until retried records the attempt.
-func (c *commandState) retryAgain(ctx context.Context, cmd any, rc *RetryConfig, cs *commandSettings, n int, r *result, now time.Duration) bool {
+// retry is the stage after a failed attempt, before fallback: it reports
+// whether the call makes another attempt (RetryConfig), and if so it has
+// waited the backoff, recorded the failed attempt (retried) and begun the
+// next. A group without Retry pays one load and one test for it.
+func (k *commandCall[T, C]) retry() bool {
+	rc := k.cs.retry
+	if rc == nil || !rc.allows(int(k.attempts), k.r.event) || !k.retryAgain(any(k.cmd), rc) {
+		return false
+	}
+	k.retried()
+	return true
+}
+
+// retryAgain decides, after a failed attempt which rc.allows, whether to
+// make another, and waits for it: it checks the caller's context, the
+// command cmd, the delay against the caller's deadline (less the reserve),
+// and the group's budget (at the attempt's end), then sleeps. It reports
+// whether to go on; when it does, the retry is pending in the budget until
+// retried records the attempt.
+func (k *call) retryAgain(cmd any, rc *RetryConfig) bool {
+	ctx, g := k.ctx, k.g
 	if ctx.Err() != nil {
 		return false
 	}
-	g := c.group
 	if !g.idempotent(cmd) {
 		return false
 	}
-	d, ok := rc.retryDelay(n, r.err)
+	d, ok := rc.retryDelay(int(k.attempts), k.r.err)
 	if !ok {
 		return false
 	}
-	if dl, has := ctx.Deadline(); has && time.Until(dl) <= d+cs.reserve {
+	if dl, has := ctx.Deadline(); has && time.Until(dl) <= d+k.cs.reserve {
 		return false
 	}
-	if !g.retries.admit(g, rc, now) {
+	if !g.retries.admit(g, rc, k.now) {
 		return false
 	}
 	if rc.Sleep(ctx, d) != nil {
@@ -280,24 +293,23 @@ func (b *retryBudget) admit(g *Group, rc *RetryConfig, now time.Duration) bool {
 	return true
 }
 
-// retried records in the command's metrics an attempt, begun at start and
-// ended at now with r, that is being retried: its primary outcome (and
-// probe events) and RETRIED: an attempt of its own in the windows, which
-// Calls does not count as a call; the caller never sees it (no fallback, no
-// EXCEPTION_THROWN). The retry is then no longer pending in the group's
-// budget. It clears info for the next attempt and returns the next
-// attempt's start, which it reads (after the backoff retryAgain waited).
-// Execute calls it from its failure branch, so that a call that succeeds
-// pays nothing for retries.
-func (c *commandState) retried(start, now time.Duration, r *result, info *Info) time.Duration {
+// retried records in the command's metrics the attempt k.attempt, which
+// is being retried: its primary outcome (and probe events) and RETRIED: an
+// attempt of its own in the windows, which Calls does not count as a call;
+// the caller never sees it (no fallback, no EXCEPTION_THROWN). The retry is
+// then no longer pending in the group's budget. It begins the next attempt,
+// whole and new, at a clock reading taken after the backoff retryAgain
+// waited. Only a failed attempt gets here, so a call that succeeds pays
+// nothing for retries.
+func (k *call) retried() {
 	run := metrics.NoLatency
-	if r.ran {
-		run = r.run
+	if k.r.ran {
+		run = k.r.run
 	}
-	info.Events.Add(metrics.Retried)
-	c.metrics.Record(now, info.Events, run, now-start)
-	c.group.retries.pending.Add(-1)
-	info.Events, info.Probe = 0, false
-	info.Attempts++
-	return c.group.clock.Now()
+	k.events.Add(metrics.Retried)
+	k.c.metrics.Record(k.now, k.events, run, k.now-k.start)
+	k.g.retries.pending.Add(-1)
+	k.attempts++
+	start := k.g.clock.Now()
+	k.attempt = attempt{start: start, t0: start, now: start}
 }

@@ -35,7 +35,10 @@
 //	}
 //
 // Read what work produced only when Execute returned nil: after ErrDetached the work is still
-// running and may write its results at any time.
+// running and may write its results at any time. Work whose results need an owner once its
+// caller has gone (a response body to close) runs with ExecuteOwned: after ErrDetached the Pool
+// hands them, on the worker and once the work has returned, to an orphaned function, and to
+// nobody else; the Pool alone decides which side owns them.
 //
 // Choices where Hystrix is silent: a call whose context has already ended never starts
 // (ErrDropped), also on a Semaphore; the queue is FIFO; a detached work's panic is logged

@@ -71,6 +71,39 @@ func ExamplePool_Execute_detached() {
 	// <nil>
 }
 
+// Work whose result holds a resource (a response body, a file) needs an owner when its caller
+// gives up: with ExecuteOwned the Pool hands the result to orphaned, on the worker, once the
+// work has returned, and to nobody else. After a nil return the result is the caller's.
+func ExamplePool_ExecuteOwned() {
+	pool, err := isolation.NewPool(isolation.PoolConfig{Size: 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer pool.Close(context.Background())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	started, release, closed := make(chan struct{}), make(chan struct{}), make(chan string, 1)
+	go func() {
+		<-started
+		cancel() // the caller gives up while the work runs
+	}()
+	var body string // what the work produces: a resource someone must close
+	err = pool.ExecuteOwned(ctx, func(context.Context) {
+		close(started)
+		<-release // a slow dependency
+		body = "response body"
+	}, func() {
+		closed <- "orphaned closes the " + body // the caller is gone: the result is orphaned's
+	})
+	fmt.Println(errors.Is(err, isolation.ErrDetached))
+	close(release)
+	fmt.Println(<-closed)
+	// Output:
+	// true
+	// orphaned closes the response body
+}
+
 func ExampleSemaphore() {
 	sem, err := isolation.NewSemaphore(2)
 	if err != nil {

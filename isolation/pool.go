@@ -143,11 +143,26 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 //   - ErrClosed after Close.
 //
 // ctx is the context work receives. Read what work produced only after a nil return: after
-// ErrDetached it is still running. ctx must not be nil.
+// ErrDetached it is still running (see ExecuteOwned for work whose results need an owner once
+// its caller has gone). ctx must not be nil.
 func (p *Pool) Execute(ctx context.Context, work func(ctx context.Context)) error {
+	return p.ExecuteOwned(ctx, work, nil)
+}
+
+// ExecuteOwned is Execute for work whose results need an owner once its caller has gone (a
+// response body to close, a buffer to give back). When it returns an error matching
+// ErrDetached, orphaned is called once, on the worker, as soon as work has returned, panicked
+// or called runtime.Goexit, and what work produced is orphaned's. It is never called otherwise:
+// after a nil or *PanicError return what work produced is the caller's, and after any other
+// error work never ran. The Pool decides alone which of the two it is, so neither side needs
+// a lock or a flag of its own to agree with the other.
+//
+// orphaned runs as part of the work: it keeps the worker's slot until it returns, and a panic
+// in it is logged as a detached work's. A nil orphaned makes ExecuteOwned Execute.
+func (p *Pool) ExecuteOwned(ctx context.Context, work func(ctx context.Context), orphaned func()) error {
 	done := ctx.Done()
 	if p.acquire(false) {
-		j := p.newJob(ctx, work)
+		j := p.newJob(ctx, work, orphaned)
 		if p.workers.Submit(j.task) != nil { // only once Close released the ants pool
 			p.slots.Add(-1)
 			p.recycle(j)
@@ -161,7 +176,7 @@ func (p *Pool) Execute(ctx context.Context, work func(ctx context.Context)) erro
 	if p.raceHook != nil {
 		p.raceHook(callerFull)
 	}
-	j := p.newJob(ctx, work)
+	j := p.newJob(ctx, work, orphaned)
 	if err := p.queue.push(j); err != nil {
 		p.recycle(j)
 		if err == ErrRejected {
@@ -229,7 +244,7 @@ func (p *Pool) serve(j *job) {
 		if p.slots.Load()&slotsCount <= p.size.Load() { // not shrinking
 			next = p.queue.pop()
 		}
-		if publish && from == jobStarted && j.state.Load() == jobAbandoned {
+		if publish && from == jobReturned && j.state.Load() == jobAbandoned {
 			// Nobody waits for detached work: count it out before its slot is free,
 			// so that Detached never exceeds the calls running.
 			p.finish(j, from, err)
@@ -258,7 +273,7 @@ func (p *Pool) reacquire() bool {
 }
 
 // run runs one job unless its caller has already gone. It returns the result for finish: from
-// is jobStarted when the work ran, jobPending when it was dropped because its context had
+// is jobReturned when the work ran, jobPending when it was dropped because its context had
 // ended. publish is false when the caller gave up before the start: j is recycled, and there
 // is nothing to publish.
 func (p *Pool) run(j *job) (publish bool, from int32, err error) {
@@ -269,12 +284,12 @@ func (p *Pool) run(j *job) (publish bool, from int32, err error) {
 		p.recycle(j) // the caller gave up before the work started
 		return false, jobPending, nil
 	}
-	return true, jobStarted, p.call(j)
+	return true, jobReturned, p.call(j)
 }
 
-// call runs the work and recovers a panic. If work calls runtime.Goexit this goroutine ends
-// after the deferred function, which therefore does the worker's part: it releases the slot,
-// publishes the result, and starts a worker for a call queued meanwhile.
+// call runs the work (see work) and recovers a panic. If work or orphaned calls runtime.Goexit
+// this goroutine ends after the deferred function, which therefore does the worker's part: it
+// releases the slot, publishes the result, and starts a worker for a call queued meanwhile.
 func (p *Pool) call(j *job) (err error) {
 	returned := false
 	defer func() {
@@ -286,21 +301,40 @@ func (p *Pool) call(j *job) (err error) {
 			return
 		}
 		p.slots.Add(-1)
-		p.finish(j, jobStarted, NewPanicError(goexitValue))
+		p.finish(j, jobReturned, NewPanicError(goexitValue))
 		if p.reacquire() {
 			p.startWorker()
 		}
 	}()
-	j.work(j.ctx)
+	p.work(j)
 	returned = true
 	return nil
 }
 
-// finish publishes the job's result (from is jobStarted when the work ran, jobPending when it
+// work runs the job's work and then, however it ended (returned, panicked or called
+// runtime.Goexit), settles who owns what it produced (job.settle). It runs inside call's
+// recovery, so a panic or Goexit in orphaned is handled as one in work.
+func (p *Pool) work(j *job) {
+	defer j.settle()
+	j.work(j.ctx)
+}
+
+// settle decides, once the work has ended, who owns what it produced: the caller, if it still
+// waits (started → returned: the caller can no longer leave; it takes the result, published as
+// soon as the worker has passed its slot on), or orphaned, if the caller's started → abandoned
+// came first (from then on only this goroutine touches the job). That one CompareAndSwap is
+// the only decision; nobody else keeps a flag of their own.
+func (j *job) settle() {
+	if !j.state.CompareAndSwap(jobStarted, jobReturned) && j.orphaned != nil {
+		j.orphaned()
+	}
+}
+
+// finish publishes the job's result (from is jobReturned when the work ran, jobPending when it
 // was dropped). If the caller is still waiting it gets the result and recycles the job;
 // otherwise the caller is gone and finish recycles the job itself.
 func (p *Pool) finish(j *job, from int32, err error) {
-	if from == jobStarted {
+	if from == jobReturned {
 		p.completed.Add(1)
 	}
 	j.err = err
@@ -308,7 +342,7 @@ func (p *Pool) finish(j *job, from int32, err error) {
 		j.done <- struct{}{} // capacity 1: never blocks; j belongs to the caller from here
 		return
 	}
-	if from == jobStarted {
+	if from == jobReturned {
 		p.detached.Add(-1)
 		if pe, ok := err.(*PanicError); ok {
 			p.log().Error("isolation: detached work panicked",
@@ -341,7 +375,8 @@ func (p *Pool) collect(j *job) error {
 
 // abandon is the caller leaving because its context ended. A queued job is unlinked and never
 // runs; otherwise the state word decides between dropped (not started), detached (running)
-// and a result that arrived meanwhile.
+// and a result that arrived meanwhile (the work returned: the caller takes its result, which
+// the worker publishes as soon as it has passed its slot on).
 func (p *Pool) abandon(j *job, queued bool) error {
 	cause := j.ctx.Err()
 	if queued && p.queue.remove(j) {
@@ -362,21 +397,21 @@ func (p *Pool) abandon(j *job, queued bool) error {
 				p.detached.Add(1)
 				return detached(cause)
 			}
-		case jobFinished:
+		case jobReturned, jobFinished:
 			<-j.done
 			return p.collect(j)
 		}
 	}
 }
 
-func (p *Pool) newJob(ctx context.Context, work func(context.Context)) *job {
+func (p *Pool) newJob(ctx context.Context, work func(context.Context), orphaned func()) *job {
 	j := p.jobs.Get().(*job)
-	j.ctx, j.work = ctx, work
+	j.ctx, j.work, j.orphaned = ctx, work, orphaned
 	return j
 }
 
 func (p *Pool) recycle(j *job) {
-	j.ctx, j.work, j.err = nil, nil, nil
+	j.ctx, j.work, j.orphaned, j.err = nil, nil, nil, nil
 	j.state.Store(jobPending)
 	p.jobs.Put(j)
 }

@@ -375,3 +375,77 @@ func TestPoolStress(t *testing.T) {
 	assert.Equal(t, size, s.LargestActive)
 	require.NoError(t, p.Close(context.Background()))
 }
+
+// TestPoolExecuteOwnedGivesEachResultOneOwner races callers' deadlines against their work's
+// return, around the moment the work ends: every work that ran has exactly one owner of its
+// result, its caller (nil or *PanicError) or orphaned (ErrDetached), and a work that did not
+// run has none.
+func TestPoolExecuteOwnedGivesEachResultOneOwner(t *testing.T) {
+	const size, queueLen, submitters = 4, 4, 16
+	total := 10_000
+	if testing.Short() {
+		total = 2_000
+	}
+	p := newTestPool(t, PoolConfig{Size: size, Queue: queueLen, Logger: slog.New(&countingHandler{})})
+	ran := make([]atomic.Bool, total)
+	owners := make([]atomic.Int32, total)
+	var next, detached, orphans, answered atomic.Int64
+	var wg sync.WaitGroup
+	for g := range submitters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(7, uint64(g)))
+			for {
+				id := int(next.Add(1) - 1)
+				if id >= total {
+					return
+				}
+				d := time.Duration(50+rng.IntN(100)) * time.Microsecond
+				// Spinning keeps the work's end close to the deadline without yielding;
+				// sleeping lets the callers run on a machine with fewer cores than workers.
+				panics, work, sleep := rng.IntN(20) == 0, rng.IntN(50_000), time.Duration(0)
+				if rng.IntN(2) == 0 {
+					work, sleep = 0, time.Duration(rng.IntN(200))*time.Microsecond
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), d)
+				err := p.ExecuteOwned(ctx, func(context.Context) {
+					ran[id].Store(true)
+					spin(work)
+					time.Sleep(sleep)
+					if panics {
+						panic("owned")
+					}
+				}, func() {
+					orphans.Add(1)
+					owners[id].Add(1)
+				})
+				cancel()
+				switch o := classify(t, err); o {
+				case outSuccess, outPanicked:
+					owners[id].Add(1)
+					answered.Add(1)
+				case outDetached:
+					detached.Add(1)
+				case outRejected:
+					time.Sleep(time.Duration(rng.IntN(200)) * time.Microsecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	eventually(t, func() bool { s := p.Stats(); return s.Active == 0 && s.Detached == 0 }, "pool idle")
+	for id := range total {
+		want := int32(0)
+		if ran[id].Load() {
+			want = 1
+		}
+		if got := owners[id].Load(); got != want {
+			t.Fatalf("call %d: work ran %v, its result had %d owners", id, ran[id].Load(), got)
+		}
+	}
+	assert.Equal(t, detached.Load(), orphans.Load(), "orphaned is called once per detached call")
+	assert.Positive(t, detached.Load(), "no call was detached: the test proves nothing")
+	assert.Positive(t, answered.Load(), "no call was answered: the test proves nothing")
+	t.Logf("%d calls: %d answered, %d detached", total, answered.Load(), detached.Load())
+}

@@ -649,3 +649,150 @@ func TestPoolCloseIdleEndedContext(t *testing.T) {
 	}
 	goleak.VerifyNone(t, ignore)
 }
+
+// detachedOwned starts ExecuteOwned with work that blocks until release is closed and then
+// ends as end says ("return", "panic" or "goexit"), and cancels the caller once the work has
+// started. It returns a channel that receives, each time orphaned is called, whether the work
+// had produced its result by then, and the caller's error.
+func detachedOwned(t *testing.T, p *Pool, end string, release <-chan struct{}) (<-chan bool, error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := make(chan struct{})
+	var produced atomic.Bool
+	orphaned := make(chan bool, 2)
+	res := make(chan error, 1)
+	go func() {
+		res <- p.ExecuteOwned(ctx, func(context.Context) {
+			close(started)
+			<-release
+			produced.Store(true)
+			switch end {
+			case "panic":
+				panic("work panics after producing")
+			case "goexit":
+				runtime.Goexit()
+			}
+		}, func() { orphaned <- produced.Load() })
+	}()
+	select {
+	case <-started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("work did not start")
+	}
+	cancel()
+	return orphaned, receive(t, res)
+}
+
+func TestPoolExecuteOwnedHandsADetachedResultToOrphaned(t *testing.T) {
+	for _, end := range []string{"return", "panic", "goexit"} {
+		t.Run(end, func(t *testing.T) {
+			var logs logtest.Buffer
+			p := newTestPool(t, PoolConfig{Size: 1, Queue: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			release := make(chan struct{})
+			orphaned, err := detachedOwned(t, p, end, release)
+			require.ErrorIs(t, err, ErrDetached)
+			queued := async(p, context.Background(), func(context.Context) {})
+			eventually(t, func() bool { return p.Stats().Queued == 1 }, "a call queued behind the detached work")
+			select {
+			case <-orphaned:
+				t.Fatal("orphaned called before the work returned")
+			default:
+			}
+
+			close(release)
+			select {
+			case produced := <-orphaned:
+				assert.True(t, produced, "orphaned runs after the work, and owns what it produced")
+			case <-time.After(5 * time.Second):
+				t.Fatal("orphaned not called")
+			}
+			require.NoError(t, receive(t, queued), "the worker goes on with the queue")
+			eventually(t, func() bool { s := p.Stats(); return s.Active == 0 && s.Detached == 0 }, "slot freed")
+			assert.Empty(t, orphaned, "orphaned is called once")
+			if end != "return" {
+				assert.Contains(t, logs.String(), "detached work panicked")
+			}
+		})
+	}
+}
+
+func TestPoolExecuteOwnedLeavesAnAnsweredCallToItsCaller(t *testing.T) {
+	never := func() { t.Error("orphaned called for a call whose caller was answered") }
+	p := newTestPool(t, PoolConfig{Size: 1, Queue: 1})
+	ran := false
+	require.NoError(t, p.ExecuteOwned(context.Background(), func(context.Context) { ran = true }, never))
+	assert.True(t, ran)
+	assert.True(t, isPanic(p.ExecuteOwned(context.Background(), func(context.Context) { panicInWork() }, never)))
+
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.ErrorIs(t, p.ExecuteOwned(ended, func(context.Context) { t.Error("ran") }, never), ErrDropped)
+
+	g := newGate()
+	busy := async(p, context.Background(), g.work)
+	g.waitStarted(t, 1)
+	ctx, cancelQueued := context.WithCancel(context.Background())
+	queued := make(chan error, 1)
+	go func() { queued <- p.ExecuteOwned(ctx, func(context.Context) { t.Error("ran") }, never) }()
+	eventually(t, func() bool { return p.Stats().Queued == 1 }, "call queued")
+	assert.ErrorIs(t, p.ExecuteOwned(context.Background(), func(context.Context) { t.Error("ran") }, never), ErrRejected)
+	cancelQueued()
+	assert.ErrorIs(t, receive(t, queued), ErrDropped)
+	g.open()
+	require.NoError(t, receive(t, busy))
+
+	require.NoError(t, p.Close(context.Background()))
+	assert.ErrorIs(t, p.ExecuteOwned(context.Background(), func(context.Context) { t.Error("ran") }, never), ErrClosed)
+}
+
+// TestPoolCallerWhoseWorkReturnedGetsTheResult: a caller whose context ends after its work
+// returned, while the worker is still passing its slot on, waits the moment it takes and
+// gets the result; the work is not detached and orphaned is not called.
+func TestPoolCallerWhoseWorkReturnedGetsTheResult(t *testing.T) {
+	p := newTestPool(t, PoolConfig{Size: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p.raceHook = func(at racePoint) {
+		if at == workerIdle {
+			cancel() // the work has returned; its result is not published yet
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	produced := 0
+	err := p.ExecuteOwned(ctx, func(context.Context) { produced = 42 }, func() { t.Error("orphaned called") })
+	require.NoError(t, err)
+	assert.Equal(t, 42, produced)
+	assert.Zero(t, p.Stats().Detached)
+}
+
+func TestPoolOrphanedPanicOrGoexitKeepsThePoolWorking(t *testing.T) {
+	for _, end := range []string{"panic", "goexit"} {
+		t.Run(end, func(t *testing.T) {
+			var logs logtest.Buffer
+			p := newTestPool(t, PoolConfig{Size: 1, Queue: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			ctx, cancel := context.WithCancel(context.Background())
+			g := newGate()
+			res := make(chan error, 1)
+			go func() {
+				res <- p.ExecuteOwned(ctx, g.work, func() {
+					if end == "panic" {
+						panic("orphaned panics")
+					}
+					runtime.Goexit()
+				})
+			}()
+			g.waitStarted(t, 1)
+			cancel()
+			require.ErrorIs(t, receive(t, res), ErrDetached)
+			queued := async(p, context.Background(), func(context.Context) {})
+			eventually(t, func() bool { return p.Stats().Queued == 1 }, "call queued")
+			g.open()
+			require.NoError(t, receive(t, queued), "the queued call still runs")
+			eventually(t, func() bool { s := p.Stats(); return s.Active == 0 && s.Detached == 0 }, "slot freed")
+			if end == "panic" {
+				assert.Contains(t, logs.String(), "orphaned panics")
+			}
+		})
+	}
+}

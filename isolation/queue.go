@@ -7,30 +7,33 @@ import (
 )
 
 // Job states. A job is owned by its caller and by the worker (or queue flush) that takes it;
-// the state word decides which of the two recycles it:
+// the state word decides which of the two recycles it, and who owns what the work produced:
 //
-//	pending  ──worker──► started ──worker──► finished   (caller reads err, then recycles)
-//	   │                    │
-//	   └──caller──►  abandoned  ◄──caller──┘           (worker recycles when it gets there)
-//	pending ──worker or flush──► finished               (dropped: err says why, work never ran)
+//	pending ──worker──► started ──worker──► returned ──worker──► finished   (caller reads err, then recycles)
+//	   │                   │
+//	   └──caller──► abandoned ◄──caller──┘     (worker calls orphaned, then recycles when it gets there)
+//	pending ──worker or flush──► finished       (dropped: err says why, work never ran)
 //
 // The side whose CompareAndSwap fails learns that the other side has gone, and from then on
-// owns the job alone.
+// owns the job alone. returned is the worker's word that the work is over and its result the
+// caller's: a caller whose context ends then waits for the result instead of leaving.
 const (
 	jobPending int32 = iota
 	jobStarted
+	jobReturned
 	jobFinished
 	jobAbandoned
 )
 
 // job is one Pool call, recycled through a sync.Pool.
 type job struct {
-	ctx   context.Context
-	work  func(context.Context)
-	err   error         // written by the worker before jobFinished, read by the caller after done
-	done  chan struct{} // capacity 1; signalled once on jobFinished; empty when recycled
-	task  func()        // serve(this job), bound once so that submitting it allocates nothing
-	state atomic.Int32
+	ctx      context.Context
+	work     func(context.Context)
+	orphaned func()        // called by the worker after work if the caller left (ExecuteOwned); may be nil
+	err      error         // written by the worker before jobFinished, read by the caller after done
+	done     chan struct{} // capacity 1; signalled once on jobFinished; empty when recycled
+	task     func()        // serve(this job), bound once so that submitting it allocates nothing
+	state    atomic.Int32
 
 	// Queue links and membership, guarded by queue.mu.
 	prev, next *job

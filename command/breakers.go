@@ -1,0 +1,72 @@
+package command
+
+import (
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// admit is the stage after limit: both breakers, the group's first, must
+// admit the attempt at instant t0, else it is SHORT_CIRCUITED (refuser
+// tells which refused). Every permit admit takes is released by record,
+// whatever the attempt's outcome: so a refusal by the command's breaker
+// gives the group's permit back there, uncounted, as for any outcome the
+// breakers do not count. A half-open probe of either breaker is marked
+// with the PROBE event: isolate tells Run (IsProbe), record judges it
+// apart.
+func (k *call) admit() bool {
+	g := k.g
+	gp, err := g.breaker.AllowAt(instant(g.breakerClock, k.t0))
+	if err == nil {
+		var cp circuit.Permit
+		if cp, err = k.c.breaker.AllowAt(instant(g.cmdBreakerClock, k.t0)); err == nil {
+			k.gp, k.cp = gp, cp
+			if gp.IsProbe() || cp.IsProbe() {
+				k.events.Add(metrics.Probe)
+			}
+			return true
+		}
+	}
+	k.gp = gp // zero if the group's breaker refused, else released by record
+	k.r = result{event: metrics.ShortCircuited, err: err}
+	return false
+}
+
+// refuser returns the breaker that refused a SHORT_CIRCUITED attempt (nil
+// for any other): the group's, if it gave no permit, else the command's.
+func (k *call) refuser() *circuit.Breaker {
+	switch {
+	case k.r.event != metrics.ShortCircuited:
+		return nil
+	case k.gp == circuit.Permit{}:
+		return k.g.breaker
+	}
+	return k.c.breaker
+}
+
+// record is the stage after classify (or after the stage that refused the
+// attempt): it counts the attempt's outcome in both breakers, the ones
+// that admitted it (only SUCCESS, FAILURE and TIMEOUT count; any other
+// outcome releases the permits uncounted, a probe's slot included), with a
+// probe judged apart (judgeProbe); it adds the outcome to the call's
+// events, with SLOW for a slow success; and it keeps a failure's error for
+// the alerts.
+func (k *call) record() {
+	g := k.g
+	o, lat := breakerOutcome(k.r.event), k.r.run
+	if !k.r.ran {
+		lat = k.now - k.t0
+	}
+	gout, cout := o, o
+	if k.events.Has(metrics.Probe) {
+		gout, cout = k.judgeProbe(o)
+	}
+	k.gp.RecordAt(instant(g.breakerClock, k.now), gout, lat)
+	k.cp.RecordAt(instant(g.cmdBreakerClock, k.now), cout, lat)
+	k.events.Add(k.r.event)
+	if k.r.event == metrics.Success && k.cs.slowCall > 0 && k.r.run > k.cs.slowCall {
+		k.events.Add(metrics.Slow)
+	}
+	if k.r.err != nil {
+		k.c.recordError(k.now, k.r.event, k.r.err)
+	}
+}
