@@ -445,3 +445,28 @@ func BenchmarkChain(b *testing.B) {
 		}
 	}
 }
+
+// TestChainDocsUpToDate checks that docs/chain-replay.md shows the default
+// run's table as the command prints it, and that docs/chain.svg is its
+// chart: regenerate both with the command in the page when the model
+// changes.
+func TestChainDocsUpToDate(t *testing.T) {
+	r, err := defaultChain()
+	require.NoError(t, err)
+	var table, chart bytes.Buffer
+	require.NoError(t, printChainTable(&table, DefaultChainParams(), r))
+	writeChart(&chart, DefaultChainParams(), r)
+
+	page, err := os.ReadFile("../../docs/chain-replay.md")
+	require.NoError(t, err)
+	const intro = "`go run ./examples/simulate -scenario chain -svg docs/chain.svg`:\n\n```\n"
+	_, block, ok := strings.Cut(string(page), intro)
+	require.True(t, ok, "the page introduces the table with %q", intro)
+	block, _, ok = strings.Cut(block, "```\n")
+	require.True(t, ok)
+	assert.Equal(t, strings.TrimRight(table.String(), "\n"), strings.TrimRight(block, "\n"))
+
+	svg, err := os.ReadFile("../../docs/chain.svg")
+	require.NoError(t, err)
+	assert.Equal(t, chart.String(), string(svg))
+}
