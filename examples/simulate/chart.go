@@ -15,7 +15,7 @@ import (
 // Chart geometry, in SVG user units.
 const (
 	chartW      = 960
-	plotLeft    = 70
+	plotLeft    = 180
 	plotRight   = 930
 	plotTop     = 78
 	plotBottom  = 318
@@ -40,6 +40,9 @@ const (
 // chartBin is how many slots the chart sums into one point: 500 ms.
 const chartBin = 5
 
+// chartHeadroom is how far above the entry rate the y axis may go.
+const chartHeadroom = 1.5
+
 // writeChartFile writes the chart of r to the file name.
 func writeChartFile(name string, p ChainParams, r ChainResult) error {
 	f, err := os.Create(name)
@@ -56,31 +59,27 @@ func writeChartFile(name string, p ChainParams, r ChainResult) error {
 // shaded, and below the plot one strip per breaker showing when it was open
 // or half-open. Write errors are left to the caller's writer.
 func writeChart(w io.Writer, p ChainParams, r ChainResult) {
-	breakers := r.With.Hops[:len(r.With.Hops)-1]
+	breakers := r.With.Breakers
 	height := stripTop + len(breakers)*(stripH+stripGap) + chartMargin
 	secs := p.Duration.Seconds()
 	x := func(t time.Duration) float64 { return plotLeft + (plotRight-plotLeft)*t.Seconds()/secs }
-	top := niceCeil(max(p.Rate, maxRate(r.Without.OK), maxRate(r.With.OK), maxRate(r.With.Degraded)))
-	y := func(v float64) float64 { return plotBottom - (plotBottom-plotTop)*v/top }
+	// The axis ends above the entry rate: a drained queue's burst is
+	// clipped and labelled (series), so it does not flatten the rest.
+	top := niceCeil(min(max(p.Rate, maxRate(r.Without.OK), maxRate(r.With.OK), maxRate(r.With.Degraded)), chartHeadroom*p.Rate))
+	y := func(v float64) float64 { return plotBottom - (plotBottom-plotTop)*min(v, top)/top }
 
 	fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12" fill="%s">`+"\n",
 		chartW, height, chartW, height, colorText)
 	fmt.Fprintf(w, `<rect width="%d" height="%d" fill="white"/>`+"\n", chartW, height)
-	last := r.With.Hops[len(r.With.Hops)-1].Name
-	names := make([]string, len(r.With.Hops))
-	for i, h := range r.With.Hops {
-		names[i] = h.Name
-	}
-	text(w, plotLeft, 24, "start", 15, fmt.Sprintf("Chain %s: %s's ok answers per second (500 ms bins)",
-		strings.Join(names, " → "), names[0]))
+	text(w, plotLeft, 24, "start", 15, "Chain gateway → order → inventory: the gateway's ok answers per second (500 ms bins)")
 	text(w, plotLeft, 44, "start", 12, fmt.Sprintf(
-		"%g req/s into %s, %d workers per service, %v timeout per hop; %v–%v: %s answers %g%% errors, %g%% slow (%v); seed %d",
-		p.Rate, names[0], p.Workers, p.Timeout, p.FaultStart, p.FaultEnd, last, 100*p.Errors, 100*p.Slow, p.SlowLatency, p.Seed))
+		"%g req/s, %d threads per service, retries %d; %v–%v: inventory's calls %g%% errors, %g%% delayed %v; open %v; seed %d",
+		p.Rate, p.Workers, p.Retries, p.FaultStart, p.FaultEnd, 100*p.Errors, 100*p.Slow, p.Delay, p.Open, p.Seed))
 
 	// The fault, then the breaker-open time of the breakers, as bands.
 	fmt.Fprintf(w, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"/>`+"\n",
 		x(p.FaultStart), plotTop, x(p.FaultEnd)-x(p.FaultStart), plotBottom-plotTop, colorFault)
-	text(w, (x(p.FaultStart)+x(p.FaultEnd))/2, plotTop+14, "middle", 11, "fault of "+last)
+	text(w, (x(p.FaultStart)+x(p.FaultEnd))/2, plotTop+14, "middle", 11, "fault in front of inventory")
 
 	// Grid and axes.
 	for i := 0; i <= 4; i++ {
@@ -95,13 +94,13 @@ func writeChart(w io.Writer, p ChainParams, r ChainResult) {
 		text(w, x(t), plotBottom+17, "middle", 11, fmt.Sprintf("%gs", s))
 	}
 	fmt.Fprintf(w, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s"/>`+"\n", plotLeft, plotBottom, plotRight, plotBottom, colorText)
-	fmt.Fprintf(w, `<text x="16" y="%d" transform="rotate(-90 16 %d)" text-anchor="middle" font-size="11">answers/s</text>`+"\n",
-		(plotTop+plotBottom)/2, (plotTop+plotBottom)/2)
+	fmt.Fprintf(w, `<text x="%d" y="%d" transform="rotate(-90 %d %d)" text-anchor="middle" font-size="11">answers/s</text>`+"\n",
+		plotLeft-50, (plotTop+plotBottom)/2, plotLeft-50, (plotTop+plotBottom)/2)
 
 	// The series.
-	series(w, r.With.Degraded, x, y, colorDegraded, 2, "4 3")
-	series(w, r.Without.OK, x, y, colorWithout, 4, "") // wider, so that it shows under the other where they agree
-	series(w, r.With.OK, x, y, colorWith, 2, "")
+	series(w, r.Without.OK, x, y, top, colorWithout, 4, "") // wider, so that it shows under the other where they agree
+	series(w, r.With.OK, x, y, top, colorWith, 2, "")
+	series(w, r.With.Degraded, x, y, top, colorDegraded, 2, "4 3")
 	legend := []struct{ color, dash, label string }{
 		{colorWithout, "", "ok, without breakers"},
 		{colorWith, "", "ok, with breakers"},
@@ -118,7 +117,7 @@ func writeChart(w io.Writer, p ChainParams, r ChainResult) {
 	// One strip per breaker: open and half-open time.
 	for i, h := range breakers {
 		top := stripTop + i*(stripH+stripGap)
-		text(w, plotLeft-6, float64(top+stripH-3), "end", 11, fmt.Sprintf("%s→%s", h.Name, r.With.Hops[i+1].Name))
+		text(w, plotLeft-6, float64(top+stripH-3), "end", 11, h.Name)
 		fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="%s"/>`+"\n",
 			plotLeft, top, plotRight-plotLeft, stripH, colorGrid)
 		for _, sp := range notClosedSpans(h.Transitions, p.Duration) {
@@ -148,7 +147,7 @@ type span struct {
 
 // notClosedSpans turns a breaker's transitions into the spans it was not
 // closed, up to end.
-func notClosedSpans(ts []Transition, end time.Duration) []span {
+func notClosedSpans(ts []BreakerTransition, end time.Duration) []span {
 	var out []span
 	for i, t := range ts {
 		if t.To == "closed" {
@@ -164,19 +163,29 @@ func notClosedSpans(ts []Transition, end time.Duration) []span {
 }
 
 // series draws counts per slot, summed into chartBin slots, as answers per
-// second at the middle of each bin.
-func series(w io.Writer, counts []int, x func(time.Duration) float64, y func(float64) float64, color string, width int, dash string) {
+// second at the middle of each bin; y clips at top, and the highest
+// clipped bin is labelled with its rate.
+func series(w io.Writer, counts []int, x func(time.Duration) float64, y func(float64) float64, top float64,
+	color string, width int, dash string) {
 	var b strings.Builder
+	peak, peakAt := 0.0, time.Duration(0)
 	for i := 0; i+chartBin <= len(counts); i += chartBin {
 		n := 0
 		for _, v := range counts[i : i+chartBin] {
 			n += v
 		}
 		mid := time.Duration(i)*slot + chartBin*slot/2
-		fmt.Fprintf(&b, "%.1f,%.1f ", x(mid), y(float64(n)/(chartBin*slot).Seconds()))
+		rate := float64(n) / (chartBin * slot).Seconds()
+		if rate > max(top, peak) {
+			peak, peakAt = rate, mid
+		}
+		fmt.Fprintf(&b, "%.1f,%.1f ", x(mid), y(rate))
 	}
 	fmt.Fprintf(w, `<polyline points="%s" fill="none" stroke="%s" stroke-width="%d" stroke-dasharray="%s"/>`+"\n",
 		strings.TrimSpace(b.String()), color, width, dashOrNone(dash))
+	if peak > 0 {
+		text(w, x(peakAt)+6, y(top)+12, "start", 11, fmt.Sprintf("↑ %.0f/s (a queue drains)", peak))
+	}
 }
 
 // maxRate returns the highest rate per second of counts in chart bins.

@@ -7,25 +7,29 @@
 // the failing dependency, the latency percentiles, and every breaker
 // transition with its virtual time.
 //
-// -scenario chain replays a chain of services (A calls B calls C), each with
-// a bounded worker pool, whose last service turns partly faulty (a share of
-// errors, a share of slow answers): the first service's ok answers per
-// second before, during and after the fault, each hop's amplification and
-// peak occupancy, and the time to recover; -svg FILE also draws a chart of
-// the throughput and the breakers' state over time. See ChainParams for the
-// model.
+// -scenario chain replays a fault-injection drill on a chain of services,
+// gateway → order → inventory, through bulwark's command groups: thread
+// pools shared by each service's endpoints, callers' timeouts, callers'
+// retries, and a fault (errors and delays) in front of inventory. It prints
+// the source's figures beside the model's, without and with breakers: the
+// entry's throughput, each pool's saturation, the calls per request at each
+// hop, recovery and the breakers' transitions; -svg FILE also draws a chart.
+// See ChainParams for the model and docs/chain-replay.md for the figures.
 //
 //	go run ./examples/simulate                 # the outage table
 //	go run ./examples/simulate -json           # one JSON object, run with the breaker
 //	go run ./examples/simulate -json -breaker=false
 //	go run ./examples/simulate -outage 1s-3s -open 500ms -probes 2
 //	go run ./examples/simulate -scenario chain -svg docs/chain.svg
-//	go run ./examples/simulate -scenario chain -errors 0.1 -slow 0.5 -slowlatency 2s -seed 7
+//	go run ./examples/simulate -scenario chain -fault 20s-70s -duration 120s -backoff 1
 //
 // Operating policies (see Policies): -halfopen-failures, -ramp and
-// -ramp-up, -warmup, and (outage only) -health-check, replayed on the
-// virtual clock; the outage table then also tells the recovery lag and
-// the calls forwarded in the 30 s after the outage:
+// -ramp-up, -warmup and -health-check, and the open duration's backoff
+// (-backoff, -max-open), replayed on the virtual clock; the outage table
+// then also tells the recovery lag and the calls forwarded in the 30 s
+// after the outage. The chain scenario's breakers default to the source's
+// configuration (window 5s, open 30s doubling to at most 60s) unless these
+// flags say otherwise:
 //
 //	go run ./examples/simulate -open 5s -outage 2s-10s -duration 20s -health-check 500ms
 //	go run ./examples/simulate -duration 40s -ramp-up 30s -ramp doubling
@@ -42,6 +46,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,11 +81,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	scenario := fs.String("scenario", scenarioOutage, "`NAME` of the scenario: outage or chain")
 	duration := fs.Duration("duration", 0, "length of the simulated run (default 10s for outage, 60s for chain)")
-	fs.DurationVar(&p.Window, "window", p.Window, "breaker window length")
+	fs.DurationVar(&p.Window, "window", p.Window, "breaker window length (chain: default 5s)")
 	fs.IntVar(&p.Buckets, "buckets", p.Buckets, "breaker window buckets")
 	fs.IntVar(&p.MinRequests, "min-requests", p.MinRequests, "calls in the window before the breaker may trip")
 	fs.Float64Var(&p.FailureRatio, "failure-ratio", p.FailureRatio, "failure ratio that trips the breaker")
-	fs.DurationVar(&p.Open, "open", p.Open, "how long the breaker stays open before probing")
+	fs.DurationVar(&p.Open, "open", p.Open, "how long the breaker stays open before probing (chain: default 30s)")
+	fs.Float64Var(&p.Backoff, "backoff", p.Backoff, "multiplies the open duration after each failed half-open trial, up to -max-open (0 or 1: none; chain: default 2)")
+	fs.DurationVar(&p.MaxOpen, "max-open", p.MaxOpen, "longest open duration with -backoff (0: 10 × -open; chain: default 60s)")
 	fs.IntVar(&p.Probes, "probes", p.Probes, "half-open probes in flight at once")
 	fs.IntVar(&p.ProbeSuccesses, "probe-successes", p.ProbeSuccesses, "consecutive probe successes that close the breaker")
 	addPolicyFlags(fs, &p.Policies)
@@ -91,23 +98,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&p.LatencyOK, "latency-ok", p.LatencyOK, "outage: latency of a successful call")
 	fs.DurationVar(&p.LatencyFail, "latency-fail", p.LatencyFail, "outage: latency of a failed call (during the outage)")
 	fs.BoolVar(&p.Breaker, "breaker", p.Breaker, "outage: with -json, report the run with the breaker (false: without)")
-	only(scenarioOutage, "json", "outage", "qps", "latency-ok", "latency-fail", "breaker", "health-check")
+	only(scenarioOutage, "json", "outage", "qps", "latency-ok", "latency-fail", "breaker")
 
-	fault := fs.String("fault", "20s-40s", "chain: `START-END` of the fault of the last service, in whole seconds")
+	fault := fs.String("fault", "20s-40s", "chain: `START-END` of the fault in front of inventory, in whole seconds")
 	svgFile := fs.String("svg", "", "chain: also write a chart of throughput and breaker state to `FILE`")
-	fs.IntVar(&c.Services, "services", c.Services, "chain: services in the chain")
-	fs.Float64Var(&c.Rate, "rate", c.Rate, "chain: requests per second entering the first service, evenly spaced")
-	fs.IntVar(&c.Workers, "workers", c.Workers, "chain: workers per service")
-	fs.DurationVar(&c.Work, "work", c.Work, "chain: a worker's own work before it calls the next service")
-	fs.DurationVar(&c.Latency, "latency", c.Latency, "chain: the last service's answer time when healthy")
-	fs.Float64Var(&c.Errors, "errors", c.Errors, "chain: share of error answers of the last service during the fault")
-	fs.Float64Var(&c.Slow, "slow", c.Slow, "chain: share of slow answers of the last service during the fault")
-	fs.DurationVar(&c.SlowLatency, "slowlatency", c.SlowLatency, "chain: answer time of a slow answer")
-	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "chain: a service's timeout on its call to the next")
-	fs.DurationVar(&c.ClientTimeout, "client-timeout", c.ClientTimeout, "chain: the client's timeout on the first service")
-	fs.Uint64Var(&c.Seed, "seed", c.Seed, "chain: seed of the fault draws")
-	only(scenarioChain, "fault", "svg", "services", "rate", "workers", "work", "latency", "errors", "slow",
-		"slowlatency", "timeout", "client-timeout", "seed")
+	fs.Float64Var(&c.Rate, "rate", c.Rate, "chain: requests per second entering the gateway, evenly spaced")
+	fs.Float64Var(&c.StockShare, "stock-share", c.StockShare, "chain: share of the requests for order's stock endpoint, which calls inventory")
+	fs.IntVar(&c.Workers, "workers", c.Workers, "chain: threads per service, shared by all its endpoints")
+	fs.IntVar(&c.Queue, "queue", c.Queue, "chain: requests that may wait per service when every thread is busy (beyond: refused)")
+	fs.DurationVar(&c.Work, "work", c.Work, "chain: the gateway's and order's own work on a request")
+	fs.DurationVar(&c.Latency, "latency", c.Latency, "chain: inventory's answer time")
+	fs.Float64Var(&c.Errors, "errors", c.Errors, "chain: share of the calls to inventory the fault refuses with an error")
+	fs.Float64Var(&c.Slow, "slow", c.Slow, "chain: share of the calls to inventory the fault delays")
+	fs.DurationVar(&c.Delay, "delay", c.Delay, "chain: the fault's delay")
+	fs.DurationVar(&c.ClientTimeout, "client-timeout", c.ClientTimeout, "chain: the client's timeout on the gateway")
+	fs.DurationVar(&c.GatewayTimeout, "gateway-timeout", c.GatewayTimeout, "chain: the gateway's timeout on order")
+	fs.DurationVar(&c.OrderTimeout, "order-timeout", c.OrderTimeout, "chain: order's timeout on inventory")
+	fs.IntVar(&c.Retries, "retries", c.Retries, "chain: retries of a failed or timed-out call, by the gateway and by order")
+	fs.DurationVar(&c.RetryBackoff, "retry-backoff", c.RetryBackoff, "chain: base of the retries' jittered backoff (0: retry at once)")
+	fs.Float64Var(&c.RetryBudget, "retry-budget", c.RetryBudget, "chain: the groups' retry budget ratio (0: no budget)")
+	fs.BoolVar(&c.Fallback, "fallback", c.Fallback, "chain: with breakers, a failed or refused call answers degraded (false: an error)")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "chain: seed of the fault, jitter and health-check draws")
+	only(scenarioChain, "fault", "svg", "rate", "stock-share", "workers", "queue", "work", "latency", "errors", "slow",
+		"delay", "client-timeout", "gateway-timeout", "order-timeout", "retries", "retry-backoff", "retry-budget",
+		"fallback", "seed")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -129,21 +143,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("%w: -scenario %q must be outage or chain", errUsage, *scenario))
 	}
 	var misplaced error
-	durationSet := false
+	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) {
 		if o := owner[f.Name]; o != "" && o != *scenario && misplaced == nil {
 			misplaced = fmt.Errorf("%w: -%s applies to -scenario %s only", errUsage, f.Name, o)
 		}
-		durationSet = durationSet || f.Name == "duration"
+		set[f.Name] = true
 	})
 	if misplaced != nil {
 		return fail(misplaced)
 	}
-	if durationSet {
+	if set["duration"] {
 		p.Duration, c.Duration = *duration, *duration
 	}
 	var err error
 	if *scenario == scenarioChain {
+		for name, v := range chainBreakerFlags() {
+			if !set[name] {
+				_ = fs.Set(name, v) // a default's own text: it parses
+			}
+		}
 		c.BreakerParams = p.BreakerParams
 		if c.FaultStart, c.FaultEnd, err = parseSpan("-fault", *fault); err == nil {
 			err = runChain(c, *svgFile, stdout)
@@ -212,8 +231,8 @@ func parseSpan(name, s string) (start, end time.Duration, err error) {
 func printTable(w io.Writer, p Params, with, without Result) error {
 	fmt.Fprintf(w, "%g req/s for %v; outage %v-%v: every forwarded call fails after %v (else succeeds after %v)\n",
 		p.QPS, p.Duration, p.OutageStart, p.OutageEnd, p.LatencyFail, p.LatencyOK)
-	fmt.Fprintf(w, "breaker: window %v in %d buckets, min %d requests, failure ratio %g, open %v, %d probe(s), %d successes to close\n\n",
-		p.Window, p.Buckets, p.MinRequests, p.FailureRatio, p.Open, p.Probes, p.ProbeSuccesses)
+	fmt.Fprintf(w, "breaker: window %v in %d buckets, min %d requests, failure ratio %g, open %v%s, %d probe(s), %d successes to close\n\n",
+		p.Window, p.Buckets, p.MinRequests, p.FailureRatio, p.Open, p.backoffText(), p.Probes, p.ProbeSuccesses)
 	row := func(name string, a, b any) { fmt.Fprintf(w, "%-22s %14v %10v\n", name, a, b) }
 	msd := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 	row("", "with breaker", "without")
@@ -261,6 +280,8 @@ type BreakerParams struct {
 	MinRequests    int
 	FailureRatio   float64
 	Open           time.Duration // breaker open duration
+	Backoff        float64       // multiplies Open after each failed half-open trial; 0 or 1: no backoff
+	MaxOpen        time.Duration // caps the backed-off open duration; 0: circuit's default
 	Probes         int           // half-open probes in flight
 	ProbeSuccesses int           // probe successes to close
 	Policies                     // operating policies
@@ -274,6 +295,14 @@ func DefaultBreakerParams() BreakerParams {
 	}
 }
 
+// backoffText describes the open duration's backoff, if any: "" without.
+func (bp BreakerParams) backoffText() string {
+	if bp.Backoff <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (×%g after each failed trial, at most %v)", bp.Backoff, bp.config("", nil, nil).WithDefaults().MaxOpenDuration)
+}
+
 // config returns the circuit.Config of a breaker named name on clock that
 // reports its transitions to onTransition; it logs nothing.
 func (bp BreakerParams) config(name string, clock metrics.Clock, onTransition func(circuit.Transition)) circuit.Config {
@@ -283,6 +312,8 @@ func (bp BreakerParams) config(name string, clock metrics.Clock, onTransition fu
 		MinRequests:       bp.MinRequests,
 		FailureRatio:      bp.FailureRatio,
 		OpenDuration:      bp.Open,
+		BackoffMultiplier: bp.Backoff,
+		MaxOpenDuration:   bp.MaxOpen,
 		HalfOpenProbes:    bp.Probes,
 		HalfOpenSuccesses: bp.ProbeSuccesses,
 		Clock:             clock,
@@ -291,6 +322,16 @@ func (bp BreakerParams) config(name string, clock metrics.Clock, onTransition fu
 	}
 	bp.apply(&c)
 	return c
+}
+
+// chainBreakerFlags returns the breaker flags whose defaults differ in the
+// chain scenario, with the chain's defaults as flag values.
+func chainBreakerFlags() map[string]string {
+	bp := chainBreakerDefaults()
+	return map[string]string{
+		"window": bp.Window.String(), "open": bp.Open.String(),
+		"backoff": strconv.FormatFloat(bp.Backoff, 'g', -1, 64), "max-open": bp.MaxOpen.String(),
+	}
 }
 
 // DefaultParams returns the defaults of the command's flags.

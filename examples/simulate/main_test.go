@@ -14,7 +14,10 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain checks that no test leaves a goroutine behind. IgnoreCurrent
+// skips the goroutines ants' package init starts for its default pool (the
+// chain scenario imports command).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }
 
 func TestWithBreaker(t *testing.T) {
 	for _, tc := range []struct {
@@ -152,7 +155,8 @@ func TestBadFlags(t *testing.T) {
 		{"-latency-ok", "-1ms"}, {"-failure-ratio", "2"}, {"-buckets", "-1"}, {"-window", "1s", "-buckets", "3"},
 		{"-open", "-1s"}, {"-bogus"}, {"stray"},
 		{"-ramp", "bogus"}, {"-ramp", "doubling"}, {"-ramp-up", "-1s"}, {"-halfopen-failures", "-1"},
-		{"-warmup", "-1s"}, {"-health-check", "-1s"}, {"-scenario", "chain", "-health-check", "1s"},
+		{"-warmup", "-1s"}, {"-health-check", "-1s"}, {"-backoff", "0.5"}, {"-backoff", "-2"},
+		{"-open", "1s", "-backoff", "2", "-max-open", "500ms"}, {"-max-open", "-1s"},
 	} {
 		var stdout, stderr bytes.Buffer
 		assert.Equal(t, 2, run(args, &stdout, &stderr), args)
@@ -166,4 +170,26 @@ func TestPercentile(t *testing.T) {
 	assert.Equal(t, time.Duration(5), percentile(v, 50))
 	assert.Equal(t, time.Duration(10), percentile(v, 99))
 	assert.Equal(t, time.Duration(1), percentile(v, 0))
+}
+
+// TestBackoffFlags checks -backoff and -max-open in the outage scenario:
+// each failed probe doubles the open duration, up to the cap, which the
+// header states; without them the output is as before (TestTableOutput).
+func TestBackoffFlags(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"-open", "250ms", "-backoff", "2", "-max-open", "1s"}, &stdout, &stderr), stderr.String())
+	assert.Contains(t, stdout.String(), "open 250ms (×2 after each failed trial, at most 1s), 1 probe(s)")
+
+	p := DefaultParams()
+	p.Open, p.Backoff, p.MaxOpen = 250*time.Millisecond, 2, time.Second
+	r, err := Simulate(p)
+	require.NoError(t, err)
+	var waits []float64 // from each opening to the next half-open
+	for i, tr := range r.Transitions[:len(r.Transitions)-1] {
+		if tr.To == "open" {
+			waits = append(waits, r.Transitions[i+1].AtMS-tr.AtMS)
+		}
+	}
+	require.GreaterOrEqual(t, len(waits), 4)
+	assert.Equal(t, []float64{250, 500, 1000, 1000}, waits[:4])
 }

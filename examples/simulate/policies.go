@@ -16,7 +16,7 @@ type Policies struct {
 	Ramp             string        // ramp-up schedule: "linear" or "doubling"
 	RampUp           time.Duration // ramp-up after closing; 0: off
 	WarmUp           time.Duration // warm-up from the start of the run; 0: off
-	HealthCheck      time.Duration // outage: health-check interval while open; 0: none
+	HealthCheck      time.Duration // health-check interval while open; 0: none
 }
 
 // The ramp schedules of -ramp.
@@ -39,7 +39,8 @@ func addPolicyFlags(fs *flag.FlagSet, pp *Policies) {
 	fs.DurationVar(&pp.RampUp, "ramp-up", 0, "ramp-up duration after closing (0: off)")
 	fs.DurationVar(&pp.WarmUp, "warmup", 0, "warm-up from the start of the run: outcomes not counted (0: off)")
 	fs.DurationVar(&pp.HealthCheck, "health-check", 0,
-		"outage: health-check interval while the breaker is open; a check passes once the outage is over (0: none)")
+		"health-check interval while a breaker is open (0: none); outage: a check passes once the outage is over;\n"+
+			"chain: once the callee has a free thread (and, for inventory, the fault lets the check through)")
 }
 
 // validate reports the first bad policy flag.
