@@ -25,16 +25,18 @@
 // caller's context ends is CANCELLED, one the group's timeout ends is a
 // TIMEOUT, whatever code grpc gave it.
 //
-// What the caller gets back: an answer of the server (a reply, or its
-// status error for a failure or a bad request) is returned as grpc returned
-// it; status.Code, status.FromError and the status details read it as
-// without the interceptor. A call bulwark ended itself gets a status error
+// What the caller gets back: the server's answer as grpc gave it, the
+// reply or a status error with the server's code, message and details
+// (status.Code and status.FromError read them as without the
+// interceptor). A call bulwark ended itself gets a status error
 // of its own: Unavailable for a short-circuit or a full (or closed)
 // bulkhead, ResourceExhausted for a rate limit, DeadlineExceeded for a
 // timeout, Canceled or DeadlineExceeded for the caller's context, Internal
-// for a panic in an inner interceptor. Except for bad requests, errors.As
-// reaches the *command.Error behind it (its Event, its RetryAfter) and
-// errors.Is matches command's sentinels (command.ErrShortCircuited...).
+// for a panic in an inner interceptor. The error of a failure, or of a call
+// bulwark ended, is one through which errors.As reaches the *command.Error
+// behind it (its Event, its RetryAfter) and errors.Is matches command's
+// sentinels (command.ErrShortCircuited...); a bad request's error, or one
+// whose class is Success, is the server's error itself.
 //
 // Pushback: the trailer grpc-retry-pushback-ms (PushbackMetadata) of a
 // failed call is its Retry-After: Error.RetryAfter reports it, and in a

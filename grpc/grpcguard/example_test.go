@@ -19,7 +19,9 @@ import (
 )
 
 // echo is a TestService that echoes the request's payload.
-type echo struct{ testgrpc.UnimplementedTestServiceServer }
+type echo struct {
+	testgrpc.UnimplementedTestServiceServer
+}
 
 func (echo) UnaryCall(_ context.Context, req *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
 	return &testgrpc.SimpleResponse{Payload: req.GetPayload()}, nil
