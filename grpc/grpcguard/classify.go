@@ -1,9 +1,11 @@
 package grpcguard
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -111,4 +113,17 @@ func (cs classes) judge(err error, re *rpcError) (ok, fail error) {
 		return nil, command.BadRequest(re)
 	}
 	return nil, re
+}
+
+// settle waits until ctx, Run's context, ends when err, Run's error, is a
+// DeadlineExceeded that came at or after ctx's deadline. grpc sends the
+// deadline along to the server, whose timer may end the call a moment
+// before ctx's own timer fires (under load, timers lag): the call ran into
+// its own deadline, and Execute, which reads ctx, must see the TIMEOUT (or,
+// for the caller's deadline, the CANCELLED) that it is, never a FAILURE
+// of the dependency. Past its deadline, ctx is done at once or soon.
+func settle(ctx context.Context, err error) {
+	if deadline, ok := ctx.Deadline(); ok && !time.Now().Before(deadline) && status.Code(err) == codes.DeadlineExceeded {
+		<-ctx.Done()
+	}
 }

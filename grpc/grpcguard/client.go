@@ -179,7 +179,7 @@ func (c *Client) Unary(ctx context.Context, method string, req, reply any, cc *g
 		u.sinks.deliver(&r.recv)
 		return r.err
 	}
-	return u.answer(err)
+	return u.answer(ctx, err)
 }
 
 // unaryCall is one unary call as a command.
@@ -214,6 +214,7 @@ func (u *unaryCall) Run(ctx context.Context) (*unaryResult, error) {
 	if err == nil {
 		return r, nil
 	}
+	settle(ctx, err)
 	ok, fail := u.client.classes.judge(err, &rpcError{recv: &r.recv})
 	if fail != nil {
 		return nil, fail
@@ -228,12 +229,12 @@ func (u *unaryCall) Idempotent() bool {
 	return u.client.idempotent != nil && u.client.idempotent(u.method)
 }
 
-// answer returns the caller's error for Execute's error err: the call's
-// own status error for a bad request, else an error whose status says the
-// outcome. For an answer of the dependency (FAILURE, BAD_REQUEST), the
-// attempt ended before Execute returned, so its header, trailer and peer
-// are the caller's.
-func (u *unaryCall) answer(err error) error {
+// answer returns the caller's error for Execute's error err (ctx is the
+// caller's): the call's own status error for a bad request, else an error
+// whose status says the outcome. For an answer of the dependency (FAILURE,
+// BAD_REQUEST), the attempt ended before Execute returned, so its header,
+// trailer and peer are the caller's.
+func (u *unaryCall) answer(ctx context.Context, err error) error {
 	var e *command.Error
 	var re *rpcError
 	if !errors.As(err, &e) { // BAD_REQUEST: Run's error as Run returned it
@@ -244,7 +245,7 @@ func (u *unaryCall) answer(err error) error {
 		return re.err
 	}
 	if e.Event != metrics.Failure {
-		return &statusError{st: refusal(e), err: e}
+		return &statusError{st: refusal(ctx, e), err: e}
 	}
 	if !errors.As(e.Err, &re) {
 		return &statusError{st: panicked(e), err: e}

@@ -358,3 +358,54 @@ func TestClientConfigErrorsNameTheFieldAndValue(t *testing.T) {
 	_, err := NewClient(nil, ClientConfig{})
 	assert.ErrorIs(t, err, command.ErrInvalidConfig)
 }
+
+// lateContext has a deadline whose Done channel closes only some time after
+// it: a context whose timer has not fired yet, as under load, where the
+// goroutine that runs timers lags behind the clock.
+type lateContext struct {
+	context.Context
+	deadline time.Time
+	done     chan struct{}
+}
+
+func newLateContext(t *testing.T, deadline, lag time.Duration) *lateContext {
+	ctx := &lateContext{Context: context.Background(), deadline: time.Now().Add(deadline), done: make(chan struct{})}
+	timer := time.AfterFunc(deadline+lag, func() { close(ctx.done) })
+	t.Cleanup(func() { timer.Stop() })
+	return ctx
+}
+
+func (c *lateContext) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *lateContext) Done() <-chan struct{}       { return c.done }
+func (c *lateContext) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+// TestCallersDeadlineIsNeverTheServersFailure is the regression test of a
+// call that the server ended at the caller's deadline (grpc sends the
+// deadline along, and the server's timer cancels the call) a moment before
+// the caller's own timer fired: Run returned DeadlineExceeded while its
+// context was still live, and the call was recorded as a FAILURE of the
+// server, counted by its breakers, instead of CANCELLED. Seen under load in
+// TestClientTimeoutIsDeadlineExceeded (as a FAILURE instead of a TIMEOUT);
+// the lagging context makes the moment last 150 ms.
+func TestCallersDeadlineIsNeverTheServersFailure(t *testing.T) {
+	for _, strategy := range strategies {
+		t.Run(strategy.String(), func(t *testing.T) {
+			reg := newTestRegistry(t, nil)
+			addr := serve(t, &echoServer{})
+			client, c, conn := guarded(t, reg, addr, ClientConfig{Group: command.GroupConfig{Strategy: strategy}})
+			_, err := client.UnaryCall(withMetadata(newLateContext(t, 30*time.Millisecond, 150*time.Millisecond), sleepKey, "300ms"), &testgrpc.SimpleRequest{})
+			assert.Equal(t, codes.DeadlineExceeded, status.Code(err))
+			assert.Equal(t, metrics.Cancelled, commandError(t, err).Event, "%v", err)
+			g := group(t, reg, c.GroupName(conn.CanonicalTarget(), unaryMethod))
+			b, _ := g.CommandBreaker(unaryMethod)
+			assert.Zero(t, b.Snapshot().Health.Requests, "the breakers never see the caller's deadline")
+		})
+	}
+}

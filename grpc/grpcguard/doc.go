@@ -23,7 +23,11 @@
 // OutOfRange, Aborted, Unimplemented and a Canceled that the caller did not
 // cause are bad requests, which the breakers do not count. A call the
 // caller's context ends is CANCELLED, one the group's timeout ends is a
-// TIMEOUT, whatever code grpc gave it.
+// TIMEOUT, whatever code grpc gave it; so is a DeadlineExceeded that comes
+// at or after the call's deadline, which grpc sends along to the server,
+// whose timer may end the call a moment before the caller's own fires (the
+// interceptor then waits for the call's context to end). The same holds
+// for a handler on the server.
 //
 // What the caller gets back: the server's answer as grpc gave it, the
 // reply or a status error with the server's code, message and details

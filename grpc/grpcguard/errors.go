@@ -102,9 +102,9 @@ func (e *statusError) GRPCStatus() *status.Status { return e.st }
 //     open, a bulkhead full or closed): Unavailable, "not now, try later".
 //   - RATE_LIMITED: ResourceExhausted, the code of a quota.
 //   - TIMEOUT, QUEUE_TIMEOUT: DeadlineExceeded.
-//   - CANCELLED: Canceled or DeadlineExceeded, as the caller's context
-//     ended.
-func refusal(e *command.Error) *status.Status {
+//   - CANCELLED: Canceled, or DeadlineExceeded when ctx, the caller's
+//     context, ended at its deadline.
+func refusal(ctx context.Context, e *command.Error) *status.Status {
 	var code codes.Code
 	switch e.Event {
 	case metrics.RateLimited:
@@ -113,7 +113,7 @@ func refusal(e *command.Error) *status.Status {
 		code = codes.DeadlineExceeded
 	case metrics.Cancelled:
 		code = codes.Canceled
-		if errors.Is(e.Err, context.DeadlineExceeded) {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			code = codes.DeadlineExceeded
 		}
 	default:

@@ -131,7 +131,7 @@ func (s *Server) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 	if err == nil {
 		return r.resp, r.err
 	}
-	return nil, s.answer(err, func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) })
+	return nil, s.answer(ctx, err, func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) })
 }
 
 // Stream is the stream server interceptor (a grpc.StreamServerInterceptor):
@@ -147,7 +147,7 @@ func (s *Server) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	if err == nil {
 		return r.err
 	}
-	return s.answer(err, func(md metadata.MD) error { ss.SetTrailer(md); return nil })
+	return s.answer(ss.Context(), err, func(md metadata.MD) error { ss.SetTrailer(md); return nil })
 }
 
 // options returns the command options of a call of method.
@@ -158,11 +158,12 @@ func (s *Server) options(ctx context.Context, method string) []command.Option {
 	return []command.Option{command.WithName(method), command.WithKey(s.key(ctx, method))}
 }
 
-// answer returns the error a handler's caller gets for Execute's error
-// err: the handler's own for an answer of its (FAILURE, BAD_REQUEST),
-// Internal for a panic, else the refusal's status (see refusal), with the
-// pushback set through setTrailer when the refusal knows its delay.
-func (s *Server) answer(err error, setTrailer func(metadata.MD) error) error {
+// answer returns the error a handler's caller gets for Execute's error err
+// (ctx is the RPC's): the handler's own for an answer of its (FAILURE,
+// BAD_REQUEST), Internal for a panic, else the refusal's status (see
+// refusal), with the pushback set through setTrailer when the refusal
+// knows its delay.
+func (s *Server) answer(ctx context.Context, err error, setTrailer func(metadata.MD) error) error {
 	var e *command.Error
 	var re *rpcError
 	if !errors.As(err, &e) { // BAD_REQUEST: the handler's error
@@ -182,7 +183,7 @@ func (s *Server) answer(err error, setTrailer func(metadata.MD) error) error {
 		// without pushback, nothing worse.
 		_ = setTrailer(metadata.Pairs(PushbackMetadata, formatPushback(d)))
 	}
-	return &statusError{st: refusal(e), err: e}
+	return &statusError{st: refusal(ctx, e), err: e}
 }
 
 // handled is the result of a handler: its response (unary), or its error
@@ -204,6 +205,7 @@ func (h *unaryHandler) Run(ctx context.Context) (handled, error) {
 	if err == nil {
 		return handled{resp: resp}, nil
 	}
+	settle(ctx, err)
 	ok, fail := h.classes.judge(err, &rpcError{})
 	return handled{err: ok}, fail
 }
@@ -221,6 +223,7 @@ func (h *streamHandler) Run(ctx context.Context) (handled, error) {
 	if err == nil {
 		return handled{}, nil
 	}
+	settle(ctx, err)
 	ok, fail := h.classes.judge(err, &rpcError{})
 	return handled{err: ok}, fail
 }

@@ -254,3 +254,28 @@ func TestServerConfigErrorsNameTheFieldAndValue(t *testing.T) {
 type keyedLimiter struct{}
 
 func (keyedLimiter) AdmitKey(context.Context, string) error { return nil }
+
+// TestServerCallersDeadlineIsNeverTheHandlersFailure: a handler that
+// returns DeadlineExceeded because the RPC's deadline (the client's) has
+// passed, a moment before the RPC context's timer fires, is CANCELLED, not
+// a FAILURE counted by the method's breakers. The interceptor is called
+// directly with a lagging context (see lateContext), which grpc's own
+// server cannot be made to hand over.
+func TestServerCallersDeadlineIsNeverTheHandlersFailure(t *testing.T) {
+	reg := newTestRegistry(t, nil)
+	s, err := NewServer(reg, ServerConfig{})
+	require.NoError(t, err)
+	handler := func(ctx context.Context, _ any) (any, error) {
+		deadline, _ := ctx.Deadline()
+		time.Sleep(time.Until(deadline) + 5*time.Millisecond)
+		return nil, status.Error(codes.DeadlineExceeded, "the downstream call ran out of time")
+	}
+	ctx := newLateContext(t, 20*time.Millisecond, 100*time.Millisecond)
+	_, err = s.Unary(ctx, &testgrpc.SimpleRequest{}, &grpc.UnaryServerInfo{FullMethod: unaryMethod}, handler)
+	assert.Equal(t, codes.DeadlineExceeded, status.Code(err))
+	g, err := s.Group(unaryMethod)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), counts(t, g, unaryMethod)[metrics.Cancelled])
+	b, _ := g.CommandBreaker(unaryMethod)
+	assert.Zero(t, b.Snapshot().Health.Requests)
+}

@@ -56,7 +56,7 @@ func (c *Client) Stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 		}
 		return nil, status.Convert(err).Err()
 	case e.Event != metrics.Failure:
-		return nil, &statusError{st: refusal(e), err: e}
+		return nil, &statusError{st: refusal(ctx, e), err: e}
 	case !errors.As(e.Err, &re):
 		return nil, &statusError{st: panicked(e), err: e}
 	}
@@ -96,6 +96,7 @@ func (s *streamCall) Run(ctx context.Context) (established, error) {
 	}
 	if err != nil {
 		cancel()
+		settle(ctx, err)
 		ok, fail := s.client.classes.judge(err, &rpcError{})
 		return established{err: ok}, fail
 	}
