@@ -228,19 +228,20 @@ func TestClientRejectsBeyondItsBulkhead(t *testing.T) {
 	for _, strategy := range strategies {
 		t.Run(strategy.String(), func(t *testing.T) {
 			reg := newTestRegistry(t, nil)
-			srv := &echoServer{}
+			srv := &echoServer{gate: make(chan struct{})}
 			addr := serve(t, srv)
-			client, _, _ := guarded(t, reg, addr, ClientConfig{Group: command.GroupConfig{Strategy: strategy, MaxConcurrent: 1, Timeout: 5 * time.Second}})
-			slow := make(chan error)
+			client, _, _ := guarded(t, reg, addr, ClientConfig{Group: command.GroupConfig{Strategy: strategy, MaxConcurrent: 1, Timeout: 10 * time.Second}})
+			held := make(chan error)
 			go func() {
-				_, err := client.UnaryCall(withMetadata(context.Background(), sleepKey, "500ms"), &testgrpc.SimpleRequest{})
-				slow <- err
+				_, err := client.UnaryCall(withMetadata(context.Background(), holdKey, "1"), &testgrpc.SimpleRequest{})
+				held <- err
 			}()
 			require.Eventually(t, func() bool { return srv.calls.Load() == 1 }, 5*time.Second, time.Millisecond)
 			_, err := client.UnaryCall(context.Background(), &testgrpc.SimpleRequest{})
 			assert.Equal(t, codes.Unavailable, status.Code(err))
 			assert.ErrorIs(t, err, command.ErrRejected)
-			require.NoError(t, <-slow)
+			close(srv.gate)
+			require.NoError(t, <-held)
 		})
 	}
 }

@@ -28,7 +28,7 @@ import (
 // other module comes in, and it has all four kinds of RPC with messages
 // that carry bytes, so that a late write into a caller's message shows.
 // The tests' server, echoServer, obeys instructions in the request's
-// metadata (sleepKey, pushbackKey) and status (ResponseStatus).
+// metadata (sleepKey, holdKey, pushbackKey) and status (ResponseStatus).
 
 // TestMain checks that no test leaves a goroutine behind. IgnoreCurrent
 // skips the goroutines ants' package init starts for its default pool.
@@ -41,6 +41,7 @@ const (
 	duplexMethod = "/grpc.testing.TestService/FullDuplexCall"
 
 	sleepKey    = "x-test-sleep"    // the handler sleeps this long (a time.Duration), whatever its ctx
+	holdKey     = "x-test-hold"     // the handler waits until the server's gate is closed
 	pushbackKey = "x-test-pushback" // the handler sets this grpc-retry-pushback-ms trailer
 )
 
@@ -65,8 +66,9 @@ func newTestRegistry(t testing.TB, clock metrics.Clock) *command.Registry {
 
 // echoServer is the tests' TestService. UnaryCall and EmptyCall answer the
 // request's ResponseStatus, if it has one, else echo its payload; both
-// first sleep for the duration in sleepKey and set the pushback trailer in
-// pushbackKey. StreamingOutputCall sends one message per ResponseParameter,
+// first set the pushback trailer in pushbackKey, sleep for the duration in
+// sleepKey and, with holdKey, wait for gate to be closed (or the call to
+// end). StreamingOutputCall sends one message per ResponseParameter,
 // each after its interval, then ResponseStatus's status. FullDuplexCall
 // echoes each message until the client closes.
 type echoServer struct {
@@ -74,6 +76,7 @@ type echoServer struct {
 	calls   atomic.Int64           // UnaryCall and EmptyCall handlers started
 	probes  atomic.Int64           // calls with ProbeMetadata
 	payload atomic.Pointer[[]byte] // the last UnaryCall request's payload, as the server got it
+	gate    chan struct{}          // holds the calls with holdKey until closed
 }
 
 // obey carries out the instructions in ctx's metadata.
@@ -89,6 +92,12 @@ func (s *echoServer) obey(ctx context.Context) {
 	if v := md.Get(sleepKey); len(v) > 0 {
 		d, _ := time.ParseDuration(v[0])
 		time.Sleep(d)
+	}
+	if len(md.Get(holdKey)) > 0 {
+		select {
+		case <-s.gate:
+		case <-ctx.Done():
+		}
 	}
 }
 

@@ -40,12 +40,12 @@ func protectedAt(t testing.TB, reg *command.Registry, impl testgrpc.TestServiceS
 
 func TestServerBulkheadIsPerMethod(t *testing.T) {
 	reg := newTestRegistry(t, nil)
-	srv := &echoServer{}
+	srv := &echoServer{gate: make(chan struct{})}
 	client, s := protected(t, reg, srv, ServerConfig{Group: command.GroupConfig{MaxConcurrent: 1}})
-	slow := make(chan error)
+	held := make(chan error)
 	go func() {
-		_, err := client.UnaryCall(withMetadata(context.Background(), sleepKey, "300ms"), &testgrpc.SimpleRequest{})
-		slow <- err
+		_, err := client.UnaryCall(withMetadata(context.Background(), holdKey, "1"), &testgrpc.SimpleRequest{})
+		held <- err
 	}()
 	require.Eventually(t, func() bool { return srv.calls.Load() == 1 }, 5*time.Second, time.Millisecond)
 	var trailer metadata.MD
@@ -55,14 +55,15 @@ func TestServerBulkheadIsPerMethod(t *testing.T) {
 	assert.Empty(t, trailer.Get(PushbackMetadata), "a full bulkhead knows no delay")
 	_, err = client.EmptyCall(context.Background(), &testgrpc.Empty{})
 	assert.NoError(t, err, "another method has its own bulkhead")
-	require.NoError(t, <-slow)
+	close(srv.gate)
+	require.NoError(t, <-held)
 
 	g, err := s.Group(unaryMethod)
 	require.NoError(t, err)
 	n := counts(t, g, unaryMethod)
 	assert.Equal(t, int64(1), n[metrics.Success])
 	assert.Equal(t, int64(1), n[metrics.SemaphoreRejected])
-	assert.Equal(t, int64(2), srv.calls.Load(), "the slow call and EmptyCall: the refused call never reached its handler")
+	assert.Equal(t, int64(2), srv.calls.Load(), "the held call and EmptyCall: the refused call never reached its handler")
 	assert.Equal(t, command.NoTimeout, g.Config().Timeout, "server groups have no timeout by default")
 	assert.Equal(t, command.Semaphore, g.Config().Strategy)
 }

@@ -9,7 +9,9 @@
 // short-circuits the calls in 0 ms and sends only a few probes to the sick
 // server, then closes once it answers again. Client 0 is greedy (four
 // times the others' rate): the server refuses it past its quota, and it
-// waits out the pushback it is sent. At the end it prints what the clients
+// waits out the pushback it is sent; the clients count that
+// ResourceExhausted, a quota per client, as a bad request, so that the
+// greedy client cannot open the breaker they all share. At the end it prints what the clients
 // got, how many calls reached the server's handlers while it was sick, and
 // the breaker's transitions.
 //
@@ -117,7 +119,8 @@ func client(ctx context.Context, id int, c testgrpc.TestServiceClient, pace time
 	ctx = metadata.AppendToOutgoingContext(ctx, "x-client", "client-"+strconv.Itoa(id))
 	for ctx.Err() == nil {
 		start := time.Now()
-		_, err := c.UnaryCall(ctx, &testgrpc.SimpleRequest{Payload: &testgrpc.Payload{Body: []byte("ping")}})
+		var trailer metadata.MD
+		_, err := c.UnaryCall(ctx, &testgrpc.SimpleRequest{Payload: &testgrpc.Payload{Body: []byte("ping")}}, grpc.Trailer(&trailer))
 		if ctx.Err() != nil {
 			return // the run is over: this call does not count
 		}
@@ -131,10 +134,16 @@ func client(ctx context.Context, id int, c testgrpc.TestServiceClient, pace time
 		switch {
 		case err == nil:
 			t.ok++
-		case status.Code(err) == codes.ResourceExhausted && errors.As(err, &e):
+		case status.Code(err) == codes.ResourceExhausted:
 			t.limited++
-			wait = max(wait, e.RetryAfter())
-			t.waited += e.RetryAfter()
+			pushback := time.Second // without a pushback, a second
+			if v := trailer.Get(grpcguard.PushbackMetadata); len(v) == 1 {
+				if ms, perr := strconv.Atoi(v[0]); perr == nil && ms >= 0 {
+					pushback = time.Duration(ms) * time.Millisecond
+				}
+			}
+			wait = max(wait, pushback)
+			t.waited += pushback
 		case !errors.As(err, &e):
 			t.failed++ // a bad request: none here
 		case e.Event == metrics.Timeout:
@@ -198,11 +207,17 @@ func run(w io.Writer, p params) error {
 	// The clients, in a registry of theirs.
 	clientReg := command.NewRegistry(command.RegistryConfig{Logger: quiet})
 	defer clientReg.Close(context.Background())
-	window := metrics.Window{Length: time.Second, Buckets: 10}
-	c, err := grpcguard.NewClient(clientReg, grpcguard.ClientConfig{Group: command.GroupConfig{
-		MaxConcurrent: 16, Timeout: 100 * time.Millisecond, Window: window,
-		Breaker: circuit.Config{Window: window, MinRequests: 10, FailureRatio: 0.5, OpenDuration: 500 * time.Millisecond, HalfOpenSuccesses: 2},
-	}})
+	window := metrics.Window{Length: 500 * time.Millisecond, Buckets: 10}
+	c, err := grpcguard.NewClient(clientReg, grpcguard.ClientConfig{
+		Group: command.GroupConfig{
+			MaxConcurrent: 16, Timeout: 100 * time.Millisecond, Window: window,
+			Breaker: circuit.Config{Window: window, MinRequests: 5, FailureRatio: 0.5, OpenDuration: 500 * time.Millisecond, HalfOpenSuccesses: 2},
+		},
+		// The server's ResourceExhausted is a quota per client here: the
+		// greedy client's doing, which must not open the breaker that all
+		// the clients share.
+		Classes: map[codes.Code]grpcguard.Class{codes.ResourceExhausted: grpcguard.BadRequest},
+	})
 	if err != nil {
 		return err
 	}

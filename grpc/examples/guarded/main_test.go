@@ -31,13 +31,13 @@ func field(t *testing.T, text, name string) float64 {
 // server is sick, so that few reach its handlers; the greedy client meets
 // the quota and waits out the pushback; every call is counted once.
 func TestRun(t *testing.T) {
-	p := params{Duration: 3 * time.Second, Clients: 4, Pace: 20 * time.Millisecond, Quota: 60}
+	p := params{Duration: 4500 * time.Millisecond, Clients: 4, Pace: 20 * time.Millisecond, Quota: 60}
 	var out bytes.Buffer
 	require.NoError(t, run(&out, p))
 	text := out.String()
 	t.Log(text)
 
-	assert.Contains(t, text, "4 clients (one greedy) for 3s, quota 60/s each; the server is sick from 1s to 2s")
+	assert.Contains(t, text, "4 clients (one greedy) for 4.5s, quota 60/s each; the server is sick from 1.5s to 3s")
 	assert.Contains(t, text, "closed->open (error_ratio)", "the sick server opens the breaker")
 	calls := field(t, text, "calls")
 	assert.Equal(t, calls, field(t, text, "ok")+field(t, text, "failed")+field(t, text, "timeouts")+
