@@ -2,18 +2,15 @@ package grpcguard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/bulwark-go/bulwark/command"
-	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // ProbeMetadata is the metadata key the client interceptors set, to "1", on
@@ -179,7 +176,11 @@ func (c *Client) Unary(ctx context.Context, method string, req, reply any, cc *g
 		u.sinks.deliver(&r.recv)
 		return r.err
 	}
-	return u.answer(ctx, err)
+	got, _, out := answerOf(ctx, err)
+	if got != nil {
+		u.sinks.deliver(got.recv) // the attempt answered before Execute returned
+	}
+	return out
 }
 
 // unaryCall is one unary call as a command.
@@ -227,31 +228,6 @@ func (u *unaryCall) Run(ctx context.Context) (*unaryResult, error) {
 // of its method.
 func (u *unaryCall) Idempotent() bool {
 	return u.client.idempotent != nil && u.client.idempotent(u.method)
-}
-
-// answer returns the caller's error for Execute's error err (ctx is the
-// caller's): the call's own status error for a bad request, else an error
-// whose status says the outcome. For an answer of the dependency (FAILURE,
-// BAD_REQUEST), the attempt ended before Execute returned, so its header,
-// trailer and peer are the caller's.
-func (u *unaryCall) answer(ctx context.Context, err error) error {
-	var e *command.Error
-	var re *rpcError
-	if !errors.As(err, &e) { // BAD_REQUEST: Run's error as Run returned it
-		if !errors.As(err, &re) {
-			return status.Convert(err).Err() // a Run error that GroupConfig.IsBadRequest accepted
-		}
-		u.sinks.deliver(re.recv)
-		return re.err
-	}
-	if e.Event != metrics.Failure {
-		return &statusError{st: refusal(ctx, e), err: e}
-	}
-	if !errors.As(e.Err, &re) {
-		return &statusError{st: panicked(e), err: e}
-	}
-	u.sinks.deliver(re.recv)
-	return &statusError{st: status.Convert(re.err), err: e}
 }
 
 // outgoing returns ctx with ProbeMetadata added to its outgoing metadata

@@ -95,6 +95,34 @@ func (e *statusError) Unwrap() error { return e.err }
 // GRPCStatus returns the error's status.
 func (e *statusError) GRPCStatus() *status.Status { return e.st }
 
+// answerOf returns out, the error the caller of a call gets when Execute
+// returned err (ctx is the caller's):
+//
+//   - for a bad request, the dependency's own error, as it gave it;
+//   - for a failure, an error with the dependency's status (or Internal's,
+//     for a panic) through which errors.As reaches the *command.Error;
+//   - for a call bulwark ended itself, one with the refusal's status (see
+//     refusal), and that *command.Error as refused.
+//
+// got is the dependency's answer (a bad request or a failure), which came
+// before Execute returned; nil when there was none in time.
+func answerOf(ctx context.Context, err error) (got *rpcError, refused *command.Error, out error) {
+	var e *command.Error
+	if !errors.As(err, &e) { // BAD_REQUEST: Run's error as Run returned it
+		if errors.As(err, &got) {
+			return got, nil, got.err
+		}
+		return nil, nil, status.Convert(err).Err() // a panic that GroupConfig.IsBadRequest accepted
+	}
+	switch {
+	case e.Event != metrics.Failure:
+		return nil, e, &statusError{st: refusal(ctx, e), err: e}
+	case !errors.As(e.Err, &got):
+		return nil, nil, &statusError{st: panicked(e), err: e}
+	}
+	return got, nil, &statusError{st: status.Convert(got.err), err: e}
+}
+
 // refusal returns the status of a call that did not get the dependency's
 // answer: e's outcome is not FAILURE or BAD_REQUEST.
 //

@@ -2,7 +2,6 @@ package grpcguard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -14,7 +13,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/bulwark-go/bulwark/command"
-	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // ServerConfig configures a Server. Every field is optional.
@@ -131,7 +129,7 @@ func (s *Server) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 	if err == nil {
 		return r.resp, r.err
 	}
-	return nil, s.answer(ctx, err, func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) })
+	return nil, answer(ctx, err, func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) })
 }
 
 // Stream is the stream server interceptor (a grpc.StreamServerInterceptor):
@@ -147,7 +145,7 @@ func (s *Server) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	if err == nil {
 		return r.err
 	}
-	return s.answer(ss.Context(), err, func(md metadata.MD) error { ss.SetTrailer(md); return nil })
+	return answer(ss.Context(), err, func(md metadata.MD) error { ss.SetTrailer(md); return nil })
 }
 
 // options returns the command options of a call of method.
@@ -159,31 +157,18 @@ func (s *Server) options(ctx context.Context, method string) []command.Option {
 }
 
 // answer returns the error a handler's caller gets for Execute's error err
-// (ctx is the RPC's): the handler's own for an answer of its (FAILURE,
-// BAD_REQUEST), Internal for a panic, else the refusal's status (see
-// refusal), with the pushback set through setTrailer when the refusal
-// knows its delay.
-func (s *Server) answer(ctx context.Context, err error, setTrailer func(metadata.MD) error) error {
-	var e *command.Error
-	var re *rpcError
-	if !errors.As(err, &e) { // BAD_REQUEST: the handler's error
-		if errors.As(err, &re) {
-			return re.err
+// (ctx is the RPC's; see answerOf), and sets the pushback trailer through
+// setTrailer when bulwark refused the call and knows when to come back.
+func answer(ctx context.Context, err error, setTrailer func(metadata.MD) error) error {
+	_, refused, out := answerOf(ctx, err)
+	if refused != nil {
+		if d := refused.RetryAfter(); d > 0 {
+			// A failure to set it (the stream is done) leaves the answer
+			// without pushback, nothing worse.
+			_ = setTrailer(metadata.Pairs(PushbackMetadata, formatPushback(d)))
 		}
-		return err
 	}
-	if e.Event == metrics.Failure {
-		if errors.As(e.Err, &re) {
-			return re.err
-		}
-		return &statusError{st: panicked(e), err: e}
-	}
-	if d := e.RetryAfter(); d > 0 {
-		// A failure to set it (the stream is done) leaves the answer
-		// without pushback, nothing worse.
-		_ = setTrailer(metadata.Pairs(PushbackMetadata, formatPushback(d)))
-	}
-	return &statusError{st: refusal(ctx, e), err: e}
+	return out
 }
 
 // handled is the result of a handler: its response (unary), or its error

@@ -2,7 +2,6 @@ package grpcguard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -12,7 +11,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/bulwark-go/bulwark/command"
-	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // Stream is the stream client interceptor (a grpc.StreamClientInterceptor).
@@ -47,20 +45,8 @@ func (c *Client) Stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 		}
 		return r.cs, nil
 	}
-	var e *command.Error
-	var re *rpcError
-	switch {
-	case !errors.As(err, &e): // BAD_REQUEST
-		if errors.As(err, &re) {
-			return nil, re.err
-		}
-		return nil, status.Convert(err).Err()
-	case e.Event != metrics.Failure:
-		return nil, &statusError{st: refusal(ctx, e), err: e}
-	case !errors.As(e.Err, &re):
-		return nil, &statusError{st: panicked(e), err: e}
-	}
-	return nil, &statusError{st: status.Convert(re.err), err: e}
+	_, _, out := answerOf(ctx, err)
+	return nil, out
 }
 
 // streamCall is the establishment of one stream as a command.

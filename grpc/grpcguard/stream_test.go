@@ -28,6 +28,7 @@ func TestStreamOutlivesTheGroupTimeout(t *testing.T) {
 			reg := newTestRegistry(t, nil)
 			addr := serve(t, &echoServer{})
 			client, _, conn := guarded(t, reg, addr, ClientConfig{Group: command.GroupConfig{Strategy: strategy, Timeout: 50 * time.Millisecond}})
+			ready(t, conn)
 
 			// Server streaming: five messages 40 ms apart, 200 ms in all.
 			var params []*testgrpc.ResponseParameters
@@ -108,23 +109,29 @@ func TestStreamEstablishmentTimesOut(t *testing.T) {
 		t.Run(strategy.String(), func(t *testing.T) {
 			reg := newTestRegistry(t, nil)
 			addr := serve(t, &echoServer{})
-			late := make(chan grpc.ClientStream, 1)
+			type made struct {
+				cs  grpc.ClientStream
+				err error
+			}
+			late := make(chan made, 1)
 			slow := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 				cs, err := streamer(ctx, desc, cc, method, opts...)
-				time.Sleep(100 * time.Millisecond)
-				late <- cs
+				time.Sleep(400 * time.Millisecond)
+				late <- made{cs, err}
 				return cs, err
 			}
-			c, err := NewClient(reg, ClientConfig{Group: command.GroupConfig{Strategy: strategy, Timeout: 30 * time.Millisecond}})
+			c, err := NewClient(reg, ClientConfig{Group: command.GroupConfig{Strategy: strategy, Timeout: 200 * time.Millisecond}})
 			require.NoError(t, err)
-			conn := dial(t, addr, grpc.WithChainStreamInterceptor(c.Stream, slow))
-			_, err = testgrpc.NewTestServiceClient(conn).FullDuplexCall(context.Background())
+			client := testgrpc.NewTestServiceClient(dial(t, addr, grpc.WithChainStreamInterceptor(c.Stream, slow)))
+			_, err = client.EmptyCall(context.Background(), &testgrpc.Empty{}) // connects: the stream is then made at once
+			require.NoError(t, err)
+			_, err = client.FullDuplexCall(context.Background())
 			assert.Equal(t, codes.DeadlineExceeded, status.Code(err))
 			assert.Equal(t, metrics.Timeout, commandError(t, err).Event)
-			cs := <-late
-			require.NotNil(t, cs)
-			require.Eventually(t, func() bool { return cs.Context().Err() != nil }, 5*time.Second, time.Millisecond)
-			assert.Equal(t, codes.Canceled, status.Code(cs.RecvMsg(new(testgrpc.StreamingOutputCallResponse))))
+			m := <-late
+			require.NoError(t, m.err, "the stream was made within the timeout")
+			require.Eventually(t, func() bool { return m.cs.Context().Err() != nil }, 5*time.Second, time.Millisecond)
+			assert.Equal(t, codes.Canceled, status.Code(m.cs.RecvMsg(new(testgrpc.StreamingOutputCallResponse))))
 		})
 	}
 }
