@@ -100,6 +100,18 @@
 // command's Discard method (Discarder), if any, so that its resources (a
 // response body) can be freed.
 //
+// A Run that outlives its caller (in a Thread group, one left detached at
+// its deadline or when its caller gave up) must never write memory the
+// caller owns, nor read what the caller may change once Execute has
+// returned (a reply the command captured to fill in, a slice, a header
+// map, a request the caller reuses): that is a data race, and a late write
+// that shows only under load. Give Run its own copies instead: copy the
+// inputs before Execute, let Run write into a value it allocates and
+// returns, and copy that value into the caller's memory after Execute has
+// returned it, on the caller's goroutine (package
+// github.com/bulwark-go/bulwark/grpc/grpcguard does this with gRPC
+// messages). A Semaphore group's Run never outlives Execute.
+//
 // Whatever Run does, and whatever a hook panics with, an admitted call
 // releases everything it took and records exactly one outcome: a panic in
 // Run or Fallback is a FAILURE or FALLBACK_FAILURE; a panic in IsBadRequest
