@@ -95,12 +95,14 @@ type Pool struct {
 	raceHook func(racePoint)
 }
 
-// racePoint names a point of the worker-idle/caller-queues race (see serve).
+// racePoint names a point of a race the tests force: the worker-idle/caller-queues race (see
+// serve), and a shrink between acquire's read of the size and its swap.
 type racePoint int
 
 const (
 	workerIdle racePoint = iota // serve: the queue looked empty, the slot is not yet released
 	callerFull                  // Execute: no slot was free, the call is not yet queued
+	sizeRead                    // acquire: a slot looked free under the size read, not yet taken
 )
 
 // NewPool returns a Pool configured by cfg, or an error wrapping ErrInvalidConfig.
@@ -204,8 +206,18 @@ func (p *Pool) acquire(draining bool) bool {
 		if w&stop != 0 || w&slotsCount >= p.size.Load() {
 			return false
 		}
+		if p.raceHook != nil {
+			p.raceHook(sizeRead)
+		}
 		if p.slots.CompareAndSwap(w, w+1) {
 			n := w&slotsCount + 1
+			// The size is read again after the slot is taken: a Resize that shrank
+			// it between the first read and the swap (once its drain was seen, it
+			// promises that no slot is taken above the new size) gets the slot back.
+			if n > p.size.Load() {
+				p.slots.Add(-1)
+				return false
+			}
 			for m := p.largest.Load(); n > m && !p.largest.CompareAndSwap(m, n); m = p.largest.Load() {
 			}
 			return true

@@ -62,6 +62,15 @@ func (s *Semaphore) TryAcquire() bool {
 			return false
 		}
 		if s.state.CompareAndSwap(v, v+1) {
+			// max is read again after the permit is taken: a Resize that shrank
+			// it between the first read and the swap (once its drain was seen,
+			// it promises that no permit is taken above the new max) gets the
+			// permit back.
+			if v+1 > s.max.Load() {
+				s.state.Add(-1)
+				s.rejected.Add(1)
+				return false
+			}
 			for m := s.largest.Load(); v+1 > m && !s.largest.CompareAndSwap(m, v+1); m = s.largest.Load() {
 			}
 			return true
