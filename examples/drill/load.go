@@ -76,7 +76,7 @@ func (l *load) start(d time.Duration) <-chan struct{} {
 // send sends one request to route, scheduled at the clock reading at.
 func (l *load) send(route string, at time.Duration) {
 	defer l.inflight.Done()
-	c := call{Route: route, Start: at, Outcome: outcomeNoAnswer}
+	c := call{Route: route, Start: at, Lag: l.clock.Now() - at, Outcome: outcomeNoAnswer}
 	resp, err := l.client.Get(l.baseURL + "/" + route)
 	if err == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)

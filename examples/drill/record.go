@@ -21,6 +21,7 @@ const (
 type call struct {
 	Route    string
 	Start    time.Duration // the clock reading it was scheduled at
+	Lag      time.Duration // from Start to the moment it was sent: the generator's own delay
 	Latency  time.Duration // from Start to the end of the front's answer
 	Outcome  string        // outcomeOK, outcomeFallback, ...
 	Event    string        // the call's primary event (metrics.Event's names)

@@ -93,6 +93,10 @@ type phaseStats struct {
 	Arrived  int     `json:"arrived"`  // requests that arrived at the backend during the phase
 	P50MS    float64 `json:"p50_ms"`
 	P99MS    float64 `json:"p99_ms"`
+	// LagMaxMS is the most a call was sent after its scheduled time.
+	// Large, it says that the machine was slow, not only the service:
+	// every latency of the phase carries it.
+	LagMaxMS float64 `json:"send_lag_max_ms"`
 }
 
 // fallbackReport is the faulty route's fallbacks, from the injection to
@@ -249,6 +253,7 @@ func phaseOf(ph int, l drillLog, route string, calls []call) phaseStats {
 		}
 		p.Calls++
 		latencies = append(latencies, c.Latency)
+		p.LagMaxMS = max(p.LagMaxMS, ms(c.Lag))
 		switch c.Outcome {
 		case outcomeOK:
 			p.OK++
@@ -388,14 +393,15 @@ func (r report) write(w io.Writer) {
 
 	fmt.Fprintln(w, "\nCalls by the phase they started in")
 	tw = table(w)
-	fmt.Fprintln(tw, "  route\tphase\tcalls\tok\tfallback\terrors\treached\tarrived\tp50 ms\tp99 ms")
+	fmt.Fprintln(tw, "  route\tphase\tcalls\tok\tfallback\terrors\treached\tarrived\tp50 ms\tp99 ms\tsend lag max ms")
 	for _, rr := range r.Routes {
 		for i, p := range rr.Phases {
 			route := ""
 			if i == 0 {
 				route = rr.Route
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\n", route, p.Phase, p.Calls, p.OK, p.Fallback, p.Errors, p.Reached, p.Arrived, p.P50MS, p.P99MS)
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\n",
+				route, p.Phase, p.Calls, p.OK, p.Fallback, p.Errors, p.Reached, p.Arrived, p.P50MS, p.P99MS, p.LagMaxMS)
 		}
 	}
 	_ = tw.Flush()

@@ -76,8 +76,8 @@ func scriptedDrill(t *testing.T) drillLog {
 		switch {
 		case at == 500*ms1:
 			c.Latency = 10 * ms1
-		case at == 1300*ms1:
-			c.Latency = 30 * ms1
+		case at == 1300*ms1: // the generator was late to send it
+			c.Latency, c.Lag = 30*ms1, 25*ms1
 		case at == 1400*ms1:
 			c.Latency, c.Outcome, c.Event, c.Fallback = 3*ms1, outcomeFallback, "TIMEOUT", "FALLBACK_SUCCESS"
 		case at >= time.Second && at < 2*time.Second:
@@ -120,7 +120,7 @@ func TestReportOfARecordedDrill(t *testing.T) {
 	assert.Equal(t, []routeReport{
 		{Route: "catalog", Phases: []phaseStats{
 			{Phase: "warm", Calls: 10, OK: 10, Reached: 10, Arrived: 10, P50MS: 2, P99MS: 10},
-			{Phase: "hold", Calls: 10, OK: 9, Fallback: 1, Reached: 10, Arrived: 10, P50MS: 3, P99MS: 30},
+			{Phase: "hold", Calls: 10, OK: 9, Fallback: 1, Reached: 10, Arrived: 10, P50MS: 3, P99MS: 30, LagMaxMS: 25},
 			{Phase: "after", Calls: 10, OK: 10, Reached: 10, Arrived: 10, P50MS: 2, P99MS: 2},
 		}},
 		{Route: "inventory", Faulty: true, Phases: []phaseStats{
@@ -161,13 +161,13 @@ Timeline
   1100  inventory/GetStock  half-open -> closed  probes_succeeded  window: 1, 0% failed
 
 Calls by the phase they started in
-  route      phase  calls  ok  fallback  errors  reached  arrived  p50 ms  p99 ms
-  catalog    warm   10     10  0         0       10       10       2.0     10.0
-             hold   10     9   1         0       10       10       3.0     30.0
-             after  10     10  0         0       10       10       2.0     2.0
-  inventory  warm   10     10  0         0       10       10       5.0     5.0
-             hold   10     0   9         1       3        1        5.0     5.0
-             after  10     8   2         0       9        8        5.0     5.0
+  route      phase  calls  ok  fallback  errors  reached  arrived  p50 ms  p99 ms  send lag max ms
+  catalog    warm   10     10  0         0       10       10       2.0     10.0    0.0
+             hold   10     9   1         0       10       10       3.0     30.0    25.0
+             after  10     10  0         0       10       10       2.0     2.0     0.0
+  inventory  warm   10     10  0         0       10       10       5.0     5.0     0.0
+             hold   10     0   9         1       3        1        5.0     5.0     0.0
+             after  10     8   2         0       9        8        5.0     5.0     0.0
 
 Faulty dependency (inventory)
   let through to it by the breakers and the bulkhead: 3 of 10 calls in the hold, 9 of 10 after
