@@ -35,7 +35,8 @@ const HeaderInjected = "X-Fault-Injected"
 // RoundTripper contract requires. Any other request goes to Next, and its
 // response body trickles if SlowBodyShare drew it. An http.Client wraps
 // the errors in a *url.Error; errors.Is still finds ErrInjected and the
-// imitated cause through it.
+// imitated cause through it (a wait for a connection that outlived its
+// context ends with the context's error alone, as a real one does).
 //
 // The imitated pool counts only the requests that went through it, while
 // PoolHeld was set: requests already in flight when a drill starts hold
