@@ -8,8 +8,9 @@ import (
 
 // Command returns cmd with faults injected into its Run by f: latency
 // (Config.LatencyShare), a hang until the context ends (HangShare) and an
-// *Error (ErrorShare); the transport-only shares pass through. An injected
-// hang or error never calls cmd's Run; a delay is followed by it unless the
+// *Error (ErrorShare); the transport-only faults (reset, EOF, server
+// error, DNS failure, slow body, pool) pass through. An injected hang or
+// error never calls cmd's Run; a delay is followed by it unless the
 // context ended first. T is the command's result type, inferred from cmd:
 //
 //	profile, err := command.Execute(ctx, profiles, faultinject.Command(getProfile{id}, faults))

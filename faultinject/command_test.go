@@ -203,3 +203,16 @@ func TestInjectedErrorsAreFailuresThatOpenTheBreaker(t *testing.T) {
 	assert.Equal(t, metrics.ShortCircuited, info.Event)
 	assert.Zero(t, runs.Load())
 }
+
+func TestCommandPassesTheTransportOnlyFaultsThrough(t *testing.T) {
+	for _, cfg := range []Config{
+		{ResetShare: 1}, {EOFShare: 1}, {ServerErrorShare: 1}, {DNSShare: 1},
+		{PoolSize: 1, PoolHeld: 1}, {SlowBodyShare: 1, SlowBodyDelay: time.Hour},
+	} {
+		runs := new(atomic.Int64)
+		got, err := Command[string](counted{runs}, newEnabled(t, cfg)).Run(context.Background())
+		require.NoError(t, err, "%+v", cfg)
+		assert.Equal(t, "ok", got)
+		assert.Equal(t, int64(1), runs.Load())
+	}
+}

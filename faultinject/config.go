@@ -18,10 +18,11 @@ const DefaultStatusCode = http.StatusServiceUnavailable
 
 // Config says which faults to inject and how often. Its zero value injects
 // nothing. A share is the probability, in [0, 1], that one call gets the
-// fault. HangShare, ErrorShare, ResetShare, EOFShare and ServerErrorShare
-// are exclusive outcomes (one draw picks at most one of them), so their sum
-// must not exceed 1; LatencyShare and SlowBodyShare are drawn
-// independently and combine with them.
+// fault. HangShare, ErrorShare, ResetShare, EOFShare, ServerErrorShare and
+// DNSShare are exclusive outcomes (one draw picks at most one of them), so
+// their sum must not exceed 1; LatencyShare and SlowBodyShare are drawn
+// independently and combine with them. PoolHeld is not a share: while
+// faults are enabled it holds connections of every host's pool.
 type Config struct {
 	// Seed seeds the random source. New and each Set restart the sequence
 	// of draws from it: the same Seed and the same sequence of calls give
@@ -72,6 +73,28 @@ type Config struct {
 	SlowBodyChunk int
 	// SlowBodyDelay is the pause before each Read of a slow body.
 	SlowBodyDelay time.Duration
+
+	// DNSShare of requests fail as if the lookup of their host's name
+	// had failed, without reaching the server: the error is what
+	// net/http's Transport returns for a real failure, a *net.OpError
+	// (Op "dial", Net "tcp") wrapping a *net.DNSError for the request's
+	// host, with the same text, Timeout and Temporary as a real one; its
+	// Unwrap gives an *Error of FaultDNS, so it matches ErrInjected too.
+	DNSShare float64
+	// DNS is the lookup failure DNSShare injects; zero means DNSNotFound.
+	DNS DNSFailure
+
+	// PoolSize and PoolHeld imitate a connection pool of PoolSize
+	// connections per host (the MaxConnsPerHost of the Transport's next
+	// RoundTripper) of which PoolHeld are held elsewhere, by leaked
+	// response bodies or stuck requests: at most PoolSize-PoolHeld
+	// requests per host hold a connection at once, and the others wait
+	// for one in order, as in a real exhausted pool, until their context
+	// ends. PoolHeld equal to PoolSize holds them all. Zero PoolHeld
+	// imitates no pool.
+	PoolSize int
+	// PoolHeld is how many of PoolSize connections are held; see PoolSize.
+	PoolHeld int
 }
 
 // Latency is a distribution of delays. Its zero value is no delay.
@@ -109,7 +132,7 @@ func (c Config) Validate() error {
 	}{
 		{"HangShare", c.HangShare}, {"ErrorShare", c.ErrorShare}, {"ResetShare", c.ResetShare},
 		{"EOFShare", c.EOFShare}, {"ServerErrorShare", c.ServerErrorShare},
-		{"LatencyShare", c.LatencyShare}, {"SlowBodyShare", c.SlowBodyShare},
+		{"LatencyShare", c.LatencyShare}, {"SlowBodyShare", c.SlowBodyShare}, {"DNSShare", c.DNSShare},
 	}
 	for _, s := range shares {
 		if math.IsNaN(s.v) || s.v < 0 || s.v > 1 {
@@ -117,7 +140,16 @@ func (c Config) Validate() error {
 		}
 	}
 	if sum := c.outcomeShares(); sum > 1+shareSlack {
-		return bad("HangShare+ErrorShare+ResetShare+EOFShare+ServerErrorShare is %v, want at most 1", sum)
+		return bad("HangShare+ErrorShare+ResetShare+EOFShare+ServerErrorShare+DNSShare is %v, want at most 1", sum)
+	}
+	if err := c.DNS.validate(); err != nil {
+		return bad("%w", err)
+	}
+	if c.PoolSize < 0 {
+		return bad("PoolSize is %d, want >= 0", c.PoolSize)
+	}
+	if c.PoolHeld < 0 || c.PoolHeld > c.PoolSize {
+		return bad("PoolHeld is %d, want 0..PoolSize (%d)", c.PoolHeld, c.PoolSize)
 	}
 	if err := c.Latency.validate(); err != nil {
 		return bad("%w", err)
@@ -142,7 +174,7 @@ func (c Config) Validate() error {
 
 // outcomeShares is the share of calls that get an exclusive outcome.
 func (c Config) outcomeShares() float64 {
-	return c.HangShare + c.ErrorShare + c.ResetShare + c.EOFShare + c.ServerErrorShare
+	return c.HangShare + c.ErrorShare + c.ResetShare + c.EOFShare + c.ServerErrorShare + c.DNSShare
 }
 
 func (l Latency) validate() error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"time"
@@ -133,4 +134,22 @@ func Example_drill() {
 	// Output:
 	// drill: open SHORT_CIRCUITED
 	// after: closed SUCCESS
+}
+
+// A DNS failure looks to the caller as a real one does: a *net.DNSError
+// in the chain, with its text and flags; it also matches ErrInjected.
+func ExampleDNSFailure() {
+	faults, err := faultinject.New(faultinject.Config{DNSShare: 1, DNS: faultinject.DNSNotFound})
+	if err != nil {
+		panic(err)
+	}
+	faults.Enable()
+	client := &http.Client{Transport: faultinject.NewTransport(nil, faults)}
+	_, err = client.Get("http://inventory.internal:8080/stock")
+	var dns *net.DNSError
+	fmt.Println(err)
+	fmt.Println(errors.As(err, &dns), dns.IsNotFound, errors.Is(err, faultinject.ErrInjected))
+	// Output:
+	// Get "http://inventory.internal:8080/stock": dial tcp: lookup inventory.internal: no such host
+	// true true true
 }

@@ -21,6 +21,7 @@ const (
 	FaultError Fault = "error" // Config.ErrorShare
 	FaultReset Fault = "reset" // Config.ResetShare: matches syscall.ECONNRESET
 	FaultEOF   Fault = "eof"   // Config.EOFShare: matches io.ErrUnexpectedEOF
+	FaultDNS   Fault = "dns"   // Config.DNSShare: wrapped by the *net.DNSError it explains
 )
 
 // Error is an injected failure. It matches ErrInjected and, through
@@ -29,7 +30,9 @@ type Error struct {
 	// Fault is the kind of fault.
 	Fault Fault
 	// Err is the cause it imitates: Config.Err, syscall.ECONNRESET or
-	// io.ErrUnexpectedEOF; nil for a FaultError without Config.Err.
+	// io.ErrUnexpectedEOF; nil for a FaultError without Config.Err and
+	// for FaultDNS, whose *Error sits at the end of the chain, below the
+	// *net.DNSError that imitates the failure.
 	Err error
 }
 
@@ -59,6 +62,9 @@ func (e *Error) Is(target error) bool { return target == ErrInjected }
 type Faults struct {
 	enabled atomic.Bool
 	live    atomic.Pointer[live]
+
+	mu      sync.Mutex    // guards changed
+	changed chan struct{} // closed by the next Enable, Disable or Set; nil until asked for
 }
 
 // live is one Set's configuration with its own random source.
@@ -87,6 +93,7 @@ func (f *Faults) Set(cfg Config) error {
 		return err
 	}
 	f.live.Store(&live{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed))})
+	f.notify()
 	return nil
 }
 
@@ -100,11 +107,52 @@ func (f *Faults) Config() Config {
 }
 
 // Enable starts injecting faults from the next call on.
-func (f *Faults) Enable() { f.enabled.Store(true) }
+func (f *Faults) Enable() {
+	f.enabled.Store(true)
+	f.notify()
+}
 
-// Disable stops injecting faults from the next call on. Disabled calls
-// draw nothing from the random sequence.
-func (f *Faults) Disable() { f.enabled.Store(false) }
+// Disable stops injecting faults from the next call on, and frees the
+// connections PoolHeld holds: requests waiting for one go on. Disabled
+// calls draw nothing from the random sequence.
+func (f *Faults) Disable() {
+	f.enabled.Store(false)
+	f.notify()
+}
+
+// changes returns a channel that the next Enable, Disable or Set closes.
+// Take it before reading the state it guards, so that no change is missed.
+func (f *Faults) changes() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.changed == nil {
+		f.changed = make(chan struct{})
+	}
+	return f.changed
+}
+
+// notify closes the channel changes handed out.
+func (f *Faults) notify() {
+	f.mu.Lock()
+	if f.changed != nil {
+		close(f.changed)
+		f.changed = nil
+	}
+	f.mu.Unlock()
+}
+
+// poolFree returns how many connections of a host's pool PoolHeld leaves
+// free, and false when no pool is imitated (disabled, or PoolHeld zero).
+func (f *Faults) poolFree() (int, bool) {
+	if !f.Enabled() {
+		return 0, false
+	}
+	l := f.live.Load()
+	if l == nil || l.cfg.PoolHeld == 0 {
+		return 0, false
+	}
+	return l.cfg.PoolSize - l.cfg.PoolHeld, true
+}
 
 // Enabled reports whether faults are injected; false for a nil *Faults.
 func (f *Faults) Enabled() bool { return f != nil && f.enabled.Load() }
@@ -119,6 +167,7 @@ const (
 	reset
 	eof
 	serverError
+	dnsFailure
 )
 
 // decision is what happens to one call.
@@ -154,7 +203,7 @@ func (f *Faults) decide() (decision, bool) {
 	for _, o := range [...]struct {
 		share float64
 		o     outcome
-	}{{c.HangShare, hang}, {c.ErrorShare, fail}, {c.ResetShare, reset}, {c.EOFShare, eof}, {c.ServerErrorShare, serverError}} {
+	}{{c.HangShare, hang}, {c.ErrorShare, fail}, {c.ResetShare, reset}, {c.EOFShare, eof}, {c.ServerErrorShare, serverError}, {c.DNSShare, dnsFailure}} {
 		if uOutcome < o.share {
 			d.outcome = o.o
 			break

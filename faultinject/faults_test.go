@@ -22,7 +22,14 @@ func TestValidateNamesTheFieldAndValue(t *testing.T) {
 		{Config{HangShare: -0.1}, "HangShare is -0.1"},
 		{Config{LatencyShare: math.NaN()}, "LatencyShare is NaN"},
 		{Config{SlowBodyShare: 2}, "SlowBodyShare is 2"},
-		{Config{ErrorShare: 0.6, ResetShare: 0.5}, "HangShare+ErrorShare+ResetShare+EOFShare+ServerErrorShare is 1.1"},
+		{Config{ErrorShare: 0.6, ResetShare: 0.5}, "HangShare+ErrorShare+ResetShare+EOFShare+ServerErrorShare+DNSShare is 1.1"},
+		{Config{ErrorShare: 0.5, DNSShare: 0.75}, "HangShare+ErrorShare+ResetShare+EOFShare+ServerErrorShare+DNSShare is 1.25"},
+		{Config{DNSShare: -1}, "DNSShare is -1"},
+		{Config{DNSShare: 1, DNS: "nxdomain"}, `DNS is "nxdomain", want "not_found" or "server_failure" (or empty)`},
+		{Config{PoolSize: -1}, "PoolSize is -1, want >= 0"},
+		{Config{PoolHeld: -1, PoolSize: 4}, "PoolHeld is -1, want 0..PoolSize (4)"},
+		{Config{PoolHeld: 1}, "PoolHeld is 1, want 0..PoolSize (0)"},
+		{Config{PoolHeld: 5, PoolSize: 4}, "PoolHeld is 5, want 0..PoolSize (4)"},
 		{Config{Latency: Fixed(-time.Second)}, "Latency.Min is -1s"},
 		{Config{Latency: Uniform(2*time.Second, time.Second)}, "Latency.Max is 1s, want >= Latency.Min (2s)"},
 		{Config{Latency: Latency{Mean: time.Second}}, "Latency.Mean is 1s but Latency.Max (its cap) is zero"},
@@ -80,13 +87,14 @@ func TestSharesWithinStatisticalBounds(t *testing.T) {
 		within(t, "error", got[fail], 0.3)
 		assert.Equal(t, n, got[fail]+got[pass])
 
-		f = newEnabled(t, Config{Seed: seed, HangShare: 0.1, ErrorShare: 0.2, ResetShare: 0.05, EOFShare: 0.15, ServerErrorShare: 0.3})
+		f = newEnabled(t, Config{Seed: seed, HangShare: 0.1, ErrorShare: 0.2, ResetShare: 0.05, EOFShare: 0.15, ServerErrorShare: 0.2, DNSShare: 0.1})
 		got = outcomesOf(f, n)
 		within(t, "hang", got[hang], 0.1)
 		within(t, "error", got[fail], 0.2)
 		within(t, "reset", got[reset], 0.05)
 		within(t, "eof", got[eof], 0.15)
-		within(t, "server error", got[serverError], 0.3)
+		within(t, "server error", got[serverError], 0.2)
+		within(t, "dns", got[dnsFailure], 0.1)
 		within(t, "pass", got[pass], 0.2)
 
 		f = newEnabled(t, Config{Seed: seed, LatencyShare: 0.4, Latency: Fixed(time.Second), SlowBodyShare: 0.6, SlowBodyDelay: time.Millisecond})

@@ -19,19 +19,33 @@ const HeaderInjected = "X-Fault-Injected"
 // it passes to Next; build it with NewTransport. It is safe for concurrent
 // use.
 //
-// For each request it draws the faults of f: first a delay (LatencyShare),
-// then at most one of a hang until the request's context ends (HangShare),
-// an *Error (ErrorShare; FaultReset matching syscall.ECONNRESET for
-// ResetShare; FaultEOF matching io.ErrUnexpectedEOF for EOFShare) or a
-// synthetic server error response (ServerErrorShare, StatusCode, with
-// HeaderInjected); these never reach the server, and the request's body is
-// closed as the RoundTripper contract requires. Any other request goes to
-// Next, and its response body trickles if SlowBodyShare drew it. An
-// http.Client wraps the errors in a *url.Error; errors.Is still finds
-// ErrInjected and the imitated cause through it.
+// For each request it draws the faults of f. Under PoolHeld it first
+// waits for a connection of the request's host (scheme and host:port) in
+// its imitated pool, and ends with context.Cause of the request's context
+// if that ends first, as net/http's Transport does when all of a host's
+// connections are in use; the connection stays held until the response
+// body is closed or read to its end, or at once when the request fails.
+// Then comes a delay (LatencyShare), then at most one of a hang until the
+// request's context ends (HangShare), an *Error (ErrorShare; FaultReset
+// matching syscall.ECONNRESET for ResetShare; FaultEOF matching
+// io.ErrUnexpectedEOF for EOFShare), a failed lookup of the request's host
+// (DNSShare: the *net.OpError a real one gives) or a synthetic server
+// error response (ServerErrorShare, StatusCode, with HeaderInjected);
+// these never reach the server, and the request's body is closed as the
+// RoundTripper contract requires. Any other request goes to Next, and its
+// response body trickles if SlowBodyShare drew it. An http.Client wraps
+// the errors in a *url.Error; errors.Is still finds ErrInjected and the
+// imitated cause through it (a wait for a connection that outlived its
+// context ends with the context's error alone, as a real one does).
+//
+// The imitated pool counts only the requests that went through it, while
+// PoolHeld was set: requests already in flight when a drill starts hold
+// no connection of it. Disable, or a Set with a lower PoolHeld, frees the
+// held connections at once, and the waiting requests go on in order.
 type Transport struct {
 	next   http.RoundTripper
 	faults *Faults
+	pools  pools
 }
 
 // NewTransport returns a Transport that injects the faults of f (none when
@@ -51,6 +65,28 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !ok {
 		return t.next.RoundTrip(req)
 	}
+	var c *conn
+	if d.cfg.PoolHeld > 0 {
+		var err error
+		if c, err = t.pools.of(req).acquire(req.Context(), t.faults); err != nil {
+			closeBody(req)
+			return nil, err
+		}
+	}
+	resp, err := t.inject(req, d)
+	if err != nil || resp.Body == nil || resp.Body == http.NoBody {
+		c.free()
+		return resp, err
+	}
+	if c != nil {
+		resp.Body = &heldBody{ReadCloser: resp.Body, conn: c}
+	}
+	return resp, nil
+}
+
+// inject injects the faults of d into req, then passes it to the next
+// RoundTripper unless a fault answered it.
+func (t *Transport) inject(req *http.Request, d decision) (*http.Response, error) {
 	ctx := req.Context()
 	if err := sleep(ctx, d.latency); err != nil {
 		closeBody(req)
@@ -70,6 +106,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case eof:
 		closeBody(req)
 		return nil, &Error{Fault: FaultEOF, Err: io.ErrUnexpectedEOF}
+	case dnsFailure:
+		closeBody(req)
+		return nil, dnsError(req.URL.Hostname(), d.cfg.DNS)
 	case serverError:
 		closeBody(req)
 		return serverErrorResponse(req, d.cfg.StatusCode), nil

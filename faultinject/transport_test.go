@@ -60,6 +60,7 @@ func TestTransportInjectedFailuresNeverReachTheServer(t *testing.T) {
 		{"error", Config{ErrorShare: 1}, nil},
 		{"reset", Config{ResetShare: 1}, syscall.ECONNRESET},
 		{"eof", Config{EOFShare: 1}, io.ErrUnexpectedEOF},
+		{"dns", Config{DNSShare: 1}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := newTestClient(t, newEnabled(t, tc.cfg))
