@@ -253,6 +253,13 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
+func TestStatusHTTP(t *testing.T) {
+	rdb := client(t, redistest.Shared(t))
+	queuetest.StatusHTTP(t, func(t *testing.T) durable.Queue {
+		return newQueue(t, rdb, streamqueue.Config{Name: uniqueName(t)})
+	})
+}
+
 // TestOutcomes counts a queue's outcome records in Redis: the hash of
 // records and the sorted set that orders them must agree.
 func TestOutcomes(t *testing.T) {
