@@ -4,10 +4,10 @@
 // "accepted", and a Replayer applies it once the dependency has recovered.
 //
 // A Write is a command whose fallback enqueues; the call then answers with
-// Info.Deferred (an HTTP handler answers 202 Accepted with the entry ID as
-// a token). If the write cannot be stored (disk full, unwritable file,
-// Redis down), the call fails with ErrNotAccepted: nothing is reported
-// accepted that was not stored.
+// Info.Deferred (an HTTP handler answers 202 Accepted, its Location naming
+// the write's status: see Status below). If the write cannot be stored
+// (disk full, unwritable file, Redis down), the call fails with
+// ErrNotAccepted: nothing is reported accepted that was not stored.
 //
 //	q, err := durable.OpenStore("orders.queue")
 //	...
@@ -48,6 +48,30 @@
 // receiver (Deliveries: the original call's, if its Run began, and every
 // replay begun, counted before it begins, so one cut off by a crash
 // counts).
+//
+// # Status
+//
+// A client told 202 Accepted polls the write's status. StatusHandler is
+// an http.Handler that answers it from the queue (Queue.Status): accepted
+// (with attempts, deliveries, age and when the next replay is due, and
+// Retry-After), applied (when), or dead-lettered (why), as JSON; 404 for a
+// token not issued here, 410 for one whose record is no longer kept.
+// Tokens are signed (HMAC-SHA256 with StatusConfig.Secret): a client
+// cannot read the status of a write whose token it was not given.
+//
+//	status, err := durable.NewStatusHandler(durable.StatusConfig{Queue: q, Secret: secret})
+//	mux.Handle("GET /orders/status/{token}", status)
+//	// on info.Deferred:
+//	w.Header().Set("Location", "/orders/status/"+status.Token(r))
+//	w.WriteHeader(http.StatusAccepted)
+//
+// Once a write is applied, Ack removes its entry and keeps an outcome
+// record in its place, written in the same atomic step as the key's
+// applied mark: "applied" is answered only from such a record. The
+// records are bounded by a Retention (default 24 h after the Ack, and
+// 100,000 records; KeepOutcomes for a Store, Config.Retention for Redis):
+// past it, the write's status is 410 Gone, its outcome unknown to the
+// handler, never "applied". See StatusHandler for each answer.
 //
 // # Damage
 //

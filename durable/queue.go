@@ -153,12 +153,21 @@ type Queue interface {
 	// is none, or, in a queue shared by consumers, if this one no longer
 	// holds it (another claimed it since its Lease).
 	Update(ctx context.Context, e Entry) error
-	// Ack records e.Key as applied and removes the pending entry e.ID, in
-	// one atomic step. Acknowledging an entry already acknowledged is a
-	// no-op; an unknown one fails with ErrNotFound.
+	// Ack records e.Key as applied, writes the outcome record of e.ID (see
+	// Retention) and removes the pending entry e.ID, in one atomic step.
+	// Acknowledging an entry already acknowledged is a no-op; an unknown
+	// one fails with ErrNotFound.
 	Ack(ctx context.Context, e Entry) error
 	// Applied reports whether an entry with this key was acknowledged.
 	Applied(ctx context.Context, key string) (bool, error)
+	// Status reports what the queue knows of the write whose ID is id
+	// (the ID Enqueue returned): accepted (pending), dead-lettered, or
+	// applied, from the outcome record Ack wrote (see Retention). It
+	// fails with ErrNotFound if the queue holds no record of id: an ID it
+	// never issued, or one whose outcome record expired or was pushed out
+	// (or, for Redis, whose state Redis lost). It never reports applied a
+	// write that Ack did not record.
+	Status(ctx context.Context, id string) (Status, error)
 	// DeadLetter moves the pending entry e.ID to the dead letters, with
 	// e's Attempts, Deliveries, LastError and Reason. A pending entry
 	// whose stored form does not decode is moved too, as e describes it.

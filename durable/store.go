@@ -30,6 +30,8 @@ import (
 //
 // Idempotency keys of acknowledged entries are kept (so that a retried
 // request already applied is not queued again); they are never pruned.
+// The outcome records that Status reads after Ack are bounded by a
+// Retention (KeepOutcomes; default 24 h and 100,000 records).
 //
 // # Damage
 //
@@ -51,6 +53,7 @@ import (
 type Store struct {
 	db     *bolt.DB
 	path   string
+	keep   Retention
 	mu     sync.RWMutex // guards closed against a concurrent Close
 	closed bool
 	broken atomic.Pointer[error] // the damage found, once found
@@ -58,16 +61,19 @@ type Store struct {
 
 // Buckets of the file.
 var (
-	bucketPending = []byte("pending") // id → entry (encodeEntry)
-	bucketDead    = []byte("dead")    // id → entry (encodeEntry)
+	bucketPending = []byte("pending") // id → entry (encodeRecord)
+	bucketDead    = []byte("dead")    // id → entry (encodeRecord)
 	bucketKeys    = []byte("keys")    // key → id, of pending and dead entries
 	bucketApplied = []byte("applied") // key → id, of acknowledged entries
+	bucketOutcome = []byte("outcome") // id → outcome record (encodeRecord of an outcome), of acknowledged entries
+	bucketOrder   = []byte("order")   // ack sequence → applied time (8 bytes) and id, of the outcome records
 )
 
-// StoreOption adjusts OpenStore. Build it with CheckOnOpen; it is a small
-// value.
+// StoreOption adjusts OpenStore. Build it with CheckOnOpen or
+// KeepOutcomes; it is a small value.
 type StoreOption struct {
 	check bool
+	keep  *Retention
 }
 
 // CheckOnOpen makes OpenStore run Check too before it returns, and fail
@@ -77,17 +83,34 @@ type StoreOption struct {
 // acknowledged.
 func CheckOnOpen() StoreOption { return StoreOption{check: true} }
 
+// KeepOutcomes sets the bound of the outcome records the Store keeps for
+// Status (zero fields: the defaults). A smaller bound than the file's
+// records takes effect at the next Ack, which drops the records past it.
+func KeepOutcomes(r Retention) StoreOption { return StoreOption{keep: &r} }
+
 // OpenStore opens (or creates) the queue file at path. It fails if the
 // file cannot be created or written, if another process holds it for
 // longer than a second, or, with an error wrapping ErrCorrupt, if the file
 // is damaged (see Store). It reads the whole file once, checking every
 // page that bbolt will read, so its cost grows with the file's size.
+//
+// A Retention with a negative field is an error wrapping ErrInvalidConfig,
+// before the file is opened.
 func OpenStore(path string, opts ...StoreOption) (*Store, error) {
+	var keep Retention
+	for _, o := range opts {
+		if o.keep != nil {
+			keep = *o.keep
+		}
+	}
+	if err := keep.Validate(); err != nil {
+		return nil, err
+	}
 	db, err := openBolt(path)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, path: path, keep: keep.WithDefaults()}
 	if err := s.initialise(slices.ContainsFunc(opts, func(o StoreOption) bool { return o.check })); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -99,7 +122,7 @@ func OpenStore(path string, opts ...StoreOption) (*Store, error) {
 func (s *Store) initialise(check bool) error {
 	ctx := context.Background()
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketPending, bucketDead, bucketKeys, bucketApplied} {
+		for _, b := range [][]byte{bucketPending, bucketDead, bucketKeys, bucketApplied, bucketOutcome, bucketOrder} {
 			_, err := tx.CreateBucketIfNotExists(b)
 			if errors.Is(err, berrors.ErrIncompatibleValue) {
 				return damaged(s.path, fmt.Sprintf("its bucket %s is not a bucket", b))
@@ -311,16 +334,16 @@ func idKey(id string) ([]byte, error) {
 	return nil, fmt.Errorf("%w: id %q", ErrNotFound, id)
 }
 
-// An entry is stored as a version byte, the CRC-32C of the JSON that
-// follows (big-endian), and the entry's JSON. A value that begins with '{'
-// is an entry written before checksums, JSON alone.
+// An entry (and an outcome record) is stored as a version byte, the
+// CRC-32C of the JSON that follows (big-endian), and the JSON. A value
+// that begins with '{' is an entry written before checksums, JSON alone.
 const entryV1 = 1
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// encodeEntry returns e's stored form.
-func encodeEntry(e Entry) ([]byte, error) {
-	raw, err := json.Marshal(e)
+// encodeRecord returns the stored form of v, an Entry or an outcome.
+func encodeRecord(v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
@@ -330,23 +353,32 @@ func encodeEntry(e Entry) ([]byte, error) {
 	return append(out, raw...), nil
 }
 
-// decodeEntry decodes raw, the value stored at key k. The entry's ID is
-// the key's, whatever the JSON says.
-func (s *Store) decodeEntry(k, raw []byte) (Entry, error) {
+// decodeRecord decodes raw, the value stored at key k, into v; what names
+// the kind of record for the error.
+func (s *Store) decodeRecord(what string, k, raw []byte, v any) error {
 	js := raw
 	switch {
 	case len(raw) > 0 && raw[0] == '{':
 	case len(raw) >= 5 && raw[0] == entryV1:
 		js = raw[5:]
 		if crc32.Checksum(js, castagnoli) != binary.BigEndian.Uint32(raw[1:]) {
-			return Entry{}, fmt.Errorf("%w entry %s in queue file %s: checksum mismatch", ErrCorrupt, idOf(k), s.path)
+			return fmt.Errorf("%w %s %s in queue file %s: checksum mismatch", ErrCorrupt, what, idOf(k), s.path)
 		}
 	default:
-		return Entry{}, fmt.Errorf("%w entry %s in queue file %s: unknown format", ErrCorrupt, idOf(k), s.path)
+		return fmt.Errorf("%w %s %s in queue file %s: unknown format", ErrCorrupt, what, idOf(k), s.path)
 	}
+	if err := json.Unmarshal(js, v); err != nil {
+		return fmt.Errorf("%w %s %s in queue file %s: %w", ErrCorrupt, what, idOf(k), s.path, err)
+	}
+	return nil
+}
+
+// decodeEntry decodes raw, the value stored at key k. The entry's ID is
+// the key's, whatever the JSON says.
+func (s *Store) decodeEntry(k, raw []byte) (Entry, error) {
 	var e Entry
-	if err := json.Unmarshal(js, &e); err != nil {
-		return Entry{}, fmt.Errorf("%w entry %s in queue file %s: %w", ErrCorrupt, idOf(k), s.path, err)
+	if err := s.decodeRecord("entry", k, raw, &e); err != nil {
+		return Entry{}, err
 	}
 	e.ID = idOf(k)
 	return e, nil
@@ -376,7 +408,7 @@ func (s *Store) readEntry(tx *bolt.Tx, k, raw []byte) Entry {
 var errFound = errors.New("found")
 
 func putEntry(b *bolt.Bucket, k []byte, e Entry) error {
-	raw, err := encodeEntry(e)
+	raw, err := encodeRecord(e)
 	if err != nil {
 		return err
 	}
@@ -451,7 +483,9 @@ func (s *Store) Update(ctx context.Context, e Entry) error {
 }
 
 // Ack implements Queue. Acking an entry that was acked already (its key is
-// applied with this ID) succeeds.
+// applied with this ID) succeeds and changes nothing. The outcome record
+// keeps the entry's Key, Group, Command, EnqueuedAt, Attempts and
+// Deliveries as stored, and the time of the Ack.
 func (s *Store) Ack(ctx context.Context, e Entry) error {
 	acked := func(tx *bolt.Tx) bool {
 		id := tx.Bucket(bucketApplied).Get([]byte(e.Key))
@@ -468,8 +502,101 @@ func (s *Store) Ack(ctx context.Context, e Entry) error {
 		if err := tx.Bucket(bucketKeys).Delete(key); err != nil {
 			return err
 		}
-		return b.Delete(k)
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+		return s.recordOutcome(tx, k, old, time.Now())
 	})
+}
+
+// outcome is the record Ack keeps of an applied entry, for Status.
+type outcome struct {
+	Key        string    `json:"key"`
+	Group      string    `json:"group,omitempty"`
+	Command    string    `json:"command,omitempty"`
+	EnqueuedAt time.Time `json:"enqueued_at"`
+	Attempts   int       `json:"attempts,omitzero"`
+	Deliveries int       `json:"deliveries,omitzero"`
+	AppliedAt  time.Time `json:"applied_at"`
+}
+
+// recordOutcome stores the outcome record of entry e, at key k, applied
+// at now, then drops the oldest records while they are more than
+// Retention.Records or older than Retention.Age. The order bucket lists
+// the records in the order of their Acks, under consecutive sequence
+// numbers, so that the count is its last number minus its first, plus 1.
+// A listing that does not decode (a damaged file) is dropped.
+func (s *Store) recordOutcome(tx *bolt.Tx, k []byte, e Entry, now time.Time) error {
+	raw, err := encodeRecord(outcome{Key: e.Key, Group: e.Group, Command: e.Command, EnqueuedAt: e.EnqueuedAt,
+		Attempts: e.Attempts, Deliveries: e.Deliveries, AppliedAt: now})
+	if err != nil {
+		return err
+	}
+	records, order := tx.Bucket(bucketOutcome), tx.Bucket(bucketOrder)
+	if err := records.Put(k, raw); err != nil {
+		return err
+	}
+	last, err := order.NextSequence()
+	if err != nil {
+		return err
+	}
+	if err := order.Put(seqKey(last), append(binary.BigEndian.AppendUint64(nil, uint64(now.UnixNano())), k...)); err != nil {
+		return err
+	}
+	c := order.Cursor()
+	for ok, v := c.First(); ok != nil; ok, v = c.First() {
+		if len(ok) == 8 && len(v) > 8 {
+			count := last - binary.BigEndian.Uint64(ok) + 1
+			at := time.Unix(0, int64(binary.BigEndian.Uint64(v)))
+			if count <= uint64(s.keep.Records) && !s.keep.Expired(at, now) {
+				return nil
+			}
+			if err := records.Delete(v[8:]); err != nil {
+				return err
+			}
+		}
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Status implements Queue. An entry pending or dead-lettered whose stored
+// form does not decode is reported in the quarantine form Lease returns
+// (see Entry.Reason); an outcome record that does not decode is an error
+// wrapping ErrCorrupt that names it and the file.
+func (s *Store) Status(ctx context.Context, id string) (Status, error) {
+	k, err := idKey(id)
+	if err != nil {
+		return Status{}, err
+	}
+	var st Status
+	err = s.view(ctx, func(tx *bolt.Tx) error {
+		if raw := tx.Bucket(bucketPending).Get(k); raw != nil {
+			st = Status{State: StateAccepted, Entry: s.readEntry(tx, k, raw)}
+			return nil
+		}
+		if raw := tx.Bucket(bucketDead).Get(k); raw != nil {
+			st = Status{State: StateDeadLettered, Entry: s.readEntry(tx, k, raw)}
+			return nil
+		}
+		raw := tx.Bucket(bucketOutcome).Get(k)
+		if raw == nil {
+			return fmt.Errorf("%w: id %s", ErrNotFound, id)
+		}
+		var o outcome
+		if err := s.decodeRecord("outcome record", k, raw, &o); err != nil {
+			return err
+		}
+		if s.keep.Expired(o.AppliedAt, time.Now()) {
+			return fmt.Errorf("%w: id %s: its outcome record expired", ErrNotFound, id)
+		}
+		st = Status{State: StateApplied, AppliedAt: o.AppliedAt, Entry: Entry{ID: idOf(k), Key: o.Key, Group: o.Group,
+			Command: o.Command, EnqueuedAt: o.EnqueuedAt, Attempts: o.Attempts, Deliveries: o.Deliveries}}
+		return nil
+	})
+	return st, err
 }
 
 // Applied implements Queue.

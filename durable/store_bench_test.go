@@ -23,6 +23,18 @@ func BenchmarkStoreEnqueue(b *testing.B) {
 	queuetest.BenchmarkEnqueue(b, s)
 }
 
+// BenchmarkStoreAck: the embedded store's Ack, one fsync'd bbolt commit
+// that records the key, writes the outcome record and, past 1,000 records,
+// drops the oldest. go test -run '^$' -bench StoreAck ./
+func BenchmarkStoreAck(b *testing.B) {
+	s, err := durable.OpenStore(filepath.Join(b.TempDir(), "queue.db"), durable.KeepOutcomes(durable.Retention{Records: 1000}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	queuetest.BenchmarkAck(b, s)
+}
+
 // BenchmarkOpenStore: OpenStore of a queue file holding 20,000 applied
 // keys and 1,000 pending entries, which it reads whole to verify it
 // (file-mb: the file's size). go test -run '^$' -bench OpenStore ./

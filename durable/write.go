@@ -15,8 +15,9 @@ import (
 type ApplyFunc func(ctx context.Context, e Entry) error
 
 // Receipt is a Write's result: the write's idempotency key and, when the
-// write was deferred, its entry ID in the queue (the token to give the
-// caller, as in an HTTP 202 Accepted).
+// write was deferred, its entry ID in the queue, of which
+// StatusHandler.Token makes the token to give the caller (in the Location
+// of an HTTP 202 Accepted).
 type Receipt struct {
 	Key     string
 	EntryID string
@@ -40,7 +41,7 @@ type Receipt struct {
 //		Command: "createOrder", Key: requestID, Payload: body, Apply: createOrder, Queue: q})
 //	switch {
 //	case err != nil: // not applied, not accepted: 503
-//	case info.Deferred: // 202 Accepted, token r.EntryID
+//	case info.Deferred: // 202 Accepted, Location: its status, status.Token(r)
 //	default: // 201 Created
 //	}
 type Write struct {

@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) durable.Queue) {
 		{"StatsOldest", statsOldest},
 		{"ConcurrentEnqueue", concurrentEnqueue},
 		{"Close", closeQueue},
+		{"Status", statusStates},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -259,4 +260,6 @@ func closeQueue(t *testing.T, q durable.Queue) {
 	require.NoError(t, q.Close(), "Close is idempotent")
 	_, err := q.Enqueue(ctx, entry("k2"))
 	assert.ErrorIs(t, err, durable.ErrClosed, "a closed queue accepts nothing")
+	_, err = q.Status(ctx, "1")
+	assert.ErrorIs(t, err, durable.ErrClosed)
 }

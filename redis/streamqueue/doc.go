@@ -29,11 +29,20 @@
 // (Warn) and counts it in Stats.Resets: the writes accepted before the
 // loss are gone unless Redis persisted them.
 //
+// Status (for durable.StatusHandler) reads an entry, its dead letter or
+// its outcome record in one MULTI transaction. Ack writes the outcome
+// record in the script that acknowledges the entry, and Requeue, which
+// gives the entry a new stream ID, writes one that names it; both drop the
+// records past Config.Retention (durable.Retention: by default 24 h and
+// 100,000 records).
+//
 // Keys used, all with the hash tag {Name} so that a cluster keeps them in
 // one slot: bulwark:queue:{Name}:stream (the entries), :keys (pending and
 // dead keys → ID), :applied (acknowledged keys → ID, never pruned), :meta
 // (ID → attempts, deliveries, backoff, last error), :dead (ID →
-// dead-lettered entry).
+// dead-lettered entry), :outcome (ID → outcome record, bounded by
+// Retention), :order (the outcome records' IDs by time of Ack or
+// requeue, in ms).
 //
 // go-redis logs its own trouble through one process-wide logger (stderr
 // by default), which this package leaves alone: to send it to slog, call

@@ -43,6 +43,11 @@ type Config struct {
 	// Logger receives a record each time this queue finds its consumer
 	// group gone and recreates it (default slog.Default()).
 	Logger *slog.Logger
+	// Retention bounds the outcome records that Status reads once Ack
+	// removed an entry (zero fields: durable.Retention's defaults, 24 h
+	// and 100,000 records). Each Ack drops the records past its own
+	// queue's bound: give every process of a fleet the same.
+	Retention durable.Retention
 }
 
 // Queue is a durable.Queue on a Redis stream. It is safe for concurrent
@@ -57,7 +62,7 @@ type Queue struct {
 
 var _ durable.Queue = (*Queue)(nil)
 
-type keys struct{ stream, keys, applied, meta, dead string }
+type keys struct{ stream, keys, applied, meta, dead, outcome, order string }
 
 // New returns the queue cfg.Name, creating its consumer group if needed.
 // It fails if Redis cannot be reached, or with an error wrapping
@@ -71,6 +76,10 @@ func New(ctx context.Context, cfg Config) (*Queue, error) {
 	case cfg.ClaimAfter < 0:
 		return nil, fmt.Errorf("%w: streamqueue Config.ClaimAfter %v must not be negative", durable.ErrInvalidConfig, cfg.ClaimAfter)
 	}
+	if err := cfg.Retention.Validate(); err != nil {
+		return nil, fmt.Errorf("streamqueue Config: %w", err)
+	}
+	cfg.Retention = cfg.Retention.WithDefaults()
 	if cfg.ClaimAfter == 0 {
 		cfg.ClaimAfter = DefaultClaimAfter
 	}
@@ -82,7 +91,7 @@ func New(ctx context.Context, cfg Config) (*Queue, error) {
 		cfg.Logger = slog.Default()
 	}
 	p := "bulwark:queue:{" + cfg.Name + "}:"
-	q := &Queue{cfg: cfg, rdb: cfg.Client, k: keys{p + "stream", p + "keys", p + "applied", p + "meta", p + "dead"}}
+	q := &Queue{cfg: cfg, rdb: cfg.Client, k: keys{p + "stream", p + "keys", p + "applied", p + "meta", p + "dead", p + "outcome", p + "order"}}
 	if _, err := q.createGroup(ctx); err != nil {
 		return nil, err
 	}
@@ -246,10 +255,9 @@ func (q *Queue) Lease(ctx context.Context, now time.Time, max int) ([]durable.En
 	return out[:min(len(out), max)], nil
 }
 
-// entries decodes stream messages, with their meta; a message deleted from
-// the stream (acknowledged meanwhile) has no values and is skipped. One
-// without a key, or whose meta does not decode, comes back in the
-// quarantine form of durable.Entry (Reason durable.ReasonCorrupt).
+// entries decodes stream messages, with their meta (see decode); a
+// message deleted from the stream (acknowledged meanwhile) has no values
+// and is skipped.
 func (q *Queue) entries(ctx context.Context, msgs []redis.XMessage) ([]durable.Entry, error) {
 	if len(msgs) == 0 {
 		return nil, nil
@@ -269,20 +277,27 @@ func (q *Queue) entries(ctx context.Context, msgs []redis.XMessage) ([]durable.E
 			continue
 		}
 		seen[m.ID] = true
-		e := fromValues(m.ID, m.Values)
-		if e.Key == "" {
-			e.Reason, e.LastError = durable.ReasonCorrupt, fmt.Sprintf("streamqueue: entry %s of %s has no key", m.ID, q.k.stream)
-		}
-		if s, ok := metas[i].(string); ok {
-			var md meta
-			if err := json.Unmarshal([]byte(s), &md); err != nil {
-				e.Reason, e.LastError = durable.ReasonCorrupt, fmt.Sprintf("streamqueue: corrupt meta of entry %s of %s: %v", m.ID, q.k.stream, err)
-			}
-			e.Attempts, e.Deliveries, e.NotBefore, e.LastError = md.Attempts, md.Deliveries, md.NotBefore, cmp.Or(e.LastError, md.LastError)
-		}
-		out = append(out, e)
+		out = append(out, q.decode(m, metas[i]))
 	}
 	return out, nil
+}
+
+// decode decodes a stream message with its meta (a string, or nil for
+// none). One without a key, or whose meta does not decode, comes back in
+// the quarantine form of durable.Entry (Reason durable.ReasonCorrupt).
+func (q *Queue) decode(m redis.XMessage, rawMeta any) durable.Entry {
+	e := fromValues(m.ID, m.Values)
+	if e.Key == "" {
+		e.Reason, e.LastError = durable.ReasonCorrupt, fmt.Sprintf("streamqueue: entry %s of %s has no key", m.ID, q.k.stream)
+	}
+	if s, ok := rawMeta.(string); ok {
+		var md meta
+		if err := json.Unmarshal([]byte(s), &md); err != nil {
+			e.Reason, e.LastError = durable.ReasonCorrupt, fmt.Sprintf("streamqueue: corrupt meta of entry %s of %s: %v", m.ID, q.k.stream, err)
+		}
+		e.Attempts, e.Deliveries, e.NotBefore, e.LastError = md.Attempts, md.Deliveries, md.NotBefore, cmp.Or(e.LastError, md.LastError)
+	}
+	return e
 }
 
 // fromValues decodes a stream entry's fields.
@@ -342,22 +357,69 @@ func (q *Queue) Update(ctx context.Context, e durable.Entry) error {
 	return redisErr("update", e.ID, err)
 }
 
-var ackScript = redis.NewScript(`
+// recordLua defines record(id, rec, i): it stores outcome record rec of
+// id in the hash KEYS[5], listed in the sorted set KEYS[6] under ARGV[i]
+// (now, in ms), then drops the records listed before ARGV[i+1] (the
+// cutoff of Retention.Age, in ms) and the oldest past ARGV[i+2]
+// (Retention.Records). Scripts that use it pass those keys and arguments.
+const recordLua = `
+local function record(id, rec, i)
+	redis.call('HSET', KEYS[5], id, rec)
+	redis.call('ZADD', KEYS[6], ARGV[i], id)
+	local cutoff = '(' .. ARGV[i+1]
+	local old = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', cutoff)
+	for _, o in ipairs(old) do redis.call('HDEL', KEYS[5], o) end
+	if #old > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', cutoff) end
+	local over = redis.call('ZCARD', KEYS[6]) - tonumber(ARGV[i+2])
+	if over > 0 then
+		for _, o in ipairs(redis.call('ZRANGE', KEYS[6], 0, over - 1)) do redis.call('HDEL', KEYS[5], o) end
+		redis.call('ZREMRANGEBYRANK', KEYS[6], 0, over - 1)
+	end
+end
+`
+
+var ackScript = redis.NewScript(recordLua + `
 local key = ARGV[2]
 if redis.call('HGET', KEYS[3], key) == ARGV[1] then return 1 end
 local m = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])
 if #m == 0 then return redis.error_reply('NOTFOUND') end
+local rec = {}
 local f = m[1][2]
-for i = 1, #f, 2 do if f[i] == 'key' then key = f[i+1] end end
+for i = 1, #f, 2 do rec[f[i]] = f[i+1] end
+key = rec['key'] or key
+rec['payload'] = nil
+rec['meta'] = redis.call('HGET', KEYS[4], ARGV[1]) or ''
+rec['applied'] = ARGV[4]
 redis.call('HSET', KEYS[3], key, ARGV[1])
 redis.call('HDEL', KEYS[2], key)
 redis.call('HDEL', KEYS[4], ARGV[1])
 redis.call('XACK', KEYS[1], ARGV[3], ARGV[1])
 redis.call('XDEL', KEYS[1], ARGV[1])
+record(ARGV[1], cjson.encode(rec), 5)
 return 1`)
 
+// outcomeRecord is the record of an entry that Ack (or Requeue) removed
+// from the stream, as the scripts store it: the entry's stream fields but
+// its payload, its meta, and the time of the Ack (Unix ns); or, for an
+// entry requeued, the ID it was requeued under.
+type outcomeRecord struct {
+	Key        string `json:"key"`
+	Group      string `json:"group"`
+	Command    string `json:"command"`
+	At         string `json:"at"`
+	Meta       string `json:"meta"`
+	Applied    string `json:"applied"`
+	RequeuedAs string `json:"requeued_as"`
+}
+
+// recordArgs returns the arguments of record (see recordLua) for now.
+func (q *Queue) recordArgs(now time.Time) []any {
+	return []any{now.UnixMilli(), now.Add(-q.cfg.Retention.Age).UnixMilli(), q.cfg.Retention.Records}
+}
+
 // Ack implements durable.Queue in one script: the key is recorded as
-// applied, and the entry acknowledged and deleted from the stream.
+// applied, the outcome record written (and those past Config.Retention
+// dropped), and the entry acknowledged and deleted from the stream.
 func (q *Queue) Ack(ctx context.Context, e durable.Entry) error {
 	if err := q.check(); err != nil {
 		return err
@@ -365,7 +427,9 @@ func (q *Queue) Ack(ctx context.Context, e durable.Entry) error {
 	if !validID(e.ID) {
 		return fmt.Errorf("%w: ack id %q", durable.ErrNotFound, e.ID)
 	}
-	err := ackScript.Run(ctx, q.rdb, []string{q.k.stream, q.k.keys, q.k.applied, q.k.meta}, e.ID, e.Key, consumerGroup).Err()
+	now := time.Now()
+	args := append([]any{e.ID, e.Key, consumerGroup, now.UnixNano()}, q.recordArgs(now)...)
+	err := ackScript.Run(ctx, q.rdb, []string{q.k.stream, q.k.keys, q.k.applied, q.k.meta, q.k.outcome, q.k.order}, args...).Err()
 	return redisErr("ack", e.ID, err)
 }
 
@@ -379,6 +443,87 @@ func (q *Queue) Applied(ctx context.Context, key string) (bool, error) {
 		return false, fmt.Errorf("streamqueue: applied %q: %w", key, err)
 	}
 	return ok, nil
+}
+
+// Status implements durable.Queue: it reads the entry's stream fields,
+// meta, dead letter and outcome record in one transaction (MULTI), and
+// follows the outcome records of a requeued entry to its new ID. An
+// outcome record that does not decode is an error wrapping
+// durable.ErrCorrupt.
+func (q *Queue) Status(ctx context.Context, id string) (durable.Status, error) {
+	if err := q.check(); err != nil {
+		return durable.Status{}, err
+	}
+	asked := id
+	for {
+		if !validID(id) {
+			return durable.Status{}, fmt.Errorf("%w: status id %q", durable.ErrNotFound, asked)
+		}
+		var msgs *redis.XMessageSliceCmd
+		var md, dead, rec *redis.StringCmd
+		_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			msgs = p.XRange(ctx, q.k.stream, id, id)
+			md, dead, rec = p.HGet(ctx, q.k.meta, id), p.HGet(ctx, q.k.dead, id), p.HGet(ctx, q.k.outcome, id)
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return durable.Status{}, fmt.Errorf("streamqueue: status %s: %w", asked, err)
+		}
+		for _, c := range []redis.Cmder{msgs, md, dead, rec} {
+			if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+				return durable.Status{}, fmt.Errorf("streamqueue: status %s: %w", asked, err)
+			}
+		}
+		if m := msgs.Val(); len(m) > 0 {
+			var rawMeta any
+			if s, err := md.Result(); err == nil {
+				rawMeta = s
+			}
+			return durable.Status{State: durable.StateAccepted, Entry: q.decode(m[0], rawMeta)}, nil
+		}
+		if raw, err := dead.Result(); err == nil {
+			return durable.Status{State: durable.StateDeadLettered, Entry: q.deadEntry(id, raw)}, nil
+		}
+		raw, err := rec.Result()
+		if err != nil {
+			return durable.Status{}, fmt.Errorf("%w: status id %s", durable.ErrNotFound, asked)
+		}
+		var o outcomeRecord
+		if err := json.Unmarshal([]byte(raw), &o); err != nil {
+			return durable.Status{}, fmt.Errorf("%w: streamqueue: outcome record %s of %s: %w", durable.ErrCorrupt, id, q.k.stream, err)
+		}
+		if o.RequeuedAs != "" {
+			if compareIDs(o.RequeuedAs, id) <= 0 {
+				return durable.Status{}, fmt.Errorf("%w: streamqueue: outcome record %s of %s names an earlier ID, %s", durable.ErrCorrupt, id, q.k.stream, o.RequeuedAs)
+			}
+			id = o.RequeuedAs
+			continue
+		}
+		return q.applied(id, o)
+	}
+}
+
+// applied returns the status of entry id, applied as o records, or
+// durable.ErrNotFound if o is past Config.Retention's Age.
+func (q *Queue) applied(id string, o outcomeRecord) (durable.Status, error) {
+	e := fromValues(id, map[string]any{"key": o.Key, "group": o.Group, "command": o.Command, "at": o.At})
+	e.Payload = nil
+	ns, err := strconv.ParseInt(o.Applied, 10, 64)
+	if err != nil {
+		return durable.Status{}, fmt.Errorf("%w: streamqueue: outcome record %s of %s: applied at %q", durable.ErrCorrupt, id, q.k.stream, o.Applied)
+	}
+	at := time.Unix(0, ns)
+	if q.cfg.Retention.Expired(at, time.Now()) {
+		return durable.Status{}, fmt.Errorf("%w: status id %s: its outcome record expired", durable.ErrNotFound, id)
+	}
+	if o.Meta != "" {
+		var md meta
+		if err := json.Unmarshal([]byte(o.Meta), &md); err != nil {
+			return durable.Status{}, fmt.Errorf("%w: streamqueue: outcome record %s of %s: meta: %w", durable.ErrCorrupt, id, q.k.stream, err)
+		}
+		e.Attempts, e.Deliveries = md.Attempts, md.Deliveries
+	}
+	return durable.Status{State: durable.StateApplied, Entry: e, AppliedAt: at}, nil
 }
 
 var deadLetterScript = redis.NewScript(`
@@ -428,29 +573,39 @@ func (q *Queue) DeadLetters(ctx context.Context) ([]durable.Entry, error) {
 	}
 	out := make([]durable.Entry, 0, len(all))
 	for id, raw := range all {
-		var e durable.Entry
-		if err := json.Unmarshal([]byte(raw), &e); err != nil {
-			e = durable.Entry{ID: id, Payload: []byte(raw), Reason: durable.ReasonCorrupt,
-				LastError: fmt.Sprintf("streamqueue: dead letter %s of %s: %v", id, q.k.stream, err)}
-		}
-		out = append(out, e)
+		out = append(out, q.deadEntry(id, raw))
 	}
 	slices.SortFunc(out, func(a, b durable.Entry) int { return compareIDs(a.ID, b.ID) })
 	return out, nil
 }
 
-var requeueScript = redis.NewScript(`
+// deadEntry decodes dead letter id, stored as raw; one that does not
+// decode comes back in the quarantine form (Reason durable.ReasonCorrupt,
+// the raw value as Payload).
+func (q *Queue) deadEntry(id, raw string) durable.Entry {
+	var e durable.Entry
+	if err := json.Unmarshal([]byte(raw), &e); err != nil {
+		e = durable.Entry{ID: id, Payload: []byte(raw), Reason: durable.ReasonCorrupt,
+			LastError: fmt.Sprintf("streamqueue: dead letter %s of %s: %v", id, q.k.stream, err)}
+	}
+	return e
+}
+
+var requeueScript = redis.NewScript(recordLua + `
 local raw = redis.call('HGET', KEYS[3], ARGV[1])
 if not raw then return redis.error_reply('NOTFOUND') end
 local id = redis.call('XADD', KEYS[1], '*', 'key', ARGV[2], 'group', ARGV[3], 'command', ARGV[4], 'payload', ARGV[5], 'at', ARGV[6])
 redis.call('HSET', KEYS[2], ARGV[2], id)
 redis.call('HDEL', KEYS[3], ARGV[1])
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[4], id, ARGV[7]) end
+record(ARGV[1], cjson.encode({requeued_as = id}), 8)
 return id`)
 
 // Requeue implements durable.Queue: the entry goes back to the end of the
-// stream, under a new ID, with no attempts and its deliveries. One
-// dead-lettered as corrupt is refused with durable.ErrCorrupt.
+// stream, under a new ID, with no attempts and its deliveries; an outcome
+// record of the old ID (bounded by Config.Retention) names the new one,
+// so that Status of the old ID follows the write. One dead-lettered as
+// corrupt is refused with durable.ErrCorrupt.
 func (q *Queue) Requeue(ctx context.Context, id string) error {
 	if err := q.check(); err != nil {
 		return err
@@ -473,8 +628,8 @@ func (q *Queue) Requeue(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	err = requeueScript.Run(ctx, q.rdb, []string{q.k.stream, q.k.keys, q.k.dead, q.k.meta},
-		id, e.Key, e.Group, e.Command, e.Payload, e.EnqueuedAt.UnixNano(), md).Err()
+	args := append([]any{id, e.Key, e.Group, e.Command, e.Payload, e.EnqueuedAt.UnixNano(), md}, q.recordArgs(time.Now())...)
+	err = requeueScript.Run(ctx, q.rdb, []string{q.k.stream, q.k.keys, q.k.dead, q.k.meta, q.k.outcome, q.k.order}, args...).Err()
 	return redisErr("requeue", id, err)
 }
 

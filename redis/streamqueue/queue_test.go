@@ -245,8 +245,86 @@ func TestConfigErrors(t *testing.T) {
 		{Client: rdb},
 		{Client: rdb, Name: "a{b}"},
 		{Client: rdb, Name: "x", ClaimAfter: -time.Second},
+		{Client: rdb, Name: "x", Retention: durable.Retention{Age: -time.Second}},
+		{Client: rdb, Name: "x", Retention: durable.Retention{Records: -1}},
 	} {
 		_, err := streamqueue.New(context.Background(), cfg)
 		assert.ErrorIs(t, err, durable.ErrInvalidConfig)
+	}
+}
+
+func TestStatusHTTP(t *testing.T) {
+	rdb := client(t, redistest.Shared(t))
+	queuetest.StatusHTTP(t, func(t *testing.T) durable.Queue {
+		return newQueue(t, rdb, streamqueue.Config{Name: uniqueName(t)})
+	})
+}
+
+// TestOutcomes counts a queue's outcome records in Redis: the hash of
+// records and the sorted set that orders them must agree.
+func TestOutcomes(t *testing.T) {
+	rdb := client(t, redistest.Shared(t))
+	names := map[durable.Queue]string{}
+	queuetest.Outcomes(t, func(t *testing.T, r durable.Retention) durable.Queue {
+		name := uniqueName(t)
+		q := newQueue(t, rdb, streamqueue.Config{Name: name, Retention: r})
+		names[q] = name
+		return q
+	}, func(t *testing.T, q durable.Queue) int {
+		p := "bulwark:queue:{" + names[q] + "}:"
+		records, err := rdb.HLen(context.Background(), p+"outcome").Result()
+		require.NoError(t, err)
+		listed, err := rdb.ZCard(context.Background(), p+"order").Result()
+		require.NoError(t, err)
+		require.Equal(t, records, listed, "records and their order agree")
+		return int(records)
+	})
+}
+
+// A requeued entry gets a new stream ID; Status of its first ID follows it
+// through a second dead letter and requeue to its outcome.
+func TestStatusFollowsRequeues(t *testing.T) {
+	ctx := context.Background()
+	q := newQueue(t, client(t, redistest.Shared(t)), streamqueue.Config{Name: uniqueName(t)})
+	first, err := q.Enqueue(ctx, durable.Entry{Key: "k"})
+	require.NoError(t, err)
+	ids := []string{first}
+	for range 2 {
+		es, err := q.Lease(ctx, time.Now(), 1)
+		require.NoError(t, err)
+		es[0].Reason = durable.ReasonMaxAge
+		require.NoError(t, q.DeadLetter(ctx, es[0]))
+		require.NoError(t, q.Requeue(ctx, es[0].ID))
+	}
+	es, err := q.Lease(ctx, time.Now(), 1)
+	require.NoError(t, err)
+	ids = append(ids, es[0].ID)
+	assert.NotEqual(t, first, es[0].ID)
+	require.NoError(t, q.Ack(ctx, es[0]))
+	for _, id := range ids {
+		st, err := q.Status(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, durable.StateApplied, st.State)
+		assert.Equal(t, es[0].ID, st.Entry.ID, "the ID the write has now")
+	}
+}
+
+// An outcome record that does not decode, or whose requeue points back,
+// is an error wrapping ErrCorrupt, never "applied" nor a loop.
+func TestStatusCorruptOutcomeRecord(t *testing.T) {
+	ctx := context.Background()
+	rdb := client(t, redistest.Shared(t))
+	name := uniqueName(t)
+	q := newQueue(t, rdb, streamqueue.Config{Name: name})
+	id, err := q.Enqueue(ctx, durable.Entry{Key: "k"})
+	require.NoError(t, err)
+	es, err := q.Lease(ctx, time.Now(), 1)
+	require.NoError(t, err)
+	require.NoError(t, q.Ack(ctx, es[0]))
+	key := "bulwark:queue:{" + name + "}:outcome"
+	for _, raw := range []string{"{not json", `{"requeued_as":"` + id + `"}`, `{"requeued_as":"0-1"}`, `{"applied":"soon"}`} {
+		require.NoError(t, rdb.HSet(ctx, key, id, raw).Err())
+		_, err := q.Status(ctx, id)
+		assert.ErrorIs(t, err, durable.ErrCorrupt, raw)
 	}
 }
