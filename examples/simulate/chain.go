@@ -35,7 +35,7 @@ import (
 //     answers are errors after Latency and a share Slow are ok answers after
 //     SlowLatency, drawn from a PCG generator seeded with Seed.
 //   - With breakers, each service's call to the next goes through a
-//     circuit.Breaker (AllowAt and RecordAt with the virtual instant): an
+//     circuit.Breaker on the virtual clock, set to each event's instant: an
 //     error or timeout counts as a failure, an ok or degraded answer as a
 //     success, and a refused call is answered at once with a degraded
 //     answer (a fallback): not a success of the chain.
@@ -401,7 +401,7 @@ func (s *chainSim) workDone(c *call, t time.Duration) {
 	var permit circuit.Permit
 	if b := s.svcs[c.svc].b; b != nil {
 		var err error
-		if permit, err = b.AllowAt(t); err != nil {
+		if permit, err = b.Allow(); err != nil {
 			s.finish(c, answerDegraded, t)
 			return
 		}
@@ -417,7 +417,7 @@ func (s *chainSim) timeout(c *call, t time.Duration) {
 		return
 	}
 	c.done = true
-	c.permit.RecordAt(t, circuit.Timeout, t-c.sent)
+	c.permit.Record(metrics.Timeout, t-c.sent)
 	s.finish(c.parent, answerError, t)
 }
 
@@ -446,11 +446,11 @@ func (s *chainSim) finish(c *call, a answer, t time.Duration) {
 		s.count(a, t)
 	case !c.done:
 		c.done = true
-		outcome := circuit.Success
+		outcome := metrics.Success
 		if a == answerError {
-			outcome = circuit.Failure
+			outcome = metrics.Failure
 		}
-		c.permit.RecordAt(t, outcome, t-c.sent)
+		c.permit.Record(outcome, t-c.sent)
 		s.finish(c.parent, a, t)
 	}
 }

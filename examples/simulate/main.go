@@ -278,16 +278,15 @@ func DefaultBreakerParams() BreakerParams {
 // reports its transitions to onTransition; it logs nothing.
 func (bp BreakerParams) config(name string, clock metrics.Clock, onTransition func(circuit.Transition)) circuit.Config {
 	c := circuit.Config{
-		Name:              name,
-		Window:            metrics.Window{Length: bp.Window, Buckets: bp.Buckets},
-		MinRequests:       bp.MinRequests,
-		FailureRatio:      bp.FailureRatio,
-		OpenDuration:      bp.Open,
-		HalfOpenProbes:    bp.Probes,
-		HalfOpenSuccesses: bp.ProbeSuccesses,
-		Clock:             clock,
-		Logger:            slog.New(slog.DiscardHandler),
-		OnTransition:      onTransition,
+		Name:         name,
+		Window:       metrics.Window{Length: bp.Window, Buckets: bp.Buckets},
+		MinRequests:  bp.MinRequests,
+		FailureRatio: bp.FailureRatio,
+		Open:         circuit.OpenConfig{Duration: bp.Open},
+		HalfOpen:     circuit.HalfOpenConfig{Probes: bp.Probes, Successes: bp.ProbeSuccesses},
+		Clock:        clock,
+		Logger:       slog.New(slog.DiscardHandler),
+		OnTransition: onTransition,
 	}
 	bp.apply(&c)
 	return c
@@ -362,13 +361,13 @@ func Simulate(p Params) (Result, error) {
 			checks.transition(t)
 		})
 		if p.HealthCheck > 0 {
-			cfg.HealthCheck = func(context.Context) error {
+			cfg.HealthCheck.Check = func(context.Context) error {
 				if inOutage(clock.Now()) {
 					return errDown
 				}
 				return nil
 			}
-			cfg.HealthCheckInterval = circuit.HealthCheckManual
+			cfg.HealthCheck.Interval = circuit.HealthCheckManual
 		}
 		var err error
 		if b, err = circuit.New(cfg); err != nil {
@@ -406,10 +405,10 @@ func Simulate(p Params) (Result, error) {
 		if outage {
 			res.ForwardedDuringOutage++
 			res.DownstreamFailures++
-			permit.Record(circuit.Failure, p.LatencyFail)
+			permit.Record(metrics.Failure, p.LatencyFail)
 			seen = append(seen, p.LatencyFail)
 		} else {
-			permit.Record(circuit.Success, p.LatencyOK)
+			permit.Record(metrics.Success, p.LatencyOK)
 			seen = append(seen, p.LatencyOK)
 		}
 	}
