@@ -33,7 +33,7 @@ type commandSettings struct {
 
 	// The call's rate limiters, asked in this order (see call.limited);
 	// limited is set when there is any, limitWaits when one may wait (see
-	// NonWaiting).
+	// Limiter).
 	groupLimit limitStage
 	keyedLimit KeyedLimiter
 	limit      limitStage
