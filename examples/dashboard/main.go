@@ -53,6 +53,7 @@ import (
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
 	"github.com/bulwark-go/bulwark/dashboard"
+	"github.com/bulwark-go/bulwark/dashboard/control"
 	"github.com/bulwark-go/bulwark/rules"
 )
 
@@ -124,8 +125,13 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 			return err
 		}
 	}
-	control := dashboard.ControlConfig{Token: os.Getenv("BULWARK_CONTROL_TOKEN"), Rules: live}
-	h, err := dashboard.New(reg, dashboard.Config{Logger: logger, Control: control})
+	cfg := dashboard.Config{Logger: logger}
+	if token := os.Getenv("BULWARK_CONTROL_TOKEN"); token != "" {
+		if cfg.Control, err = control.New(reg, control.Config{Token: token, Rules: live, Logger: logger}); err != nil {
+			return err
+		}
+	}
+	h, err := dashboard.New(reg, cfg)
 	if err != nil {
 		return err
 	}
