@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strings"
-
 )
 
 // StreamPath is where the handler of New serves the stream.
