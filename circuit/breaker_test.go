@@ -542,3 +542,18 @@ func TestHugeDurationsDoNotOverflow(t *testing.T) {
 	assert.Equal(t, time.Duration(math.MaxInt64/2), s.OpenDuration)
 	assert.Positive(t, s.RetryAfter)
 }
+
+// The states, modes and reasons users name are the engine's: a breaker
+// converts them by value.
+func TestFaceConstantsAreTheEngines(t *testing.T) {
+	assert.Equal(t, []breaker.State{breaker.Closed, breaker.Open, breaker.HalfOpen},
+		[]breaker.State{breaker.State(Closed), breaker.State(Open), breaker.State(HalfOpen)})
+	assert.Equal(t, []breaker.Mode{breaker.Normal, breaker.ForcedOpen, breaker.ForcedClosed, breaker.ObserveOnly},
+		[]breaker.Mode{breaker.Mode(Normal), breaker.Mode(ForcedOpen), breaker.Mode(ForcedClosed), breaker.Mode(ObserveOnly)})
+	assert.Equal(t, []breaker.Reason{breaker.ReasonErrorRatio, breaker.ReasonSlowRatio, breaker.ReasonOpenElapsed,
+		breaker.ReasonProbeFailed, breaker.ReasonProbesSucceeded, breaker.ReasonHalfOpenTimeout, breaker.ReasonForced,
+		breaker.ReasonHealthCheck, breaker.ReasonReset},
+		[]breaker.Reason{breaker.Reason(ReasonErrorRatio), breaker.Reason(ReasonSlowRatio), breaker.Reason(ReasonOpenElapsed),
+			breaker.Reason(ReasonProbeFailed), breaker.Reason(ReasonProbesSucceeded), breaker.Reason(ReasonHalfOpenTimeout),
+			breaker.Reason(ReasonForced), breaker.Reason(ReasonHealthCheck), breaker.Reason(ReasonReset)})
+}

@@ -7,9 +7,9 @@ type State uint8
 
 // The three states. The zero value is Closed.
 const (
-	Closed   = State(breaker.Closed)   // calls flow; outcomes fill the window
-	Open     = State(breaker.Open)     // calls are refused until the open duration has elapsed
-	HalfOpen = State(breaker.HalfOpen) // a few probe calls test the dependency
+	Closed   State = iota // calls flow; outcomes fill the window
+	Open                  // calls are refused until the open duration has elapsed
+	HalfOpen              // a few probe calls test the dependency
 )
 
 // String returns "closed", "open" or "half-open".
@@ -23,10 +23,10 @@ type Mode uint8
 // state machine; ObserveOnly runs the state machine and reports its
 // transitions but admits every call.
 const (
-	Normal       = Mode(breaker.Normal)       // the state machine decides
-	ForcedOpen   = Mode(breaker.ForcedOpen)   // refuse every call with ErrForcedOpen
-	ForcedClosed = Mode(breaker.ForcedClosed) // admit every call
-	ObserveOnly  = Mode(breaker.ObserveOnly)  // compute state and report transitions, never refuse
+	Normal       Mode = iota // the state machine decides
+	ForcedOpen               // refuse every call with ErrForcedOpen
+	ForcedClosed             // admit every call
+	ObserveOnly              // compute state and report transitions, never refuse
 )
 
 // String returns "normal", "forced-open", "forced-closed" or "observe-only".
@@ -39,13 +39,13 @@ type Reason string
 // judgment (the fleet of module redis) adds its own: fleet_open and
 // fleet_close.
 const (
-	ReasonErrorRatio      = Reason(breaker.ReasonErrorRatio)      // closed → open: failures and timeouts reached FailureRatio
-	ReasonSlowRatio       = Reason(breaker.ReasonSlowRatio)       // closed → open: slow calls reached SlowCallRatio
-	ReasonOpenElapsed     = Reason(breaker.ReasonOpenElapsed)     // open → half-open: the open duration has elapsed
-	ReasonProbeFailed     = Reason(breaker.ReasonProbeFailed)     // half-open → open: HalfOpen.Failures probes in a row failed, timed out or were slow
-	ReasonProbesSucceeded = Reason(breaker.ReasonProbesSucceeded) // half-open → closed: HalfOpen.Successes probes in a row succeeded
-	ReasonHalfOpenTimeout = Reason(breaker.ReasonHalfOpenTimeout) // half-open → open: HalfOpen.MaxWait passed without a probe result
-	ReasonForced          = Reason(breaker.ReasonForced)          // SetMode changed the effective state
-	ReasonHealthCheck     = Reason(breaker.ReasonHealthCheck)     // open → half-open: HealthCheck.Check passed
-	ReasonReset           = Reason(breaker.ReasonReset)           // any → closed: Reset restarted the breaker
+	ReasonErrorRatio      Reason = "error_ratio"       // closed → open: failures and timeouts reached FailureRatio
+	ReasonSlowRatio       Reason = "slow_ratio"        // closed → open: slow calls reached SlowCallRatio
+	ReasonOpenElapsed     Reason = "open_elapsed"      // open → half-open: the open duration has elapsed
+	ReasonProbeFailed     Reason = "probe_failed"      // half-open → open: HalfOpen.Failures probes in a row failed, timed out or were slow
+	ReasonProbesSucceeded Reason = "probes_succeeded"  // half-open → closed: HalfOpen.Successes probes in a row succeeded
+	ReasonHalfOpenTimeout Reason = "half_open_timeout" // half-open → open: HalfOpen.MaxWait passed without a probe result
+	ReasonForced          Reason = "forced"            // SetMode changed the effective state
+	ReasonHealthCheck     Reason = "health_check"      // open → half-open: HealthCheck.Check passed
+	ReasonReset           Reason = "reset"             // any → closed: Reset restarted the breaker
 )
