@@ -205,9 +205,9 @@ func setupBulwarkBreaker(b *testing.B) func() func() {
 		}
 		r, err := work()
 		if err != nil {
-			p.Record(circuit.Failure, 0)
+			p.Record(metrics.Failure, 0)
 		} else {
-			p.Record(circuit.Success, 0)
+			p.Record(metrics.Success, 0)
 		}
 		if r != 42 {
 			b.Fatal("bulwark circuit: bad result", r)
@@ -215,8 +215,8 @@ func setupBulwarkBreaker(b *testing.B) func() func() {
 	})
 }
 
-// setupBulwarkBreakerTimed also measures the call with the breaker's clock and hands the end
-// reading to RecordAt, as a caller with slow-call detection on would: two clock reads per call.
+// setupBulwarkBreakerTimed also measures the call with the breaker's clock, as a caller with
+// slow-call detection on would: two clock reads per call, and Record's own.
 func setupBulwarkBreakerTimed(b *testing.B) func() func() {
 	clock := metrics.SystemClock()
 	cb, err := circuit.New(circuit.Config{Name: "bench", Clock: clock, SlowCallDuration: time.Second, SlowCallRatio: 1})
@@ -230,9 +230,9 @@ func setupBulwarkBreakerTimed(b *testing.B) func() func() {
 		r, err := work()
 		end := clock.Now()
 		if err != nil {
-			p.RecordAt(end, circuit.Failure, end-start)
+			p.Record(metrics.Failure, end-start)
 		} else {
-			p.RecordAt(end, circuit.Success, end-start)
+			p.Record(metrics.Success, end-start)
 		}
 		if r != 42 {
 			b.Fatal("bulwark circuit: bad result", r)

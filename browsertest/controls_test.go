@@ -14,6 +14,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/dashboard"
+	"github.com/bulwark-go/bulwark/dashboard/control"
 )
 
 const controlToken = "browser-test-token-0123456789"
@@ -61,7 +62,9 @@ func TestBrowserControls(t *testing.T) {
 	waitFor(t, time.Second, "no controls", "0", evalString(ctx, controlButtons))
 
 	// With a token: controls only once the right token is entered.
-	url := serveDashboard(t, live, dashboard.Config{Control: dashboard.ControlConfig{Token: controlToken}})
+	ctl, err := control.New(live.reg, control.Config{Token: controlToken, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	url := serveDashboard(t, live, dashboard.Config{Control: ctl})
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(url+"/?delay=100")))
 	waitFor(t, 10*time.Second, "GetUser tile", "Closed", func() (string, error) { return tileState(ctx, "GetUser") })
 	waitFor(t, time.Second, "token box shown", "false", evalString(ctx, `String(document.getElementById('control').hidden)`))

@@ -35,12 +35,12 @@ func TestBrowserPolicies(t *testing.T) {
 	}
 	ctx := startChromium(t)
 	reg := command.NewRegistry(command.RegistryConfig{Logger: slog.New(slog.DiscardHandler)})
-	breaker := circuit.Config{MinRequests: 5, OpenDuration: time.Hour}
+	breaker := circuit.Config{MinRequests: 5, Open: circuit.OpenConfig{Duration: time.Hour}}
 	search, err := reg.NewGroup("search", command.GroupConfig{Strategy: command.Semaphore, CommandBreaker: breaker})
 	require.NoError(t, err)
 	checked := breaker
-	checked.HealthCheck = func(context.Context) error { return errors.New("connection refused") }
-	checked.HealthCheckInterval = 20 * time.Millisecond
+	checked.HealthCheck.Check = func(context.Context) error { return errors.New("connection refused") }
+	checked.HealthCheck.Interval = 20 * time.Millisecond
 	ledger, err := reg.NewGroup("ledger", command.GroupConfig{Strategy: command.Semaphore, CommandBreaker: checked})
 	require.NoError(t, err)
 

@@ -59,7 +59,7 @@ func TestBrowserProbesAndAlerts(t *testing.T) {
 	t.Cleanup(func() { assert.NoError(t, reg.Close(context.Background())) })
 	g, err := reg.NewGroup("payments", command.GroupConfig{
 		Strategy:       command.Semaphore,
-		CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: time.Minute, HalfOpenSuccesses: 2},
+		CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Minute}, HalfOpen: circuit.HalfOpenConfig{Successes: 2}},
 		Alerts:         command.AlertConfig{OnAlert: func(command.Alert) {}, Interval: time.Hour},
 	})
 	require.NoError(t, err)

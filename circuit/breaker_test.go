@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bulwark-go/bulwark/internal/breaker"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -20,11 +21,11 @@ import (
 // minimum, 50 %, open 1 s, 1 probe at a time, 2 successes to close.
 func base() Config {
 	return Config{
-		Name:              "test",
-		Window:            metrics.Window{Length: time.Second, Buckets: 10},
-		MinRequests:       4,
-		OpenDuration:      time.Second,
-		HalfOpenSuccesses: 2,
+		Name:        "test",
+		Window:      metrics.Window{Length: time.Second, Buckets: 10},
+		MinRequests: 4,
+		Open:        OpenConfig{Duration: time.Second},
+		HalfOpen:    HalfOpenConfig{Successes: 2},
 	}
 }
 
@@ -97,17 +98,17 @@ func TestKnobs(t *testing.T) {
 			"s s s w =open", []Reason{ReasonSlowRatio}},
 		{"SlowCallDuration is strict", with(func(c *Config) { c.SlowCallDuration = time.Millisecond; c.SlowCallRatio = 0.25 }),
 			"s s s s =closed", nil}, // the rig records 1 ms: not slower than 1 ms
-		{"OpenDuration", with(func(c *Config) { c.OpenDuration = 3 * time.Second }), "4*f +2999ms x +1ms h",
+		{"Open.Duration", with(func(c *Config) { c.Open.Duration = 3 * time.Second }), "4*f +2999ms x +1ms h",
 			[]Reason{ReasonErrorRatio, ReasonOpenElapsed}},
-		{"OpenDuration default 5s", with(func(c *Config) { c.OpenDuration = 0 }), "4*f +4999ms x +1ms h",
+		{"Open.Duration default 5s", with(func(c *Config) { c.Open.Duration = 0 }), "4*f +4999ms x +1ms h",
 			[]Reason{ReasonErrorRatio, ReasonOpenElapsed}},
-		{"HalfOpenProbes", with(func(c *Config) { c.HalfOpenProbes = 3 }), "4*f +1s h h h x rs h x rs =closed",
+		{"HalfOpen.Probes", with(func(c *Config) { c.HalfOpen.Probes = 3 }), "4*f +1s h h h x rs h x rs =closed",
 			[]Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonProbesSucceeded}},
-		{"HalfOpenSuccesses", with(func(c *Config) { c.HalfOpenSuccesses = 5 }), "4*f +1s 4*s =half-open s =closed",
+		{"HalfOpen.Successes", with(func(c *Config) { c.HalfOpen.Successes = 5 }), "4*f +1s 4*s =half-open s =closed",
 			[]Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonProbesSucceeded}},
-		{"HalfOpenMaxWait", with(func(c *Config) { c.HalfOpenMaxWait = 300 * time.Millisecond }), "4*f +1s h +300ms x",
+		{"HalfOpen.MaxWait", with(func(c *Config) { c.HalfOpen.MaxWait = 300 * time.Millisecond }), "4*f +1s h +300ms x",
 			[]Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}},
-		{"HalfOpenMaxWait default 2×OpenDuration", with(func(c *Config) { c.HalfOpenSuccesses = 3 }), "4*f +1s s +10s h +1999ms =half-open +1ms =open",
+		{"HalfOpen.MaxWait default 2×Open.Duration", with(func(c *Config) { c.HalfOpen.Successes = 3 }), "4*f +1s s +10s h +1999ms =half-open +1ms =open",
 			[]Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}},
 		{"WarmUp: outcomes before it are not counted", with(func(c *Config) { c.WarmUp = time.Second }),
 			"10*f +999ms 10*f =closed +1ms 4*f =open", []Reason{ReasonErrorRatio}},
@@ -119,7 +120,7 @@ func TestKnobs(t *testing.T) {
 }
 
 func TestAllowErrors(t *testing.T) {
-	r := newRig(t, with(func(c *Config) { c.RampUp = 10 * time.Second; c.RampUpFloor = 0.01 }))
+	r := newRig(t, with(func(c *Config) { c.Ramp.Duration = 10 * time.Second; c.Ramp.Floor = 0.01 }))
 	r.run("4*f")
 	_, err := r.b.Allow()
 	assert.Same(t, ErrOpen, err)
@@ -139,8 +140,8 @@ func TestAllowErrors(t *testing.T) {
 
 func TestBackoffDoublesToCapAndResetsOnClose(t *testing.T) {
 	r := newRig(t, with(func(c *Config) {
-		c.BackoffMultiplier = 2
-		c.MaxOpenDuration = 5 * time.Second
+		c.Open.Backoff = 2
+		c.Open.Max = 5 * time.Second
 	}))
 	r.run("4*f")
 	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
@@ -175,14 +176,14 @@ func scaleSeconds(ds []time.Duration) []time.Duration {
 }
 
 func TestBackoffDefaultCapIsTenTimes(t *testing.T) {
-	r := newRig(t, with(func(c *Config) { c.BackoffMultiplier = 3 }))
-	assert.Equal(t, 10*time.Second, r.b.Config().MaxOpenDuration)
+	r := newRig(t, with(func(c *Config) { c.Open.Backoff = 3 }))
+	assert.Equal(t, 10*time.Second, r.b.Config().Open.Max)
 	r.run("4*f +1s f +3s f +9s f")
 	assert.Equal(t, 10*time.Second, r.b.Snapshot().OpenDuration)
 }
 
 func TestHalfOpenTimeoutBacksOff(t *testing.T) {
-	r := newRig(t, with(func(c *Config) { c.BackoffMultiplier = 2; c.HalfOpenMaxWait = time.Second }))
+	r := newRig(t, with(func(c *Config) { c.Open.Backoff = 2; c.HalfOpen.MaxWait = time.Second }))
 	r.run("4*f +1s h +1s =open")
 	assert.Equal(t, 2*time.Second, r.b.Snapshot().OpenDuration)
 }
@@ -212,7 +213,7 @@ func TestStalePermits(t *testing.T) {
 		r.run("+1s s rf =half-open")
 	})
 	t.Run("probe of an earlier half-open neither counts nor frees a slot", func(t *testing.T) {
-		r := newRig(t, with(func(c *Config) { c.HalfOpenMaxWait = 500 * time.Millisecond }))
+		r := newRig(t, with(func(c *Config) { c.HalfOpen.MaxWait = 500 * time.Millisecond }))
 		r.run("4*f +1s h +500ms =open +1s h rf =half-open x")
 		assert.Equal(t, 1, r.b.Snapshot().Probes)
 		r.run("rs =half-open")
@@ -222,19 +223,19 @@ func TestStalePermits(t *testing.T) {
 	// used to apply the due open→half-open transition itself (found by the
 	// model-based test).
 	t.Run("stale probe result does not move the state", func(t *testing.T) {
-		r := newRig(t, with(func(c *Config) { c.HalfOpenMaxWait = 500 * time.Millisecond }))
+		r := newRig(t, with(func(c *Config) { c.HalfOpen.MaxWait = 500 * time.Millisecond }))
 		r.run("4*f +1s h +500ms =open +1s rf")
 		assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}, r.reasons())
 	})
 	t.Run("zero permit records nothing", func(t *testing.T) {
 		var p Permit
-		p.Record(Failure, time.Second)
+		p.Record(metrics.Failure, time.Second)
 	})
 	t.Run("unknown outcome is ignored", func(t *testing.T) {
 		r := newRig(t, with(func(c *Config) { c.MinRequests = 1 }))
 		p, err := r.b.Allow()
 		require.NoError(t, err)
-		p.Record(Outcome(9), 0)
+		p.Record(metrics.Event(9), 0)
 		assert.Equal(t, Health{}, r.b.Snapshot().Health)
 	})
 }
@@ -249,7 +250,7 @@ func TestWarmUpIgnoresOutcomes(t *testing.T) {
 }
 
 func TestObserveOnlyNeverRefusesButReports(t *testing.T) {
-	cfg := with(func(c *Config) { c.RampUp = time.Second })
+	cfg := with(func(c *Config) { c.Ramp.Duration = time.Second })
 	normal := newRig(t, cfg)
 	cfg.Mode = ObserveOnly
 	observe := newRig(t, cfg)
@@ -309,7 +310,7 @@ func TestForcedModesOverride(t *testing.T) {
 
 func TestRampUp(t *testing.T) {
 	const ramp = 100 * time.Second
-	r := newRig(t, with(func(c *Config) { c.RampUp = ramp; c.RampUpFloor = 0.2 }))
+	r := newRig(t, with(func(c *Config) { c.Ramp.Duration = ramp; c.Ramp.Floor = 0.2 }))
 	r.run("4*f +1s s s =closed")
 	for _, frac := range []float64{0, 0.25, 0.5, 0.75} {
 		r.clock.Set(r.transitions()[2].At + time.Duration(frac*float64(ramp)))
@@ -322,7 +323,7 @@ func TestRampUp(t *testing.T) {
 				continue
 			}
 			admitted++
-			p.Record(Success, time.Millisecond)
+			p.Record(metrics.Success, time.Millisecond)
 		}
 		want := 0.2 + 0.8*frac
 		assert.InDelta(t, want, float64(admitted)/n, 0.05, "at %.0f%% of the ramp", frac*100)
@@ -330,15 +331,15 @@ func TestRampUp(t *testing.T) {
 	}
 	r.clock.Set(r.transitions()[2].At + ramp)
 	for range 100 {
-		require.NoError(t, r.call(Success, false))
+		require.NoError(t, r.call(metrics.Success, false))
 	}
 	assert.Equal(t, 1.0, r.b.Snapshot().RampShare)
 }
 
 func TestSnapshot(t *testing.T) {
-	r := newRig(t, with(func(c *Config) { c.HalfOpenProbes = 2; c.HalfOpenSuccesses = 3 }))
+	r := newRig(t, with(func(c *Config) { c.HalfOpen.Probes = 2; c.HalfOpen.Successes = 3 }))
 	s := r.b.Snapshot()
-	assert.Equal(t, "test", s.Name)
+	assert.Equal(t, "test", s.Config.Name)
 	assert.Equal(t, Closed, s.State)
 	assert.Equal(t, Reason(""), s.LastReason)
 	assert.Equal(t, 1.0, s.RampShare)
@@ -357,7 +358,7 @@ func TestSnapshot(t *testing.T) {
 	assert.Equal(t, HalfOpen, s.State)
 	assert.Equal(t, 1, s.Probes)
 	assert.Equal(t, 1, s.ProbeSuccesses)
-	assert.Equal(t, 3, s.ProbesNeeded)
+	assert.Equal(t, 3, s.Config.HalfOpen.Successes)
 	assert.Zero(t, s.RetryAfter)
 }
 
@@ -367,7 +368,7 @@ func TestSnapshotKeepsLastEightTransitions(t *testing.T) {
 		r.run("@forced-open @normal")
 	}
 	s := r.b.Snapshot()
-	require.Len(t, s.Transitions, historySize)
+	require.Len(t, s.Transitions, 8)
 	assert.Equal(t, r.transitions()[2:], s.Transitions)
 }
 
@@ -379,7 +380,7 @@ func TestTransitionLogRecord(t *testing.T) {
 		Logger: slog.New(slog.NewJSONHandler(&buf, nil)),
 	})
 	require.NoError(t, err)
-	for _, o := range []Outcome{Success, Timeout, Failure} {
+	for _, o := range []metrics.Event{metrics.Success, metrics.Timeout, metrics.Failure} {
 		p, err := b.Allow()
 		require.NoError(t, err)
 		p.Record(o, time.Millisecond)
@@ -414,7 +415,7 @@ func TestOnTransitionOutsideLock(t *testing.T) {
 	require.NoError(t, err)
 	p, err := b.Allow()
 	require.NoError(t, err)
-	p.Record(Failure, 0)
+	p.Record(metrics.Failure, 0)
 	assert.Equal(t, []string{"open/open/open", "closed/closed/closed"}, got)
 }
 
@@ -423,8 +424,6 @@ func TestStateStrings(t *testing.T) {
 		[]string{Closed.String(), Open.String(), HalfOpen.String(), State(7).String()})
 	assert.Equal(t, []string{"normal", "forced-open", "forced-closed", "observe-only", "mode(9)"},
 		[]string{Normal.String(), ForcedOpen.String(), ForcedClosed.String(), ObserveOnly.String(), Mode(9).String()})
-	assert.Equal(t, []string{"success", "failure", "timeout", "ignored", "outcome(5)"},
-		[]string{Success.String(), Failure.String(), Timeout.String(), Ignored.String(), Outcome(5).String()})
 }
 
 func TestAllowAndRecordDoNotAllocate(t *testing.T) {
@@ -434,11 +433,11 @@ func TestAllowAndRecordDoNotAllocate(t *testing.T) {
 		if err != nil {
 			panic(err)
 		}
-		p.Record(Success, time.Millisecond)
+		p.Record(metrics.Success, time.Millisecond)
 		p, _ = r.b.Allow()
-		p.Record(Failure, time.Millisecond)
-		p, _ = r.b.AllowAt(time.Second)
-		p.RecordAt(time.Second, Failure, time.Millisecond)
+		p.Record(metrics.Failure, time.Millisecond)
+		ep, _ := r.b.engine().AllowAt(time.Second)
+		ep.RecordAt(time.Second, metrics.Failure, time.Millisecond)
 	})
 	assert.Zero(t, allocs)
 	r.b.SetMode(ForcedOpen)
@@ -470,30 +469,30 @@ func TestAtVariantsUseTheGivenInstant(t *testing.T) {
 	var trans []Transition
 	clock := &forbiddenClock{t: t}
 	b, err := New(with(func(c *Config) {
-		c.RampUp = time.Second
+		c.Ramp.Duration = time.Second
 		c.Clock = clock
 		c.Logger = slog.New(slog.DiscardHandler)
 		c.OnTransition = func(tr Transition) { trans = append(trans, tr) }
 	}))
 	require.NoError(t, err)
 	clock.armed = true // New read it once
-	call := func(now time.Duration, o Outcome) error {
-		p, err := b.AllowAt(now)
+	call := func(now time.Duration, o metrics.Event) error {
+		p, err := b.engine().AllowAt(now)
 		if err == nil {
 			p.RecordAt(now+time.Millisecond, o, time.Millisecond)
 		}
 		return err
 	}
 	for i := range 4 {
-		require.NoError(t, call(time.Duration(i)*time.Millisecond, Failure))
+		require.NoError(t, call(time.Duration(i)*time.Millisecond, metrics.Failure))
 	}
 	require.Len(t, trans, 1)
 	assert.Equal(t, ReasonErrorRatio, trans[0].Reason)
 	assert.Equal(t, 4*time.Millisecond, trans[0].At, "stamped with RecordAt's instant")
 
-	require.ErrorIs(t, call(500*time.Millisecond, Success), ErrOpen, "still open at 0.5 s")
-	require.NoError(t, call(1004*time.Millisecond, Success), "open duration over: first probe")
-	require.NoError(t, call(1100*time.Millisecond, Success), "second probe closes")
+	require.ErrorIs(t, call(500*time.Millisecond, metrics.Success), ErrOpen, "still open at 0.5 s")
+	require.NoError(t, call(1004*time.Millisecond, metrics.Success), "open duration over: first probe")
+	require.NoError(t, call(1100*time.Millisecond, metrics.Success), "second probe closes")
 	require.Len(t, trans, 3)
 	assert.Equal(t, []Reason{ReasonOpenElapsed, ReasonProbesSucceeded}, []Reason{trans[1].Reason, trans[2].Reason})
 	assert.Equal(t, 1101*time.Millisecond, trans[2].At)
@@ -502,13 +501,13 @@ func TestAtVariantsUseTheGivenInstant(t *testing.T) {
 	// ramp-up's length later none is.
 	shed := 0
 	for range 100 {
-		if errors.Is(call(1101*time.Millisecond, Success), ErrRampUp) {
+		if errors.Is(call(1101*time.Millisecond, metrics.Success), ErrRampUp) {
 			shed++
 		}
 	}
 	assert.Greater(t, shed, 50)
 	for range 100 {
-		require.NoError(t, call(2101*time.Millisecond, Success))
+		require.NoError(t, call(2101*time.Millisecond, metrics.Success))
 	}
 }
 
@@ -520,9 +519,9 @@ func TestRecordIsRecordAtNow(t *testing.T) {
 		p, err := r.b.Allow()
 		require.NoError(t, err)
 		if at {
-			p.RecordAt(r.clock.Now(), Failure, time.Millisecond)
+			breaker.Permit(p).RecordAt(r.clock.Now(), metrics.Failure, time.Millisecond)
 		} else {
-			p.Record(Failure, time.Millisecond)
+			p.Record(metrics.Failure, time.Millisecond)
 		}
 	}
 	// The window (1 s in 100 ms buckets) now holds those at 0.3 to 1.2 s.
@@ -531,15 +530,30 @@ func TestRecordIsRecordAtNow(t *testing.T) {
 
 func TestHugeDurationsDoNotOverflow(t *testing.T) {
 	r := newRig(t, with(func(c *Config) {
-		c.OpenDuration = math.MaxInt64 / 2
-		c.BackoffMultiplier = 4
-		c.MaxOpenDuration = math.MaxInt64
+		c.Open.Duration = math.MaxInt64 / 2
+		c.Open.Backoff = 4
+		c.Open.Max = math.MaxInt64
 		c.WarmUp = time.Hour
 	}))
-	assert.Equal(t, time.Duration(math.MaxInt64), r.b.Config().HalfOpenMaxWait, "2 × OpenDuration saturates")
+	assert.Equal(t, time.Duration(math.MaxInt64), r.b.Config().HalfOpen.MaxWait, "2 × Open.Duration saturates")
 	r.clock.Set(math.MaxInt64 / 4 * 3) // now + OpenDuration is past the largest Duration
 	r.run("4*f =open +1h =open x")
 	s := r.b.Snapshot()
 	assert.Equal(t, time.Duration(math.MaxInt64/2), s.OpenDuration)
 	assert.Positive(t, s.RetryAfter)
+}
+
+// The states, modes and reasons users name are the engine's: a breaker
+// converts them by value.
+func TestFaceConstantsAreTheEngines(t *testing.T) {
+	assert.Equal(t, []breaker.State{breaker.Closed, breaker.Open, breaker.HalfOpen},
+		[]breaker.State{breaker.State(Closed), breaker.State(Open), breaker.State(HalfOpen)})
+	assert.Equal(t, []breaker.Mode{breaker.Normal, breaker.ForcedOpen, breaker.ForcedClosed, breaker.ObserveOnly},
+		[]breaker.Mode{breaker.Mode(Normal), breaker.Mode(ForcedOpen), breaker.Mode(ForcedClosed), breaker.Mode(ObserveOnly)})
+	assert.Equal(t, []breaker.Reason{breaker.ReasonErrorRatio, breaker.ReasonSlowRatio, breaker.ReasonOpenElapsed,
+		breaker.ReasonProbeFailed, breaker.ReasonProbesSucceeded, breaker.ReasonHalfOpenTimeout, breaker.ReasonForced,
+		breaker.ReasonHealthCheck, breaker.ReasonReset},
+		[]breaker.Reason{breaker.Reason(ReasonErrorRatio), breaker.Reason(ReasonSlowRatio), breaker.Reason(ReasonOpenElapsed),
+			breaker.Reason(ReasonProbeFailed), breaker.Reason(ReasonProbesSucceeded), breaker.Reason(ReasonHalfOpenTimeout),
+			breaker.Reason(ReasonForced), breaker.Reason(ReasonHealthCheck), breaker.Reason(ReasonReset)})
 }

@@ -38,7 +38,7 @@ func BenchmarkAllowRecord(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p.Record(Success, time.Millisecond)
+		p.Record(metrics.Success, time.Millisecond)
 	}
 }
 
@@ -51,7 +51,7 @@ func BenchmarkAllowRecordManualClock(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p.Record(Success, time.Millisecond)
+		p.Record(metrics.Success, time.Millisecond)
 	}
 }
 
@@ -63,11 +63,11 @@ func BenchmarkAllowAtRecordAt(b *testing.B) {
 	now := clock.Now()
 	b.ReportAllocs()
 	for b.Loop() {
-		p, err := br.AllowAt(now)
+		p, err := br.engine().AllowAt(now)
 		if err != nil {
 			b.Fatal(err)
 		}
-		p.RecordAt(now, Success, time.Millisecond)
+		p.RecordAt(now, metrics.Success, time.Millisecond)
 	}
 }
 
@@ -80,7 +80,7 @@ func BenchmarkAllowRecordParallel(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			p.Record(Success, time.Millisecond)
+			p.Record(metrics.Success, time.Millisecond)
 		}
 	})
 }
@@ -90,7 +90,7 @@ func BenchmarkAllowOpen(b *testing.B) {
 	br := benchBreaker(b, metrics.SystemClock())
 	for range 20 {
 		p, _ := br.Allow()
-		p.Record(Failure, time.Millisecond)
+		p.Record(metrics.Failure, time.Millisecond)
 	}
 	if br.State() != Open {
 		b.Fatal("breaker did not open")
@@ -120,11 +120,11 @@ func BenchmarkAllowAtRecordAtFailure(b *testing.B) {
 	var now time.Duration
 	for i := range w.Buckets {
 		now = time.Duration(i) * w.BucketWidth()
-		p, err := br.AllowAt(now)
+		p, err := br.engine().AllowAt(now)
 		if err != nil {
 			b.Fatal(err)
 		}
-		p.RecordAt(now, Success, time.Millisecond)
+		p.RecordAt(now, metrics.Success, time.Millisecond)
 	}
 	clock.Set(now)
 	if got := br.Snapshot().Health.Requests; got != int64(w.Buckets) {
@@ -132,11 +132,11 @@ func BenchmarkAllowAtRecordAtFailure(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		p, err := br.AllowAt(now)
+		p, err := br.engine().AllowAt(now)
 		if err != nil {
 			b.Fatal(err)
 		}
-		p.RecordAt(now, Failure, time.Millisecond)
+		p.RecordAt(now, metrics.Failure, time.Millisecond)
 	}
 	if br.State() != Closed {
 		b.Fatal("breaker tripped")

@@ -1,6 +1,7 @@
 package circuit
 
 import (
+	"log/slog"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -10,14 +11,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/bulwark-go/bulwark/metrics"
 )
 
 func TestHalfOpenProbeLimitUnderHammering(t *testing.T) {
 	for _, probes := range []int{1, 3} {
 		r := newRig(t, with(func(c *Config) {
-			c.HalfOpenProbes = probes
-			c.HalfOpenSuccesses = 1 << 30 // stay half-open
-			c.HalfOpenMaxWait = time.Hour
+			c.HalfOpen.Probes = probes
+			c.HalfOpen.Successes = 1 << 30 // stay half-open
+			c.HalfOpen.MaxWait = time.Hour
 		}))
 		r.run("4*f +1s =half-open")
 
@@ -41,9 +44,9 @@ func TestHalfOpenProbeLimitUnderHammering(t *testing.T) {
 					}
 					runtime.Gosched()
 					inFlight.Add(-1) // before Record: Record frees the slot
-					o := Success
+					o := metrics.Success
 					if (g+i)%3 == 0 {
-						o = Ignored
+						o = metrics.Cancelled
 					}
 					p.Record(o, time.Millisecond)
 				}
@@ -63,28 +66,33 @@ func TestHalfOpenProbeLimitUnderHammering(t *testing.T) {
 // run with -race. Transitions must arrive one at a time, in order, forming a
 // chain, and OnTransition must be able to call back into the breaker.
 func TestConcurrentUse(t *testing.T) {
-	r := newRig(t, with(func(c *Config) {
-		c.HalfOpenProbes = 2
-		c.BackoffMultiplier = 2
-		c.MaxOpenDuration = 2 * time.Second
-		c.OpenDuration = 200 * time.Millisecond
-		c.RampUp = 300 * time.Millisecond
-		c.SlowCallDuration = 50 * time.Millisecond
-		c.SlowCallRatio = 0.8
-	}))
 	var delivering atomic.Bool
 	var mu sync.Mutex
 	var chain []Transition
-	r.b.cfg().OnTransition = func(tr Transition) {
-		if !delivering.CompareAndSwap(false, true) {
-			t.Error("OnTransition called concurrently")
+	r := &rig{t: t, clock: new(metrics.ManualClock)}
+	cfg := with(func(c *Config) {
+		c.HalfOpen.Probes = 2
+		c.Open.Backoff = 2
+		c.Open.Max = 2 * time.Second
+		c.Open.Duration = 200 * time.Millisecond
+		c.Ramp.Duration = 300 * time.Millisecond
+		c.SlowCallDuration = 50 * time.Millisecond
+		c.SlowCallRatio = 0.8
+		c.Clock, c.Logger = r.clock, slog.New(slog.DiscardHandler)
+		c.OnTransition = func(tr Transition) {
+			if !delivering.CompareAndSwap(false, true) {
+				t.Error("OnTransition called concurrently")
+			}
+			_ = r.b.State() // would deadlock if the breaker's lock were held
+			mu.Lock()
+			chain = append(chain, tr)
+			mu.Unlock()
+			delivering.Store(false)
 		}
-		_ = r.b.State() // would deadlock if the breaker's lock were held
-		mu.Lock()
-		chain = append(chain, tr)
-		mu.Unlock()
-		delivering.Store(false)
-	}
+	})
+	var err error
+	r.b, err = New(cfg)
+	require.NoError(t, err)
 
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -118,7 +126,7 @@ func TestConcurrentUse(t *testing.T) {
 				}
 				calls.Add(1)
 				lat := time.Duration(rng.IntN(100)) * time.Millisecond
-				p.Record(Outcome(rng.IntN(4)), lat)
+				p.Record(metrics.Event(rng.IntN(4)), lat)
 			}
 		})
 	}
@@ -141,7 +149,7 @@ func TestConcurrentUse(t *testing.T) {
 
 func TestRampUpShareConcurrent(t *testing.T) {
 	const ramp = 10 * time.Second
-	r := newRig(t, with(func(c *Config) { c.RampUp = ramp }))
+	r := newRig(t, with(func(c *Config) { c.Ramp.Duration = ramp }))
 	r.run("4*f +1s s s =closed")
 	closedAt := r.clock.Now()
 	for _, frac := range []float64{0.25, 0.5, 0.75} {
@@ -154,7 +162,7 @@ func TestRampUpShareConcurrent(t *testing.T) {
 					total.Add(1)
 					if p, err := r.b.Allow(); err == nil {
 						admitted.Add(1)
-						p.Record(Success, 0)
+						p.Record(metrics.Success, 0)
 					}
 				}
 			})

@@ -8,44 +8,42 @@ import (
 	"math"
 	"time"
 
+	"github.com/bulwark-go/bulwark/internal/breaker"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // ErrInvalidConfig is wrapped by every error that Validate and New return.
 var ErrInvalidConfig = errors.New("circuit: invalid config")
 
-// Defaults applied by Config.WithDefaults to zero fields.
+// HealthCheckManual is the HealthCheckConfig.Interval that schedules no
+// health check: CheckHealth runs one when called.
+const HealthCheckManual time.Duration = -1
+
+// The defaults WithDefaults applies to zero fields, as each field's
+// documentation states them.
 const (
-	DefaultMinRequests       = 20
-	DefaultFailureRatio      = 0.5
-	DefaultOpenDuration      = 5 * time.Second
-	DefaultHalfOpenProbes    = 1
-	DefaultHalfOpenSuccesses = 3
-	DefaultRampUpFloor       = 0.1
-	// DefaultMaxOpenFactor is MaxOpenDuration / OpenDuration when
-	// BackoffMultiplier > 1 and MaxOpenDuration is zero.
-	DefaultMaxOpenFactor = 10
-	// DefaultHalfOpenWaitFactor is HalfOpenMaxWait / OpenDuration when
-	// HalfOpenMaxWait is zero.
-	DefaultHalfOpenWaitFactor = 2
-	DefaultHalfOpenFailures   = 1
-	// DefaultRampDoublingFloor is the share a RampDoubling ramp starts at
-	// when RampUpFloor is zero, and DefaultRampDoublingInterval how often
-	// it doubles: 1 % doubling every 3 s reaches 100 % after 21 s.
-	DefaultRampDoublingFloor    = 0.01
-	DefaultRampDoublingInterval = 3 * time.Second
-	// DefaultHealthCheckTimeout bounds a health check under
-	// HealthCheckManual when HealthCheckTimeout is zero.
-	DefaultHealthCheckTimeout = time.Second
+	defaultMinRequests       = 20
+	defaultFailureRatio      = 0.5
+	defaultOpenDuration      = 5 * time.Second
+	defaultMaxOpenFactor     = 10 // Open.Max / Open.Duration with backoff
+	defaultHalfOpenProbes    = 1
+	defaultHalfOpenSuccesses = 3
+	defaultHalfOpenFailures  = 1
+	defaultHalfOpenWait      = 2 // HalfOpen.MaxWait / Open.Duration
+	defaultRampFloor         = 0.1
+	defaultDoublingFloor     = 0.01
+	defaultCheckTimeout      = time.Second // under HealthCheckManual
 )
 
-// maxProbes bounds HalfOpenProbes: the in-flight probe count shares an
-// atomic word with the generation.
-const maxProbes = math.MaxInt32
-
-// Config configures a Breaker. The zero value of every field means its
-// documented default, or "off" for an optional feature; a negative or
-// out-of-range value is an error from New, never silently replaced.
+// Config configures a Breaker, in the order a breaker works: when a closed
+// breaker trips (Window to SlowCallRatio), how long it stays open (Open)
+// and what may end that early (HealthCheck), the half-open trial that
+// decides whether it closes again (HalfOpen), how traffic comes back after
+// it closes (Ramp) or after it is created (WarmUp), then how it is run.
+// The zero value of every field means its documented default, or "off"
+// for an optional feature; a negative or out-of-range value is an error
+// from New that names the field (HalfOpen.Probes), never silently
+// replaced.
 type Config struct {
 	// Name identifies the breaker in transitions, logs and snapshots.
 	Name string
@@ -73,52 +71,24 @@ type Config struct {
 	// is set; must be zero otherwise.
 	SlowCallRatio float64
 
-	// OpenDuration is how long the breaker stays open before it lets probes
-	// through. Default 5 s.
-	OpenDuration time.Duration
+	// Open is how long the breaker stays open, and how that grows after
+	// failed trials.
+	Open OpenConfig
 
-	// BackoffMultiplier multiplies the open duration after each failed
-	// half-open trial, up to MaxOpenDuration; closing resets it. 0 or 1: no
-	// backoff; otherwise it must be greater than 1.
-	BackoffMultiplier float64
+	// HealthCheck, if its Check is set, is a check bulwark runs while the
+	// breaker is open, whose success turns it half-open at once. Default:
+	// none.
+	HealthCheck HealthCheckConfig
 
-	// MaxOpenDuration caps the backed-off open duration. Default:
-	// OpenDuration without backoff, 10 × OpenDuration with it. Must not be
-	// below OpenDuration.
-	MaxOpenDuration time.Duration
+	// HalfOpen is the trial that decides whether the breaker closes again.
+	HalfOpen HalfOpenConfig
 
-	// HalfOpenProbes is the most probe calls in flight at once in the
-	// half-open state. Default 1.
-	HalfOpenProbes int
-
-	// HalfOpenSuccesses is how many consecutive successful probes close the
-	// breaker. Default 3.
-	HalfOpenSuccesses int
-
-	// HalfOpenMaxWait bounds how long the half-open state waits for a
-	// result while probes are in flight, so that a hung probe cannot keep
-	// it stuck: if no probe result (Success, Failure or Timeout) comes back
-	// within HalfOpenMaxWait of the first probe's admission, or of the last
-	// result while others are still out, the breaker opens again (reason
-	// half_open_timeout), and a result that comes later is not counted.
-	// Time with no probe in flight does not count: with sparse traffic the
-	// breaker stays half-open until enough calls have come (an Ignored
-	// probe frees its slot but does not renew the wait). Default:
-	// 2 × OpenDuration.
-	HalfOpenMaxWait time.Duration
-
-	// RampUp turns ramp-up on: after closing, the share of calls admitted
-	// rises from RampUpFloor to 1 over this duration, linearly unless
-	// RampSchedule or RampFunc says otherwise. Zero: off.
-	RampUp time.Duration
-
-	// RampUpFloor is the share admitted when a ramp-up starts. In (0, 1];
-	// default 0.1 when RampUp is set (0.01 with RampDoubling); must be zero
-	// otherwise, and with RampFunc.
-	RampUpFloor float64
+	// Ramp, if its Duration is set, brings traffic back gradually after the
+	// breaker closes. Default: off (all traffic at once).
+	Ramp RampConfig
 
 	// WarmUp turns warm-up on: outcomes recorded before the breaker is that
-	// old are not counted. Zero: off.
+	// old are not counted, so cold caches cannot trip it. Zero: off.
 	WarmUp time.Duration
 
 	// Mode is the initial mode. Default Normal.
@@ -127,6 +97,11 @@ type Config struct {
 	// Clock tells time. Default metrics.SystemClock(). Tests and simulations
 	// inject a *metrics.ManualClock; the breaker never sleeps.
 	Clock metrics.Clock
+
+	// Logger receives one Info record per transition, and one Error record
+	// per panic in OnTransition, an observer, Ramp.Func or HealthCheck.Check.
+	// Default slog.Default().
+	Logger *slog.Logger
 
 	// OnTransition, if set, is called once per transition, in order, never
 	// concurrently with itself, and never while the breaker holds its lock
@@ -139,102 +114,159 @@ type Config struct {
 	// caller of Allow, Record, SetMode, State or Snapshot, and the
 	// transitions after it are still logged and delivered.
 	OnTransition func(Transition)
+}
 
-	// Logger receives one Info record per transition, and one Error record
-	// per panic in OnTransition. Default slog.Default().
-	Logger *slog.Logger
+// OpenConfig is how long a breaker stays open (Config.Open).
+type OpenConfig struct {
+	// Duration is how long the breaker stays open before it lets probes
+	// through. Default 5 s.
+	Duration time.Duration
 
-	// HalfOpenFailures is how many consecutive failed probes (failure,
-	// timeout, or slow with slow-call detection on) reopen the breaker; a
+	// Backoff multiplies the open duration after each failed half-open
+	// trial, up to Max; closing resets it. 0 or 1: no backoff; otherwise
+	// it must be greater than 1.
+	Backoff float64
+
+	// Max caps the backed-off open duration. Default: Duration without
+	// backoff, 10 × Duration with it. Must not be below Duration.
+	Max time.Duration
+}
+
+// HealthCheckConfig is a check run while a breaker is open
+// (Config.HealthCheck). It lets a healed dependency be found within about
+// one Interval without spending a user's request on probing a dead one.
+type HealthCheckConfig struct {
+	// Check, if set, is called while the breaker is open (never
+	// concurrently with itself, with a Timeout context): when it returns
+	// nil the breaker turns half-open at once (reason health_check)
+	// instead of waiting out the open duration. It must honour its
+	// context: the next check waits for it to return. A panic in it is a
+	// failed check, logged at Error level. Call Close to stop the checker.
+	Check func(ctx context.Context) error
+
+	// Interval is how often Check runs while the breaker is open: first
+	// Interval after it opens, then Interval after each failed check
+	// returns. It is real time (a timer on one goroutine that exists only
+	// while the breaker is open and a check is scheduled), whatever the
+	// Clock. HealthCheckManual schedules nothing: CheckHealth runs a check
+	// when called (on a virtual clock, or from an operator's hook).
+	// Required when Check is set; must be zero otherwise.
+	Interval time.Duration
+
+	// Timeout bounds one check (its context's deadline). Default:
+	// Interval, or 1 s with HealthCheckManual. Must be zero without Check.
+	Timeout time.Duration
+}
+
+// HalfOpenConfig is the trial of a half-open breaker (Config.HalfOpen).
+type HalfOpenConfig struct {
+	// Probes is the most probe calls in flight at once. Default 1.
+	Probes int
+
+	// Successes is how many consecutive successful probes close the
+	// breaker. Default 3.
+	Successes int
+
+	// Failures is how many consecutive failed probes (failure, timeout,
+	// or slow with slow-call detection on) reopen the breaker; a
 	// successful probe in between starts the count again (and a failed
 	// probe starts the count of successes again). Default 1: any failed
 	// probe reopens it. Prevents the flapping seen when one probe fails at
 	// the exact moment of recovery and sends the breaker back to open for
 	// a whole open duration (a team uses 2).
-	HalfOpenFailures int
+	Failures int
 
-	// RampSchedule selects how the admitted share rises during ramp-up
-	// (RampUp must be set): RampLinear (default) or RampDoubling. With
-	// RampFunc set it must be RampLinear (the zero value).
-	RampSchedule RampSchedule
-
-	// RampDoublingInterval is how often the share doubles under
-	// RampDoubling. Default 3 s with RampDoubling; must be zero otherwise.
-	RampDoublingInterval time.Duration
-
-	// RampFunc, if set, is the ramp-up schedule: the share of calls
-	// admitted elapsed after closing, in (0, 1]. RampUp must be set and
-	// still ends the ramp; the ramp also ends once RampFunc returns 1, and
-	// RampUpFloor must be zero. It is called on calls during the ramp (and
-	// by Snapshot), concurrently, never with the breaker's lock held, so
-	// it may call the breaker's methods; it should be a cheap, pure
-	// function of elapsed. Validate calls it once with 0. A panic in it,
-	// or a share outside (0, 1] (NaN included), ends the ramp (every call
-	// admitted, as without ramp-up: a bug in a schedule must not become
-	// an outage) and is logged at Error level.
-	RampFunc func(elapsed time.Duration) float64
-
-	// HealthCheck, if set, is called while the breaker is open (never
-	// concurrently with itself, with a HealthCheckTimeout context): when
-	// it returns nil the breaker turns half-open at once (reason
-	// health_check) instead of waiting out the open duration, so a healed
-	// dependency is found within about HealthCheckInterval and no user
-	// request is spent probing a dead one. It must honour its context: the
-	// next check waits for it to return. A panic in it is a failed check,
-	// logged at Error level. Call Close to stop the checker.
-	HealthCheck func(ctx context.Context) error
-
-	// HealthCheckInterval is how often HealthCheck runs while the breaker
-	// is open: first HealthCheckInterval after it opens, then
-	// HealthCheckInterval after each failed check returns. It is real
-	// time (a timer on one goroutine that exists only while the breaker
-	// is open and a check is scheduled), whatever the Clock.
-	// HealthCheckManual schedules nothing: CheckHealth runs a check when
-	// called (on a virtual clock, or from an operator's hook). Required
-	// when HealthCheck is set; must be zero otherwise.
-	HealthCheckInterval time.Duration
-
-	// HealthCheckTimeout bounds one health check (its context's
-	// deadline). Default: HealthCheckInterval, or
-	// DefaultHealthCheckTimeout with HealthCheckManual. Must be zero
-	// without HealthCheck.
-	HealthCheckTimeout time.Duration
+	// MaxWait bounds how long the half-open state waits for a result
+	// while probes are in flight, so that a hung probe cannot keep it
+	// stuck: if no probe result (Success, Failure or Timeout) comes back
+	// within MaxWait of the first probe's admission, or of the last result
+	// while others are still out, the breaker opens again (reason
+	// half_open_timeout), and a result that comes later is not counted.
+	// Time with no probe in flight does not count: with sparse traffic the
+	// breaker stays half-open until enough calls have come (a probe whose
+	// outcome is not counted frees its slot but does not renew the wait).
+	// Default: 2 × Open.Duration.
+	MaxWait time.Duration
 }
 
-// WithDefaults returns c with every zero field that has a default replaced by
-// it: the effective configuration. It is the one place defaults are applied.
-// Invalid values are left as they are for Validate to report.
-func (c Config) WithDefaults() Config {
+// RampConfig is how traffic comes back after a breaker closes
+// (Config.Ramp): the share of calls admitted rises to 1 over Duration;
+// the others are refused with ErrRampUp.
+type RampConfig struct {
+	// Duration turns ramp-up on and ends it: the share is 1 from then on.
+	// Zero: off.
+	Duration time.Duration
+
+	// Floor is the share admitted when a ramp-up starts. In (0, 1];
+	// default 0.1 (0.01 with Doubling) when Duration is set; must be zero
+	// otherwise, and with Func.
+	Floor float64
+
+	// Doubling, if set, doubles the share every Doubling instead of
+	// raising it linearly: 1 % doubling every 3 s reaches 100 % after
+	// 21 s, a slow start for a backend that a flood of queued traffic
+	// knocked down again right after it recovered. Must be zero without
+	// Duration, and with Func.
+	Doubling time.Duration
+
+	// Func, if set, is the schedule: the share of calls admitted elapsed
+	// after closing, in (0, 1]. Duration still ends the ramp; it also
+	// ends once Func returns 1. It is called on calls during the ramp
+	// (and by Snapshot), concurrently, never with the breaker's lock
+	// held, so it may call the breaker's methods; it should be a cheap,
+	// pure function of elapsed. Validate calls it once with 0. A panic in
+	// it, or a share outside (0, 1] (NaN included), ends the ramp (every
+	// call admitted, as without ramp-up: a bug in a schedule must not
+	// become an outage) and is logged at Error level.
+	Func func(elapsed time.Duration) float64
+}
+
+// withDefaults returns c with every zero field that has a default replaced
+// by it: the effective configuration. It is the one place defaults are
+// applied. Invalid values are left as they are for Validate to report.
+func (c Config) withDefaults() Config {
 	c.Window = c.Window.WithDefaults()
 	if c.MinRequests == 0 {
-		c.MinRequests = DefaultMinRequests
+		c.MinRequests = defaultMinRequests
 	}
 	if c.FailureRatio == 0 {
-		c.FailureRatio = DefaultFailureRatio
+		c.FailureRatio = defaultFailureRatio
 	}
-	if c.OpenDuration == 0 {
-		c.OpenDuration = DefaultOpenDuration
+	o := &c.Open
+	if o.Duration == 0 {
+		o.Duration = defaultOpenDuration
 	}
-	if c.MaxOpenDuration == 0 {
-		c.MaxOpenDuration = c.OpenDuration
-		if c.BackoffMultiplier > 1 {
-			c.MaxOpenDuration = satMul(c.OpenDuration, DefaultMaxOpenFactor)
+	if o.Max == 0 {
+		o.Max = o.Duration
+		if o.Backoff > 1 {
+			o.Max = breaker.SatMul(o.Duration, defaultMaxOpenFactor)
 		}
 	}
-	if c.HalfOpenProbes == 0 {
-		c.HalfOpenProbes = DefaultHalfOpenProbes
+	h := &c.HalfOpen
+	if h.Probes == 0 {
+		h.Probes = defaultHalfOpenProbes
 	}
-	if c.HalfOpenSuccesses == 0 {
-		c.HalfOpenSuccesses = DefaultHalfOpenSuccesses
+	if h.Successes == 0 {
+		h.Successes = defaultHalfOpenSuccesses
 	}
-	if c.HalfOpenMaxWait == 0 {
-		c.HalfOpenMaxWait = satMul(c.OpenDuration, DefaultHalfOpenWaitFactor)
+	if h.Failures == 0 {
+		h.Failures = defaultHalfOpenFailures
 	}
-	if c.HalfOpenFailures == 0 {
-		c.HalfOpenFailures = DefaultHalfOpenFailures
+	if h.MaxWait == 0 {
+		h.MaxWait = breaker.SatMul(o.Duration, defaultHalfOpenWait)
 	}
-	c = c.rampDefaults()
-	c = c.healthCheckDefaults()
+	if r := &c.Ramp; r.Duration > 0 && r.Func == nil && r.Floor == 0 {
+		r.Floor = defaultRampFloor
+		if r.Doubling > 0 {
+			r.Floor = defaultDoublingFloor
+		}
+	}
+	if hc := &c.HealthCheck; hc.Check != nil && hc.Timeout == 0 {
+		hc.Timeout = defaultCheckTimeout
+		if hc.Interval > 0 {
+			hc.Timeout = hc.Interval
+		}
+	}
 	if c.Clock == nil {
 		c.Clock = metrics.SystemClock()
 	}
@@ -247,7 +279,7 @@ func (c Config) WithDefaults() Config {
 // Validate reports the first invalid field of c (after applying defaults),
 // naming the field and its value. The error wraps ErrInvalidConfig.
 func (c Config) Validate() error {
-	e := c.WithDefaults()
+	e := c.withDefaults()
 	if err := e.Window.Validate(); err != nil {
 		return fmt.Errorf("%w: Window {Length: %v, Buckets: %d}: %w",
 			ErrInvalidConfig, c.Window.Length, c.Window.Buckets, err)
@@ -255,48 +287,110 @@ func (c Config) Validate() error {
 	switch {
 	case e.MinRequests < 0:
 		return invalid("MinRequests %d must not be negative", c.MinRequests)
-	case !inUnit(e.FailureRatio):
+	case !breaker.InUnit(e.FailureRatio):
 		return invalid("FailureRatio %v must be in (0, 1]", c.FailureRatio)
 	case e.SlowCallDuration < 0:
 		return invalid("SlowCallDuration %v must not be negative", c.SlowCallDuration)
-	case e.SlowCallDuration > 0 && !inUnit(e.SlowCallRatio):
+	case e.SlowCallDuration > 0 && !breaker.InUnit(e.SlowCallRatio):
 		return invalid("SlowCallRatio %v must be in (0, 1] when SlowCallDuration is set (%v)",
 			c.SlowCallRatio, c.SlowCallDuration)
 	case e.SlowCallDuration == 0 && e.SlowCallRatio != 0:
 		return invalid("SlowCallRatio %v is set but SlowCallDuration is 0 (slow-call detection off)",
 			c.SlowCallRatio)
-	case e.OpenDuration < 0:
-		return invalid("OpenDuration %v must not be negative", c.OpenDuration)
-	case math.IsNaN(e.BackoffMultiplier) || math.IsInf(e.BackoffMultiplier, 0) ||
-		e.BackoffMultiplier < 0 || (e.BackoffMultiplier > 0 && e.BackoffMultiplier < 1):
-		return invalid("BackoffMultiplier %v must be 0 or 1 (no backoff) or greater than 1", c.BackoffMultiplier)
-	case e.MaxOpenDuration < 0:
-		return invalid("MaxOpenDuration %v must not be negative", c.MaxOpenDuration)
-	case e.MaxOpenDuration < e.OpenDuration:
-		return invalid("MaxOpenDuration %v must not be below OpenDuration %v", c.MaxOpenDuration, e.OpenDuration)
-	case e.HalfOpenProbes < 0 || e.HalfOpenProbes > maxProbes:
-		return invalid("HalfOpenProbes %d must be between 1 and %d", c.HalfOpenProbes, maxProbes)
-	case e.HalfOpenSuccesses < 0:
-		return invalid("HalfOpenSuccesses %d must not be negative", c.HalfOpenSuccesses)
-	case e.HalfOpenMaxWait < 0:
-		return invalid("HalfOpenMaxWait %v must not be negative", c.HalfOpenMaxWait)
-	case e.RampUp < 0:
-		return invalid("RampUp %v must not be negative", c.RampUp)
-	case e.RampUp > 0 && e.RampFunc == nil && !inUnit(e.RampUpFloor):
-		return invalid("RampUpFloor %v must be in (0, 1]", c.RampUpFloor)
-	case e.RampUp == 0 && e.RampUpFloor != 0:
-		return invalid("RampUpFloor %v is set but RampUp is 0 (ramp-up off)", c.RampUpFloor)
+	}
+	for _, check := range [...]func(Config) error{c.Open.validate, c.HealthCheck.validate, c.HalfOpen.validate, c.Ramp.validate} {
+		if err := check(e); err != nil {
+			return err
+		}
+	}
+	switch {
 	case e.WarmUp < 0:
 		return invalid("WarmUp %v must not be negative", c.WarmUp)
 	case e.Mode > ObserveOnly:
 		return invalid("Mode %d is not a known mode", c.Mode)
-	case e.HalfOpenFailures < 0:
-		return invalid("HalfOpenFailures %d must not be negative", c.HalfOpenFailures)
 	}
-	if err := c.validateRamp(e); err != nil {
-		return err
+	return nil
+}
+
+// validate reports the first invalid field of o, the Open of a config
+// whose effective form is e.
+func (o OpenConfig) validate(e Config) error {
+	eo := e.Open
+	switch {
+	case eo.Duration < 0:
+		return invalid("Open.Duration %v must not be negative", o.Duration)
+	case math.IsNaN(eo.Backoff) || math.IsInf(eo.Backoff, 0) || eo.Backoff < 0 || (eo.Backoff > 0 && eo.Backoff < 1):
+		return invalid("Open.Backoff %v must be 0 or 1 (no backoff) or greater than 1", o.Backoff)
+	case eo.Max < 0:
+		return invalid("Open.Max %v must not be negative", o.Max)
+	case eo.Max < eo.Duration:
+		return invalid("Open.Max %v must not be below Open.Duration %v", o.Max, eo.Duration)
 	}
-	return c.validateHealthCheck(e)
+	return nil
+}
+
+// validate reports the first invalid field of h, the HealthCheck of a
+// config whose effective form is e.
+func (h HealthCheckConfig) validate(e Config) error {
+	eh := e.HealthCheck
+	switch {
+	case eh.Check == nil && (eh.Interval != 0 || eh.Timeout != 0):
+		return invalid("HealthCheck.Interval %v or HealthCheck.Timeout %v is set but HealthCheck.Check is nil",
+			h.Interval, h.Timeout)
+	case eh.Check != nil && eh.Interval == 0:
+		return invalid("HealthCheck.Interval must be set when HealthCheck.Check is (HealthCheckManual: checks only on CheckHealth)")
+	case eh.Interval < 0 && eh.Interval != HealthCheckManual:
+		return invalid("HealthCheck.Interval %v must not be negative (HealthCheckManual schedules none)", h.Interval)
+	case eh.Timeout < 0:
+		return invalid("HealthCheck.Timeout %v must not be negative", h.Timeout)
+	}
+	return nil
+}
+
+// validate reports the first invalid field of h, the HalfOpen of a config
+// whose effective form is e.
+func (h HalfOpenConfig) validate(e Config) error {
+	eh := e.HalfOpen
+	switch {
+	case eh.Probes < 0 || eh.Probes > breaker.MaxProbes:
+		return invalid("HalfOpen.Probes %d must be between 1 and %d", h.Probes, breaker.MaxProbes)
+	case eh.Successes < 0:
+		return invalid("HalfOpen.Successes %d must not be negative", h.Successes)
+	case eh.Failures < 0:
+		return invalid("HalfOpen.Failures %d must not be negative", h.Failures)
+	case eh.MaxWait < 0:
+		return invalid("HalfOpen.MaxWait %v must not be negative", h.MaxWait)
+	}
+	return nil
+}
+
+// validate reports the first invalid field of r, the Ramp of a config
+// whose effective form is e.
+func (r RampConfig) validate(e Config) error {
+	er := e.Ramp
+	switch {
+	case er.Duration < 0:
+		return invalid("Ramp.Duration %v must not be negative", r.Duration)
+	case er.Duration == 0 && er.Floor != 0:
+		return invalid("Ramp.Floor %v is set but Ramp.Duration is 0 (ramp-up off)", r.Floor)
+	case er.Duration == 0 && (er.Doubling != 0 || er.Func != nil):
+		return invalid("Ramp.Doubling %v or Ramp.Func is set but Ramp.Duration is 0 (ramp-up off)", r.Doubling)
+	case er.Doubling < 0:
+		return invalid("Ramp.Doubling %v must not be negative", r.Doubling)
+	case er.Func != nil && er.Doubling != 0:
+		return invalid("Ramp.Func is set, so Ramp.Doubling %v must be left zero", r.Doubling)
+	case er.Func != nil && er.Floor != 0:
+		return invalid("Ramp.Floor %v is set but Ramp.Func gives the schedule", r.Floor)
+	case er.Func == nil && er.Duration > 0 && !breaker.InUnit(er.Floor):
+		return invalid("Ramp.Floor %v must be in (0, 1]", r.Floor)
+	case er.Func != nil:
+		if s, err := breaker.CallRampFunc(er.Func, 0); err != nil {
+			return invalid("Ramp.Func(0): %v", err)
+		} else if !breaker.InUnit(s) {
+			return invalid("Ramp.Func(0) = %v must be in (0, 1]", s)
+		}
+	}
+	return nil
 }
 
 // invalid returns a configuration error wrapping ErrInvalidConfig.
@@ -304,24 +398,39 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 }
 
-// inUnit reports whether r lies in (0, 1]; false for NaN.
-func inUnit(r float64) bool { return r > 0 && r <= 1 }
-
-// satMul returns d × f, saturating at the largest Duration instead of
-// overflowing.
-func satMul(d time.Duration, f float64) time.Duration {
-	p := float64(d) * f
-	if p >= math.MaxInt64 {
-		return math.MaxInt64
+// settings returns what the engine runs on for e, an effective, valid
+// configuration: the same values, with e kept for Breaker.Config and
+// OnTransition handed the public form of each transition.
+func (e Config) settings() breaker.Settings {
+	s := breaker.Settings{
+		Name:                e.Name,
+		Window:              e.Window,
+		MinRequests:         e.MinRequests,
+		FailureRatio:        e.FailureRatio,
+		SlowCallDuration:    e.SlowCallDuration,
+		SlowCallRatio:       e.SlowCallRatio,
+		OpenDuration:        e.Open.Duration,
+		Backoff:             max(e.Open.Backoff, 1),
+		MaxOpenDuration:     e.Open.Max,
+		HealthCheck:         e.HealthCheck.Check,
+		HealthCheckInterval: e.HealthCheck.Interval,
+		HealthCheckTimeout:  e.HealthCheck.Timeout,
+		HalfOpenProbes:      e.HalfOpen.Probes,
+		HalfOpenSuccesses:   e.HalfOpen.Successes,
+		HalfOpenFailures:    e.HalfOpen.Failures,
+		HalfOpenMaxWait:     e.HalfOpen.MaxWait,
+		RampUp:              e.Ramp.Duration,
+		RampFloor:           e.Ramp.Floor,
+		RampDoubling:        e.Ramp.Doubling,
+		RampFunc:            e.Ramp.Func,
+		WarmUp:              e.WarmUp,
+		Mode:                breaker.Mode(e.Mode),
+		Clock:               e.Clock,
+		Logger:              e.Logger,
+		Config:              e,
 	}
-	return time.Duration(p)
-}
-
-// satAdd returns t + d for d >= 0, saturating at the largest Duration: a
-// deadline too far away to overflow into the past.
-func satAdd(t, d time.Duration) time.Duration {
-	if t > 0 && d > math.MaxInt64-t {
-		return math.MaxInt64
+	if f := e.OnTransition; f != nil {
+		s.OnTransition = func(t breaker.Transition) { f(transitionOf(t)) }
 	}
-	return t + d
+	return s
 }

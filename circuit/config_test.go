@@ -12,51 +12,66 @@ import (
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
-func TestWithDefaults(t *testing.T) {
-	e := Config{}.WithDefaults()
+// effective returns the configuration a breaker made from cfg runs on.
+func effective(t *testing.T, cfg Config) Config {
+	t.Helper()
+	b, err := New(cfg)
+	require.NoError(t, err)
+	return b.Config()
+}
+
+func TestConfigDefaults(t *testing.T) {
+	e := effective(t, Config{})
 	assert.Equal(t, metrics.DefaultWindow(), e.Window)
 	assert.Equal(t, 20, e.MinRequests)
 	assert.Equal(t, 0.5, e.FailureRatio)
 	assert.Zero(t, e.SlowCallDuration)
 	assert.Zero(t, e.SlowCallRatio)
-	assert.Equal(t, 5*time.Second, e.OpenDuration)
-	assert.Zero(t, e.BackoffMultiplier)
-	assert.Equal(t, 5*time.Second, e.MaxOpenDuration, "no backoff: the cap is the open duration")
-	assert.Equal(t, 1, e.HalfOpenProbes)
-	assert.Equal(t, 3, e.HalfOpenSuccesses)
-	assert.Equal(t, 10*time.Second, e.HalfOpenMaxWait)
-	assert.Zero(t, e.RampUp)
-	assert.Zero(t, e.RampUpFloor, "no floor without ramp-up")
+	assert.Equal(t, 5*time.Second, e.Open.Duration)
+	assert.Zero(t, e.Open.Backoff)
+	assert.Equal(t, 5*time.Second, e.Open.Max, "no backoff: the cap is the open duration")
+	assert.Equal(t, 1, e.HalfOpen.Probes)
+	assert.Equal(t, 3, e.HalfOpen.Successes)
+	assert.Equal(t, 10*time.Second, e.HalfOpen.MaxWait)
+	assert.Zero(t, e.Ramp.Duration)
+	assert.Zero(t, e.Ramp.Floor, "no floor without ramp-up")
 	assert.Zero(t, e.WarmUp)
-	assert.Equal(t, 1, e.HalfOpenFailures, "any failed probe reopens")
-	assert.Equal(t, RampLinear, e.RampSchedule)
-	assert.Zero(t, e.RampDoublingInterval)
-	assert.Zero(t, e.HealthCheckTimeout)
+	assert.Equal(t, 1, e.HalfOpen.Failures, "any failed probe reopens")
+	assert.Zero(t, e.Ramp.Doubling, "linear")
+	assert.Zero(t, e.HealthCheck.Timeout)
 	assert.Equal(t, Normal, e.Mode)
 	assert.NotNil(t, e.Clock)
 	assert.Same(t, slog.Default(), e.Logger)
 	require.NoError(t, e.Validate())
 
-	e = Config{
-		Window:            metrics.Window{Length: time.Second},
-		OpenDuration:      time.Second,
-		BackoffMultiplier: 2,
-		RampUp:            time.Minute,
-	}.WithDefaults()
+	e = effective(t, Config{
+		Window: metrics.Window{Length: time.Second},
+		Open:   OpenConfig{Duration: time.Second, Backoff: 2},
+		Ramp:   RampConfig{Duration: time.Minute},
+	})
 	assert.Equal(t, metrics.Window{Length: time.Second, Buckets: 10}, e.Window)
-	assert.Equal(t, 10*time.Second, e.MaxOpenDuration, "backoff: 10 × open duration")
-	assert.Equal(t, 2*time.Second, e.HalfOpenMaxWait)
-	assert.Equal(t, 0.1, e.RampUpFloor)
+	assert.Equal(t, 10*time.Second, e.Open.Max, "backoff: 10 × open duration")
+	assert.Equal(t, 2*time.Second, e.HalfOpen.MaxWait)
+	assert.Equal(t, 0.1, e.Ramp.Floor)
 
 	// Set values are kept.
 	c := Config{
-		Name: "x", Window: metrics.Window{Length: 2 * time.Second, Buckets: 4}, MinRequests: 7,
-		FailureRatio: 0.3, SlowCallDuration: time.Second, SlowCallRatio: 0.9, OpenDuration: 3 * time.Second,
-		BackoffMultiplier: 1.5, MaxOpenDuration: time.Minute, HalfOpenProbes: 4, HalfOpenSuccesses: 5,
-		HalfOpenMaxWait: time.Hour, RampUp: time.Second, RampUpFloor: 0.5, WarmUp: time.Second, Mode: ObserveOnly,
-		HalfOpenFailures: 2, Clock: new(metrics.ManualClock), Logger: slog.New(slog.DiscardHandler), OnTransition: func(Transition) {},
+		Name:             "x",
+		Window:           metrics.Window{Length: 2 * time.Second, Buckets: 4},
+		MinRequests:      7,
+		FailureRatio:     0.3,
+		SlowCallDuration: time.Second,
+		SlowCallRatio:    0.9,
+		Open:             OpenConfig{Duration: 3 * time.Second, Backoff: 1.5, Max: time.Minute},
+		HalfOpen:         HalfOpenConfig{Probes: 4, Successes: 5, MaxWait: time.Hour, Failures: 2},
+		Ramp:             RampConfig{Duration: time.Second, Floor: 0.5},
+		WarmUp:           time.Second,
+		Mode:             ObserveOnly,
+		Clock:            new(metrics.ManualClock),
+		Logger:           slog.New(slog.DiscardHandler),
+		OnTransition:     func(Transition) {},
 	}
-	d := c.WithDefaults()
+	d := effective(t, c)
 	d.OnTransition, c.OnTransition = nil, nil // funcs do not compare
 	assert.Equal(t, c, d)
 }
@@ -80,21 +95,21 @@ func TestValidate(t *testing.T) {
 		{"SlowCallRatio above 1", Config{SlowCallDuration: time.Second, SlowCallRatio: 2}, "SlowCallRatio 2"},
 		{"SlowCallRatio without duration", Config{SlowCallRatio: 0.5}, "SlowCallRatio 0.5 is set but SlowCallDuration is 0"},
 		{"slow calls on", Config{SlowCallDuration: time.Second, SlowCallRatio: 1}, ""},
-		{"OpenDuration negative", Config{OpenDuration: -time.Second}, "OpenDuration -1s"},
-		{"BackoffMultiplier negative", Config{BackoffMultiplier: -2}, "BackoffMultiplier -2"},
-		{"BackoffMultiplier below 1", Config{BackoffMultiplier: 0.5}, "BackoffMultiplier 0.5"},
-		{"BackoffMultiplier infinite", Config{BackoffMultiplier: math.Inf(1)}, "BackoffMultiplier +Inf"},
-		{"BackoffMultiplier 1", Config{BackoffMultiplier: 1}, ""},
-		{"MaxOpenDuration negative", Config{MaxOpenDuration: -1}, "MaxOpenDuration -1ns"},
-		{"MaxOpenDuration below OpenDuration", Config{MaxOpenDuration: time.Second}, "MaxOpenDuration 1s must not be below OpenDuration 5s"},
-		{"HalfOpenProbes negative", Config{HalfOpenProbes: -3}, "HalfOpenProbes -3"},
-		{"HalfOpenProbes too many", Config{HalfOpenProbes: math.MaxInt32 + 1}, "HalfOpenProbes 2147483648"},
-		{"HalfOpenSuccesses negative", Config{HalfOpenSuccesses: -1}, "HalfOpenSuccesses -1"},
-		{"HalfOpenMaxWait negative", Config{HalfOpenMaxWait: -time.Minute}, "HalfOpenMaxWait -1m0s"},
-		{"RampUp negative", Config{RampUp: -time.Second}, "RampUp -1s"},
-		{"RampUpFloor above 1", Config{RampUp: time.Second, RampUpFloor: 1.1}, "RampUpFloor 1.1"},
-		{"RampUpFloor negative", Config{RampUp: time.Second, RampUpFloor: -0.1}, "RampUpFloor -0.1"},
-		{"RampUpFloor without RampUp", Config{RampUpFloor: 0.2}, "RampUpFloor 0.2 is set but RampUp is 0"},
+		{"Open.Duration negative", Config{Open: OpenConfig{Duration: -time.Second}}, "Open.Duration -1s"},
+		{"Open.Backoff negative", Config{Open: OpenConfig{Backoff: -2}}, "Open.Backoff -2"},
+		{"Open.Backoff below 1", Config{Open: OpenConfig{Backoff: 0.5}}, "Open.Backoff 0.5"},
+		{"Open.Backoff infinite", Config{Open: OpenConfig{Backoff: math.Inf(1)}}, "Open.Backoff +Inf"},
+		{"Open.Backoff 1", Config{Open: OpenConfig{Backoff: 1}}, ""},
+		{"Open.Max negative", Config{Open: OpenConfig{Max: -1}}, "Open.Max -1ns"},
+		{"Open.Max below Open.Duration", Config{Open: OpenConfig{Max: time.Second}}, "Open.Max 1s must not be below Open.Duration 5s"},
+		{"HalfOpen.Probes negative", Config{HalfOpen: HalfOpenConfig{Probes: -3}}, "HalfOpen.Probes -3"},
+		{"HalfOpen.Probes too many", Config{HalfOpen: HalfOpenConfig{Probes: math.MaxInt32 + 1}}, "HalfOpen.Probes 2147483648"},
+		{"HalfOpen.Successes negative", Config{HalfOpen: HalfOpenConfig{Successes: -1}}, "HalfOpen.Successes -1"},
+		{"HalfOpen.MaxWait negative", Config{HalfOpen: HalfOpenConfig{MaxWait: -time.Minute}}, "HalfOpen.MaxWait -1m0s"},
+		{"Ramp.Duration negative", Config{Ramp: RampConfig{Duration: -time.Second}}, "Ramp.Duration -1s"},
+		{"Ramp.Floor above 1", Config{Ramp: RampConfig{Duration: time.Second, Floor: 1.1}}, "Ramp.Floor 1.1"},
+		{"Ramp.Floor negative", Config{Ramp: RampConfig{Duration: time.Second, Floor: -0.1}}, "Ramp.Floor -0.1"},
+		{"Ramp.Floor without Ramp.Duration", Config{Ramp: RampConfig{Floor: 0.2}}, "Ramp.Floor 0.2 is set but Ramp.Duration is 0"},
 		{"WarmUp negative", Config{WarmUp: -time.Second}, "WarmUp -1s"},
 		{"Mode unknown", Config{Mode: 4}, "Mode 4"},
 	}

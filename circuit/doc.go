@@ -6,10 +6,11 @@
 //
 // A call is two steps: Allow admits it (or refuses with an error that
 // satisfies errors.Is(err, ErrOpen)), and Record on the returned Permit
-// reports how it went. Both are lock-free and allocation-free while the
-// breaker is closed. A caller that reads the clock anyway (to time the call)
-// can hand its readings in with AllowAt and RecordAt, which never read the
-// clock themselves; they must come from the breaker's Config.Clock.
+// reports how it went, as the call's primary outcome in bulwark's one
+// vocabulary of events (metrics.Success, metrics.Failure, metrics.Timeout;
+// any other event, such as metrics.Cancelled, is not the dependency's doing
+// and is not counted). Both are lock-free and allocation-free while the
+// breaker is closed.
 //
 //	b, err := circuit.New(circuit.Config{Name: "users-db"})
 //	if err != nil { ... }
@@ -19,7 +20,18 @@
 //	}
 //	start := time.Now()
 //	err = callUsersDB()
-//	p.Record(outcomeOf(err), time.Since(start))
+//	p.Record(outcomeOf(err), time.Since(start)) // metrics.Success, or metrics.Failure
+//
+// The events and their text on every surface (Info.Event, headers,
+// Prometheus labels, the Hystrix stream) are listed in docs/events.md.
+//
+// Config reads in the order a breaker works: when a closed breaker trips
+// (Window, MinRequests, FailureRatio, SlowCallDuration, SlowCallRatio), how
+// long it stays open (Open: Duration, Backoff, Max) and what may end that
+// early (HealthCheck), the half-open trial (HalfOpen: Probes, Successes,
+// Failures, MaxWait), how traffic comes back (Ramp, WarmUp), then how it is
+// run (Mode, Clock, Logger, OnTransition). A validation error names the
+// field by its path, such as HalfOpen.Probes.
 //
 // # States
 //
@@ -38,26 +50,26 @@
 // or after the deadline turns it half-open (reason open_elapsed), and that
 // Allow becomes the first probe.
 //
-// Half-open: at most HalfOpenProbes calls are in flight at once; others are
-// refused with ErrProbeLimit. HalfOpenSuccesses successful probes in a row
-// close the breaker (probes_succeeded); a probe that fails, times out or (with
-// slow-call detection on) is slow opens it again (probe_failed). A hung probe
-// cannot keep it half-open: when probes are in flight and no result has come
-// back for HalfOpenMaxWait (counted from the first probe's admission, or from
-// the last result), the next look at it opens it again (half_open_timeout).
-// Time with no probe in flight does not count, so a healthy dependency with
+// Half-open: at most HalfOpen.Probes calls are in flight at once; others
+// are refused with ErrProbeLimit. HalfOpen.Successes successful probes in a
+// row close the breaker (probes_succeeded); a probe that fails, times out or
+// (with slow-call detection on) is slow opens it again (probe_failed), or
+// HalfOpen.Failures of them in a row do. A hung probe cannot keep it
+// half-open: when probes are in flight and no result has come back for
+// HalfOpen.MaxWait (counted from the first probe's admission, or from the
+// last result), the next look at it opens it again (half_open_timeout). Time
+// with no probe in flight does not count, so a healthy dependency with
 // sparse traffic (one call per open duration) still closes it after
-// HalfOpenSuccesses calls. Both ways of reopening are failed trials: the open
-// duration is multiplied by BackoffMultiplier, up to MaxOpenDuration. Closing
-// resets the open duration, clears the window (old failures must not reopen it
-// at once) and, with RampUp set, starts a ramp-up.
+// HalfOpen.Successes calls. Both ways of reopening are failed trials: the
+// open duration is multiplied by Open.Backoff, up to Open.Max. Closing
+// resets the open duration, clears the window (old failures must not reopen
+// it at once) and, with Ramp.Duration set, starts a ramp-up.
 //
-// Ramp-up: after closing, the share of calls admitted rises from
-// RampUpFloor to 1 over RampUp (linearly; RampDoubling doubles it every
-// RampDoublingInterval; RampFunc gives any schedule); the others are
-// refused with ErrRampUp. The shedding is deterministic: the k-th call of
-// the ramp is admitted iff floor((k+1)·s) > floor(k·s) for the current
-// share s.
+// Ramp-up: after closing, the share of calls admitted rises from Ramp.Floor
+// to 1 over Ramp.Duration (linearly; Ramp.Doubling doubles it every
+// Ramp.Doubling; Ramp.Func gives any schedule); the others are refused with
+// ErrRampUp. The shedding is deterministic: the k-th call of the ramp is
+// admitted iff floor((k+1)·s) > floor(k·s) for the current share s.
 //
 // Warm-up: outcomes recorded within WarmUp of the breaker's creation, or
 // of the last WarmUp call (a deploy hook's), are not counted, so cold
@@ -66,13 +78,13 @@
 // # Operating policies
 //
 // Each is off by default (Hystrix's behaviour) and names the incident it
-// prevents in its Config field's documentation: HalfOpenFailures (reopen
-// only after N failed probes in a row), RampSchedule and RampFunc (how
+// prevents in its Config field's documentation: HalfOpen.Failures (reopen
+// only after N failed probes in a row), Ramp.Doubling and Ramp.Func (how
 // traffic comes back after closing), Breaker.WarmUp (a restartable
-// warm-up), and HealthCheck (a check bulwark runs every
-// HealthCheckInterval while the breaker is open, whose success turns it
-// half-open at once, reason health_check). The health check runs on one
-// goroutine that exists only while the breaker is open; Close stops it.
+// warm-up), and HealthCheck (a Check bulwark runs every Interval while the
+// breaker is open, whose success turns it half-open at once, reason
+// health_check). The health check runs on one goroutine that exists only
+// while the breaker is open; Close stops it.
 //
 // # Choices worth knowing
 //
@@ -80,8 +92,9 @@
 // remembers the generation that issued it. An outcome recorded on a permit of
 // an earlier generation is dropped: a closed-state call that ends after the
 // breaker opened is not a probe result, and a probe of an earlier half-open
-// state neither counts nor frees a slot of the current one. Ignored releases
-// a probe slot without counting.
+// state neither counts nor frees a slot of the current one. An outcome that
+// does not count (any event but Success, Failure and Timeout) releases a
+// probe slot without counting.
 //
 // Slow calls are successes slower than SlowCallDuration (strictly). Failures
 // and timeouts count against the error ratio only.
@@ -118,7 +131,8 @@
 // after validating it (a rejected one changes nothing): state, mode,
 // deadlines and history stay, the window stays unless its shape changes.
 // The effective settings sit behind one atomic pointer, so Allow on a
-// closed breaker still reads only its state word.
+// closed breaker still reads only its state word. Snapshot.Config is the
+// configuration in force.
 //
 // Reset. Breaker.Reset restarts a breaker closed, as if new, in one
 // transition with reason reset (window cleared, backoff reset, a forced
@@ -130,16 +144,24 @@
 // after the log record and before OnTransition, under the same rules.
 //
 // Shared judgment. An outside party, such as the fleet state of the
-// redis/fleet module, takes part through one small interface, chosen so
-// that the breaker keeps its judgment and the party only advises: the
-// party implements Party (a probe gate, MayProbe, and a status for
-// Snapshot.Shared) and joins with Join, which hands it a Member. Through
-// the Member it reads the breaker (Look: state, own window, closes so far)
-// and moves it (Open with reason fleet_open, Close with reason
-// fleet_close), each move tied to the Look it was decided on: a breaker
-// that has changed state since is left alone, so a fleet verdict from
-// before a close can never apply after it. The breaker's own window is
-// never mixed with the party's data: it trips on its own evidence only.
-// A breaker has at most one party; Leave ends it. A closed breaker's
-// Allow and a successful Record read none of this.
+// redis/fleet module, may take part in a breaker's judgment: it gates the
+// half-open probes (so that a fleet sends a few, not one set per instance),
+// reports a status (Snapshot.Shared), and opens or closes the breaker with
+// reasons fleet_open and fleet_close, each move tied to the state it was
+// decided on, so that a fleet verdict from before a close can never apply
+// after it. The breaker's own window is never mixed with the party's data:
+// it trips on its own evidence only. A closed breaker's Allow and a
+// successful Record read none of this.
+//
+// # The engine
+//
+// The state machine lives in bulwark's internal/breaker package; Breaker is
+// that engine's type, with the methods a user may call, and converting one
+// to the other costs nothing. Bulwark's own packages use the engine for
+// what users must not: package command hands it the clock readings it takes
+// anyway (at the start and the end of a call) instead of letting it read the
+// clock again, which is right only for a breaker created on the caller's
+// own clock and for a reading taken for that call; and a fleet takes part
+// in its judgment. Neither package holds state of its own: everything
+// hangs off the Breaker value.
 package circuit

@@ -21,7 +21,7 @@ func ExampleNew() {
 		return
 	}
 	c := b.Config() // the effective configuration, defaults applied
-	fmt.Println(b.State(), c.MinRequests, c.FailureRatio, c.OpenDuration, c.HalfOpenSuccesses)
+	fmt.Println(b.State(), c.MinRequests, c.FailureRatio, c.Open.Duration, c.HalfOpen.Successes)
 
 	_, err = circuit.New(circuit.Config{FailureRatio: 1.5})
 	fmt.Println(errors.Is(err, circuit.ErrInvalidConfig), err)
@@ -33,11 +33,11 @@ func ExampleNew() {
 func ExampleBreaker_Allow() {
 	clock := new(metrics.ManualClock) // virtual time: the breaker never sleeps
 	b, _ := circuit.New(circuit.Config{
-		Name:         "users-db",
-		MinRequests:  4,
-		OpenDuration: time.Second,
-		Clock:        clock,
-		Logger:       slog.New(slog.DiscardHandler),
+		Name:        "users-db",
+		MinRequests: 4,
+		Open:        circuit.OpenConfig{Duration: time.Second},
+		Clock:       clock,
+		Logger:      slog.New(slog.DiscardHandler),
 		OnTransition: func(t circuit.Transition) {
 			fmt.Printf("%v: %v -> %v (%v)\n", t.At, t.From, t.To, t.Reason)
 		},
@@ -49,9 +49,9 @@ func ExampleBreaker_Allow() {
 			return
 		}
 		if fail {
-			p.Record(circuit.Failure, 300*time.Millisecond)
+			p.Record(metrics.Failure, 300*time.Millisecond)
 		} else {
-			p.Record(circuit.Success, 8*time.Millisecond)
+			p.Record(metrics.Success, 8*time.Millisecond)
 		}
 	}
 	for range 4 {
@@ -92,9 +92,12 @@ func ExampleBreaker_SetMode() {
 func ExampleBreaker_Snapshot() {
 	clock := new(metrics.ManualClock)
 	b, _ := circuit.New(circuit.Config{
-		MinRequests: 2, OpenDuration: 2 * time.Second, Clock: clock, Logger: slog.New(slog.DiscardHandler),
+		MinRequests: 2,
+		Open:        circuit.OpenConfig{Duration: 2 * time.Second},
+		Clock:       clock,
+		Logger:      slog.New(slog.DiscardHandler),
 	})
-	for _, o := range []circuit.Outcome{circuit.Success, circuit.Timeout} {
+	for _, o := range []metrics.Event{metrics.Success, metrics.Timeout} {
 		p, _ := b.Allow()
 		p.Record(o, time.Second)
 	}
@@ -119,7 +122,7 @@ func ExampleConfig_observeOnly() {
 			refused++
 			continue
 		}
-		p.Record(circuit.Failure, time.Millisecond)
+		p.Record(metrics.Failure, time.Millisecond)
 	}
 	fmt.Println("state:", b.State(), "refused:", refused)
 	// Output:

@@ -24,14 +24,14 @@ func TestSparseTrafficClosesHalfOpenBreaker(t *testing.T) {
 		open, every time.Duration
 	}{
 		{"defaults, a call every 5s", 0, 5 * time.Second},
-		{"OpenDuration 1s, a call a second", time.Second, time.Second},
+		{"Open.Duration 1s, a call a second", time.Second, time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, Config{Name: "sparse", OpenDuration: tc.open})
+			r := newRig(t, Config{Name: "sparse", Open: OpenConfig{Duration: tc.open}})
 			r.run("20*f =open")
-			for i := range DefaultHalfOpenSuccesses {
+			for i := range defaultHalfOpenSuccesses {
 				r.clock.Advance(tc.every)
-				require.NoError(t, r.call(Success, false), "probe %d", i)
+				require.NoError(t, r.call(metrics.Success, false), "probe %d", i)
 			}
 			assert.Equal(t, Closed, r.b.State())
 			assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonProbesSucceeded}, r.reasons())
@@ -44,27 +44,27 @@ func TestSparseTrafficClosesHalfOpenBreaker(t *testing.T) {
 // comes after it does not count.
 func TestHungProbeTimesOutHalfOpen(t *testing.T) {
 	t.Run("one probe", func(t *testing.T) {
-		r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second}) // HalfOpenMaxWait 2 s
+		r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}}) // HalfOpenMaxWait 2 s
 		r.run("f +1s s +10s =half-open h +1999ms x =half-open +1ms =open rs =open")
 		assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}, r.reasons())
 	})
 	t.Run("a late result times the state out first", func(t *testing.T) {
-		r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second})
+		r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}})
 		r.run("f +1s h +2s rs =open")
 		assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}, r.reasons())
 	})
 	t.Run("a counted result gives the probes still out a new wait", func(t *testing.T) {
-		r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenProbes: 2})
+		r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}, HalfOpen: HalfOpenConfig{Probes: 2}})
 		r.run("f +1s h +500ms h +1s rs +1999ms =half-open +1ms =open")
 		assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}, r.reasons())
 	})
 	t.Run("an ignored probe frees its slot without a new wait", func(t *testing.T) {
-		r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenProbes: 2})
+		r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}, HalfOpen: HalfOpenConfig{Probes: 2}})
 		r.run("f +1s h +500ms h +1s ri +499ms =half-open +1ms =open")
 		assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}, r.reasons())
 	})
 	t.Run("the last probe back lifts the deadline", func(t *testing.T) {
-		r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second})
+		r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}})
 		r.run("f +1s h +1s ri +1h =half-open s =half-open")
 		assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed}, r.reasons())
 	})
@@ -89,8 +89,11 @@ func TestPanickingOnTransitionStillDeliversAndLogsEveryTransition(t *testing.T) 
 	var logs logtest.Buffer
 	var got []Reason
 	b, err := New(Config{
-		Name: "db", MinRequests: 1, OpenDuration: time.Second, Clock: clock,
-		Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+		Name:        "db",
+		MinRequests: 1,
+		Open:        OpenConfig{Duration: time.Second},
+		Clock:       clock,
+		Logger:      slog.New(slog.NewJSONHandler(&logs, nil)),
 		OnTransition: func(tr Transition) {
 			got = append(got, tr.Reason)
 			if tr.Reason == ReasonOpenElapsed {
@@ -101,7 +104,7 @@ func TestPanickingOnTransitionStillDeliversAndLogsEveryTransition(t *testing.T) 
 	require.NoError(t, err)
 	p, err := b.Allow()
 	require.NoError(t, err)
-	p.Record(Failure, 0)
+	p.Record(metrics.Failure, 0)
 	clock.Advance(time.Second)
 	// One call, two transitions: open → half-open (due), half-open → closed (forced).
 	require.NotPanics(t, func() { b.SetMode(ForcedClosed) })
@@ -132,28 +135,31 @@ func TestPanickingOnTransitionStillDeliversAndLogsEveryTransition(t *testing.T) 
 func TestPanickingOnTransitionLeavesNoProbeSlotTaken(t *testing.T) {
 	clock := new(metrics.ManualClock)
 	b, err := New(Config{
-		MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 2, Clock: clock,
+		MinRequests:  1,
+		Open:         OpenConfig{Duration: time.Second},
+		HalfOpen:     HalfOpenConfig{Successes: 2},
+		Clock:        clock,
 		Logger:       slog.New(slog.DiscardHandler),
 		OnTransition: func(Transition) { panic("observer bug") },
 	})
 	require.NoError(t, err)
-	call := func(o Outcome) {
+	call := func(o metrics.Event) {
 		t.Helper()
 		p, err := b.Allow()
 		require.NoError(t, err)
 		require.NotPanics(t, func() { p.Record(o, time.Millisecond) })
 	}
-	call(Failure) // closed → open
+	call(metrics.Failure) // closed → open
 	require.Equal(t, Open, b.State())
 	clock.Advance(time.Second)
-	call(Failure) // open → half-open, then the probe fails: half-open → open
+	call(metrics.Failure) // open → half-open, then the probe fails: half-open → open
 	require.Equal(t, Open, b.State())
 	assert.Zero(t, b.Snapshot().Probes)
 	clock.Advance(time.Second)
-	call(Success) // a probe again: the slot was given back
+	call(metrics.Success) // a probe again: the slot was given back
 	assert.Equal(t, HalfOpen, b.State())
 	assert.Zero(t, b.Snapshot().Probes)
-	call(Success)
+	call(metrics.Success)
 	assert.Equal(t, Closed, b.State())
 }
 

@@ -1,9 +1,11 @@
 package circuit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,9 +45,9 @@ func (p *probe) check(ctx context.Context) error {
 
 func manualCheck(p *probe) Config {
 	return with(func(c *Config) {
-		c.OpenDuration = time.Minute
-		c.HealthCheck = p.check
-		c.HealthCheckInterval = HealthCheckManual
+		c.Open.Duration = time.Minute
+		c.HealthCheck.Check = p.check
+		c.HealthCheck.Interval = HealthCheckManual
 	})
 }
 
@@ -72,7 +74,7 @@ func TestCheckHealthMovesToHalfOpen(t *testing.T) {
 	assert.Equal(t, time.Second, r.transitions()[1].At, "half-open at once, not after the 1 min open duration")
 
 	s := r.b.Snapshot().HealthCheck
-	assert.Equal(t, HealthCheckStatus{Enabled: true, Interval: HealthCheckManual, Checks: 2, Failures: 1}, s)
+	assert.Equal(t, HealthCheckStatus{Checks: 2, Failures: 1}, s)
 }
 
 func TestCheckHealthFailedProbeReopens(t *testing.T) {
@@ -111,8 +113,8 @@ func TestCheckHealthSkips(t *testing.T) {
 func TestCheckHealthStaleResult(t *testing.T) {
 	var r *rig
 	r = newRig(t, with(func(c *Config) {
-		c.HealthCheck = func(context.Context) error { r.clock.Advance(time.Second); return nil }
-		c.HealthCheckInterval = HealthCheckManual
+		c.HealthCheck.Check = func(context.Context) error { r.clock.Advance(time.Second); return nil }
+		c.HealthCheck.Interval = HealthCheckManual
 	}))
 	r.run("4*f =open")
 	require.NoError(t, r.b.CheckHealth(context.Background()))
@@ -123,8 +125,8 @@ func TestCheckHealthStaleResult(t *testing.T) {
 func TestCheckHealthNeverConcurrent(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	r := newRig(t, with(func(c *Config) {
-		c.HealthCheck = func(context.Context) error { close(entered); <-release; return nil }
-		c.HealthCheckInterval = HealthCheckManual
+		c.HealthCheck.Check = func(context.Context) error { close(entered); <-release; return nil }
+		c.HealthCheck.Interval = HealthCheckManual
 	}))
 	r.run("4*f")
 	done := make(chan error)
@@ -141,20 +143,20 @@ func TestCheckHealthPanicIsAFailure(t *testing.T) {
 	b, err := New(with(func(c *Config) {
 		c.Clock = new(metrics.ManualClock)
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
-		c.HealthCheck = func(context.Context) error { panic("check bug") }
-		c.HealthCheckInterval = HealthCheckManual
-		c.HealthCheckTimeout = time.Second
+		c.HealthCheck.Check = func(context.Context) error { panic("check bug") }
+		c.HealthCheck.Interval = HealthCheckManual
+		c.HealthCheck.Timeout = time.Second
 	}))
 	require.NoError(t, err)
 	for range 4 {
 		p, _ := b.Allow()
-		p.Record(Failure, 0)
+		p.Record(metrics.Failure, 0)
 	}
 	require.Equal(t, Open, b.State())
 	err = b.CheckHealth(context.Background())
 	require.ErrorIs(t, err, ErrHealthCheckFailed)
 	assert.Contains(t, err.Error(), "panic: check bug")
-	assert.Contains(t, logs.String(), "HealthCheck panicked")
+	assert.Contains(t, logs.String(), "HealthCheck.Check panicked")
 	assert.Equal(t, "panic: check bug", b.Snapshot().HealthCheck.LastErr)
 	assert.Equal(t, Open, b.State())
 }
@@ -166,16 +168,16 @@ func TestHealthCheckValidate(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"scheduled", Config{HealthCheck: ok, HealthCheckInterval: time.Second}, ""},
-		{"manual", Config{HealthCheck: ok, HealthCheckInterval: HealthCheckManual}, ""},
-		{"no interval", Config{HealthCheck: ok}, "HealthCheckInterval must be set when HealthCheck is"},
-		{"interval negative", Config{HealthCheck: ok, HealthCheckInterval: -time.Second},
-			"HealthCheckInterval -1s must not be negative"},
-		{"interval without check", Config{HealthCheckInterval: time.Second},
-			"HealthCheckInterval 1s or HealthCheckTimeout 0s is set but HealthCheck is nil"},
-		{"timeout without check", Config{HealthCheckTimeout: time.Second}, "HealthCheckTimeout 1s is set but HealthCheck is nil"},
-		{"timeout negative", Config{HealthCheck: ok, HealthCheckInterval: time.Second, HealthCheckTimeout: -1},
-			"HealthCheckTimeout -1ns must not be negative"},
+		{"scheduled", Config{HealthCheck: HealthCheckConfig{Check: ok, Interval: time.Second}}, ""},
+		{"manual", Config{HealthCheck: HealthCheckConfig{Check: ok, Interval: HealthCheckManual}}, ""},
+		{"no interval", Config{HealthCheck: HealthCheckConfig{Check: ok}}, "HealthCheck.Interval must be set when HealthCheck.Check is"},
+		{"interval negative", Config{HealthCheck: HealthCheckConfig{Check: ok, Interval: -time.Second}},
+			"HealthCheck.Interval -1s must not be negative"},
+		{"interval without check", Config{HealthCheck: HealthCheckConfig{Interval: time.Second}},
+			"HealthCheck.Interval 1s or HealthCheck.Timeout 0s is set but HealthCheck.Check is nil"},
+		{"timeout without check", Config{HealthCheck: HealthCheckConfig{Timeout: time.Second}}, "HealthCheck.Timeout 1s is set but HealthCheck.Check is nil"},
+		{"timeout negative", Config{HealthCheck: HealthCheckConfig{Check: ok, Interval: time.Second, Timeout: -1}},
+			"HealthCheck.Timeout -1ns must not be negative"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -188,10 +190,10 @@ func TestHealthCheckValidate(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
-	e := Config{HealthCheck: ok, HealthCheckInterval: 500 * time.Millisecond}.WithDefaults()
-	assert.Equal(t, 500*time.Millisecond, e.HealthCheckTimeout)
-	e = Config{HealthCheck: ok, HealthCheckInterval: HealthCheckManual}.WithDefaults()
-	assert.Equal(t, DefaultHealthCheckTimeout, e.HealthCheckTimeout)
+	e := Config{HealthCheck: HealthCheckConfig{Check: ok, Interval: 500 * time.Millisecond}}.withDefaults()
+	assert.Equal(t, 500*time.Millisecond, e.HealthCheck.Timeout)
+	e = Config{HealthCheck: HealthCheckConfig{Check: ok, Interval: HealthCheckManual}}.withDefaults()
+	assert.Equal(t, defaultCheckTimeout, e.HealthCheck.Timeout)
 }
 
 // Real time, generous bounds: the checker runs every interval while open,
@@ -201,9 +203,9 @@ func TestHealthCheckScheduled(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	p := new(probe)
 	r := newRig(t, with(func(c *Config) {
-		c.OpenDuration = time.Hour
-		c.HealthCheck = p.check
-		c.HealthCheckInterval = 5 * time.Millisecond
+		c.Open.Duration = time.Hour
+		c.HealthCheck.Check = p.check
+		c.HealthCheck.Interval = 5 * time.Millisecond
 	}))
 	defer r.b.Close()
 	r.run("4*f =open")
@@ -231,9 +233,9 @@ func TestHealthCheckCloseCancelsCheck(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	entered := make(chan struct{})
 	r := newRig(t, with(func(c *Config) {
-		c.HealthCheck = func(ctx context.Context) error { close(entered); <-ctx.Done(); return ctx.Err() }
-		c.HealthCheckInterval = time.Millisecond
-		c.HealthCheckTimeout = time.Hour
+		c.HealthCheck.Check = func(ctx context.Context) error { close(entered); <-ctx.Done(); return ctx.Err() }
+		c.HealthCheck.Interval = time.Millisecond
+		c.HealthCheck.Timeout = time.Hour
 	}))
 	r.run("4*f =open")
 	<-entered
@@ -242,8 +244,9 @@ func TestHealthCheckCloseCancelsCheck(t *testing.T) {
 	assert.Equal(t, int64(1), r.b.Snapshot().HealthCheck.Failures)
 }
 
+// checkerGone reports whether the health check's goroutine has returned:
+// no goroutine runs the breaker's health loop.
 func (r *rig) checkerGone() bool {
-	r.b.mu.Lock()
-	defer r.b.mu.Unlock()
-	return !r.b.health.running
+	buf := make([]byte, 1<<20)
+	return !bytes.Contains(buf[:runtime.Stack(buf, true)], []byte("(*Breaker).healthLoop"))
 }

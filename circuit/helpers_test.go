@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,11 +17,13 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// rig is a breaker on a manual clock that records its transitions.
+// rig is a breaker on a manual clock that records its transitions and
+// counts the breaker's readings of its clock.
 type rig struct {
 	t     testing.TB
 	b     *Breaker
 	clock *metrics.ManualClock
+	reads atomic.Int64 // the breaker's readings of clock
 	held  []Permit
 
 	mu    sync.Mutex
@@ -33,7 +36,7 @@ const slowLatency = time.Hour
 func newRig(t testing.TB, cfg Config) *rig {
 	t.Helper()
 	r := &rig{t: t, clock: new(metrics.ManualClock)}
-	cfg.Clock = r.clock
+	cfg.Clock = readCounter{r}
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	cfg.OnTransition = func(tr Transition) {
 		r.mu.Lock()
@@ -44,6 +47,23 @@ func newRig(t testing.TB, cfg Config) *rig {
 	require.NoError(t, err)
 	r.b = b
 	return r
+}
+
+// readCounter is a rig's clock as its breaker reads it: each reading is
+// counted in rig.reads.
+type readCounter struct{ r *rig }
+
+func (c readCounter) Now() time.Duration {
+	c.r.reads.Add(1)
+	return c.r.clock.Now()
+}
+
+// fastPath reports whether an Allow that admits reads no clock: the
+// breaker is closed, in normal mode, not ramping up.
+func (r *rig) fastPath() bool {
+	n := r.reads.Load()
+	_, err := r.b.Allow()
+	return err == nil && r.reads.Load() == n
 }
 
 func (r *rig) transitions() []Transition {
@@ -62,7 +82,7 @@ func (r *rig) reasons() []Reason {
 
 // call makes one call with outcome o (slow: a success taking slowLatency)
 // and returns Allow's error.
-func (r *rig) call(o Outcome, slow bool) error {
+func (r *rig) call(o metrics.Event, slow bool) error {
 	p, err := r.b.Allow()
 	if err != nil {
 		return err
@@ -142,5 +162,5 @@ var (
 	modeByName = map[string]Mode{
 		"normal": Normal, "forced-open": ForcedOpen, "forced-closed": ForcedClosed, "observe-only": ObserveOnly,
 	}
-	outcomeByName = map[string]Outcome{"s": Success, "w": Success, "f": Failure, "t": Timeout, "i": Ignored}
+	outcomeByName = map[string]metrics.Event{"s": metrics.Success, "w": metrics.Success, "f": metrics.Failure, "t": metrics.Timeout, "i": metrics.Cancelled}
 )

@@ -19,17 +19,17 @@ func (gate) Status() string { return "shared state: ok" }
 func BenchmarkAllowAtRecordAtParty(b *testing.B) {
 	clock := metrics.SystemClock()
 	br := benchBreaker(b, clock)
-	if _, err := br.Join(gate{}); err != nil {
+	if _, err := br.engine().Join(gate{}); err != nil {
 		b.Fatal(err)
 	}
 	defer br.Observe(func(Transition) {})()
 	now := clock.Now()
 	b.ReportAllocs()
 	for b.Loop() {
-		p, err := br.AllowAt(now)
+		p, err := br.engine().AllowAt(now)
 		if err != nil {
 			b.Fatal(err)
 		}
-		p.RecordAt(now, Success, time.Millisecond)
+		p.RecordAt(now, metrics.Success, time.Millisecond)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/bulwark-go/bulwark/internal/breaker"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -21,21 +22,21 @@ type party struct {
 func (p *party) MayProbe() bool { return p.open.Load() }
 func (p *party) Status() string { return p.status }
 
-func join(t *testing.T, b *Breaker, open bool) (*party, *Member) {
+func join(t *testing.T, b *Breaker, open bool) (*party, *breaker.Member) {
 	t.Helper()
 	p := &party{status: "shared state: ok"}
 	p.open.Store(open)
-	m, err := b.Join(p)
+	m, err := b.engine().Join(p)
 	require.NoError(t, err)
 	return p, m
 }
 
 func TestJoinOneParty(t *testing.T) {
 	r := newRig(t, Config{})
-	_, err := r.b.Join(nil)
+	_, err := r.b.engine().Join(nil)
 	require.Error(t, err)
 	_, m := join(t, r.b, true)
-	_, err = r.b.Join(&party{})
+	_, err = r.b.engine().Join(&party{})
 	require.ErrorContains(t, err, "has a party already")
 	m.Leave()
 	m.Leave()
@@ -43,26 +44,26 @@ func TestJoinOneParty(t *testing.T) {
 }
 
 func TestMemberLook(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 3, OpenDuration: time.Second, HalfOpenSuccesses: 1})
+	r := newRig(t, Config{MinRequests: 3, Open: OpenConfig{Duration: time.Second}, HalfOpen: HalfOpenConfig{Successes: 1}})
 	_, m := join(t, r.b, true)
 	r.run("s f")
 	l := m.Look()
-	require.Equal(t, Closed, l.State)
+	require.Equal(t, Closed, State(l.State))
 	require.Equal(t, int64(1), l.Window[metrics.Success])
 	require.Equal(t, int64(1), l.Window[metrics.Failure])
 	require.Zero(t, l.Closes)
-	require.Equal(t, Reason(""), l.LastClose)
+	require.Empty(t, l.LastClose)
 	r.run("f =open +1s")
-	require.Equal(t, HalfOpen, m.Look().State, "time alone turned it half-open")
+	require.Equal(t, HalfOpen, State(m.Look().State), "time alone turned it half-open")
 	r.run("s =closed")
 	l = m.Look()
 	require.Equal(t, uint64(1), l.Closes)
-	require.Equal(t, ReasonProbesSucceeded, l.LastClose)
+	require.Equal(t, ReasonProbesSucceeded, Reason(l.LastClose))
 	require.Equal(t, metrics.Counts{}, l.Window, "closing cleared the window")
 }
 
 func TestMemberOpen(t *testing.T) {
-	r := newRig(t, Config{OpenDuration: time.Second, HalfOpenSuccesses: 1})
+	r := newRig(t, Config{Open: OpenConfig{Duration: time.Second}, HalfOpen: HalfOpenConfig{Successes: 1}})
 	_, m := join(t, r.b, true)
 	require.True(t, m.Open(m.Look()))
 	r.run("=open x")
@@ -73,7 +74,7 @@ func TestMemberOpen(t *testing.T) {
 	r.run("rs =closed")
 	r.b.SetMode(ForcedClosed)
 	require.False(t, m.Open(m.Look()), "forced")
-	require.Equal(t, []Reason{ReasonFleetOpen, ReasonOpenElapsed, ReasonProbesSucceeded}, r.reasons())
+	require.Equal(t, []Reason{Reason(breaker.ReasonFleetOpen), ReasonOpenElapsed, ReasonProbesSucceeded}, r.reasons())
 }
 
 // A fleet's decision taken on a Look from before a close must not apply
@@ -81,7 +82,7 @@ func TestMemberOpen(t *testing.T) {
 // with the fleet's pre-outage windows, and that sync's verdict reopened it
 // in the same millisecond (issue 22).
 func TestMemberOpenOnALookFromBeforeTheCloseIsRefused(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1})
+	r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}, HalfOpen: HalfOpenConfig{Successes: 1}})
 	_, m := join(t, r.b, true)
 	r.run("f =open +1s =half-open")
 	before := m.Look()
@@ -92,7 +93,7 @@ func TestMemberOpenOnALookFromBeforeTheCloseIsRefused(t *testing.T) {
 }
 
 func TestMemberClose(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 2, OpenDuration: time.Second, BackoffMultiplier: 2})
+	r := newRig(t, Config{MinRequests: 2, Open: OpenConfig{Duration: time.Second, Backoff: 2}})
 	_, m := join(t, r.b, true)
 	r.run("f f =open")
 	require.True(t, m.Close(m.Look()))
@@ -107,11 +108,11 @@ func TestMemberClose(t *testing.T) {
 	require.Equal(t, time.Second, r.b.Snapshot().OpenDuration, "closing reset the backoff")
 	l := m.Look()
 	require.Equal(t, uint64(2), l.Closes)
-	require.Equal(t, ReasonFleetClose, l.LastClose)
+	require.Equal(t, Reason(breaker.ReasonFleetClose), Reason(l.LastClose))
 }
 
 func TestMemberAfterLeave(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second})
+	r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}})
 	p, m := join(t, r.b, false)
 	require.Equal(t, "shared state: ok", r.b.Snapshot().Shared)
 	m.Leave()
@@ -123,7 +124,7 @@ func TestMemberAfterLeave(t *testing.T) {
 }
 
 func TestProbeGate(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1})
+	r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}, HalfOpen: HalfOpenConfig{Successes: 1}})
 	p, m := join(t, r.b, false)
 	r.run("f =open +1s x =half-open x")
 	_, err := r.b.Allow()
@@ -135,7 +136,7 @@ func TestProbeGate(t *testing.T) {
 }
 
 func TestProbeGateObserveOnly(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, Mode: ObserveOnly})
+	r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}, Mode: ObserveOnly})
 	join(t, r.b, false)
 	r.run("f =open +1s s s =half-open") // admitted, never probes
 }
@@ -144,7 +145,7 @@ func TestProbeGateObserveOnly(t *testing.T) {
 // a user could not both learn of transitions (issue 23): every observer
 // gets every transition, and stop removes only its own.
 func TestObserveAddsObservers(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1})
+	r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}, HalfOpen: HalfOpenConfig{Successes: 1}})
 	var first, second []Reason
 	stop1 := r.b.Observe(func(tr Transition) { first = append(first, tr.Reason) })
 	stop2 := r.b.Observe(func(tr Transition) { second = append(second, tr.Reason) })
@@ -168,9 +169,13 @@ func TestObserveAddsObservers(t *testing.T) {
 // nor the observers after it.
 func TestObserverStopsItselfAndPanics(t *testing.T) {
 	var logs bytes.Buffer
-	r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1})
-	r.b.Reconfigure(Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}, HalfOpen: HalfOpenConfig{Successes: 1}})
+	r.b.Reconfigure(Config{
+		MinRequests: 1,
+		Open:        OpenConfig{Duration: time.Second},
+		HalfOpen:    HalfOpenConfig{Successes: 1},
+		Logger:      slog.New(slog.NewTextHandler(&logs, nil)),
+	})
 	var stop func()
 	n := 0
 	stop = r.b.Observe(func(Transition) { n++; stop() })

@@ -14,12 +14,12 @@ import (
 // quiet returns a breaker config on clock that prints its transitions.
 func quiet(clock *metrics.ManualClock) circuit.Config {
 	return circuit.Config{
-		Name:              "users-db",
-		MinRequests:       4,
-		OpenDuration:      time.Second,
-		HalfOpenSuccesses: 2,
-		Clock:             clock,
-		Logger:            slog.New(slog.DiscardHandler),
+		Name:        "users-db",
+		MinRequests: 4,
+		Open:        circuit.OpenConfig{Duration: time.Second},
+		HalfOpen:    circuit.HalfOpenConfig{Successes: 2},
+		Clock:       clock,
+		Logger:      slog.New(slog.DiscardHandler),
 		OnTransition: func(t circuit.Transition) {
 			fmt.Printf("%v: %v -> %v (%v)\n", t.At, t.From, t.To, t.Reason)
 		},
@@ -27,7 +27,7 @@ func quiet(clock *metrics.ManualClock) circuit.Config {
 }
 
 // call makes one call with outcome o; a refused call prints why.
-func call(b *circuit.Breaker, o circuit.Outcome) {
+func call(b *circuit.Breaker, o metrics.Event) {
 	p, err := b.Allow()
 	if err != nil {
 		fmt.Println("refused:", err)
@@ -41,29 +41,29 @@ func call(b *circuit.Breaker, o circuit.Outcome) {
 func ExampleConfig_halfOpenFailures() {
 	clock := new(metrics.ManualClock)
 	cfg := quiet(clock)
-	cfg.HalfOpenFailures = 2
+	cfg.HalfOpen.Failures = 2
 	b, _ := circuit.New(cfg)
 	for range 4 {
-		call(b, circuit.Failure)
+		call(b, metrics.Failure)
 	}
 	clock.Advance(time.Second)
-	call(b, circuit.Failure) // the first probe fails: still half-open
-	call(b, circuit.Success)
-	call(b, circuit.Success)
+	call(b, metrics.Failure) // the first probe fails: still half-open
+	call(b, metrics.Success)
+	call(b, metrics.Success)
 	// Output:
 	// 0s: closed -> open (error_ratio)
 	// 1s: open -> half-open (open_elapsed)
 	// 1s: half-open -> closed (probes_succeeded)
 }
 
-// RampDoubling admits 1 % of the calls right after closing and doubles the
-// share every 3 s: 100 % after 21 s.
-func ExampleRampDoubling() {
+// A doubling ramp admits 1 % of the calls right after closing and doubles
+// the share every Doubling (3 s here): 100 % after 21 s.
+func ExampleRampConfig_doubling() {
 	clock := new(metrics.ManualClock)
 	cfg := quiet(clock)
 	cfg.OnTransition = nil
-	cfg.RampUp = 30 * time.Second
-	cfg.RampSchedule = circuit.RampDoubling
+	cfg.Ramp.Duration = 30 * time.Second
+	cfg.Ramp.Doubling = 3 * time.Second
 	b, _ := circuit.New(cfg)
 	b.SetMode(circuit.ForcedOpen)
 	b.SetMode(circuit.Normal) // leaving forced-open starts a ramp-up
@@ -88,8 +88,8 @@ func ExampleConfig_rampFunc() {
 	clock := new(metrics.ManualClock)
 	cfg := quiet(clock)
 	cfg.OnTransition = nil
-	cfg.RampUp = time.Minute
-	cfg.RampFunc = func(elapsed time.Duration) float64 {
+	cfg.Ramp.Duration = time.Minute
+	cfg.Ramp.Func = func(elapsed time.Duration) float64 {
 		if elapsed < 10*time.Second {
 			return 0.25
 		}
@@ -102,7 +102,7 @@ func ExampleConfig_rampFunc() {
 	for range 100 {
 		if p, err := b.Allow(); err == nil {
 			admitted++
-			p.Record(circuit.Success, time.Millisecond)
+			p.Record(metrics.Success, time.Millisecond)
 		}
 	}
 	fmt.Println(admitted, "of 100 admitted")
@@ -123,16 +123,16 @@ func ExampleBreaker_WarmUp() {
 		return
 	}
 	for range 10 {
-		call(b, circuit.Failure) // not counted
+		call(b, metrics.Failure) // not counted
 	}
 	s := b.Snapshot()
-	fmt.Println(s.State, s.WarmingUp, s.WarmUpLeft)
+	fmt.Println(s.State, s.WarmUpLeft)
 	clock.Advance(time.Minute)
 	for range 4 {
-		call(b, circuit.Failure)
+		call(b, metrics.Failure)
 	}
 	// Output:
-	// closed true 1m0s
+	// closed 1m0s
 	// 1m0s: closed -> open (error_ratio)
 }
 
@@ -144,26 +144,26 @@ func ExampleBreaker_CheckHealth() {
 	clock := new(metrics.ManualClock)
 	healthy := false
 	cfg := quiet(clock)
-	cfg.OpenDuration = time.Minute
-	cfg.HealthCheck = func(ctx context.Context) error {
+	cfg.Open.Duration = time.Minute
+	cfg.HealthCheck.Check = func(ctx context.Context) error {
 		if !healthy {
 			return errors.New("connection refused")
 		}
 		return nil
 	}
-	cfg.HealthCheckInterval = circuit.HealthCheckManual
+	cfg.HealthCheck.Interval = circuit.HealthCheckManual
 	b, _ := circuit.New(cfg)
 	defer b.Close()
 	for range 4 {
-		call(b, circuit.Failure)
+		call(b, metrics.Failure)
 	}
 	clock.Advance(500 * time.Millisecond)
 	fmt.Println(b.CheckHealth(context.Background()))
 	healthy = true
 	clock.Advance(500 * time.Millisecond)
 	fmt.Println(b.CheckHealth(context.Background()))
-	call(b, circuit.Success)
-	call(b, circuit.Success)
+	call(b, metrics.Success)
+	call(b, metrics.Success)
 	// Output:
 	// 0s: closed -> open (error_ratio)
 	// circuit: health check failed: breaker "users-db": connection refused

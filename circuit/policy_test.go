@@ -16,10 +16,10 @@ import (
 )
 
 func TestHalfOpenFailures(t *testing.T) {
-	two := with(func(c *Config) { c.HalfOpenFailures = 2 })
-	three := with(func(c *Config) { c.HalfOpenFailures = 2; c.HalfOpenSuccesses = 3 })
+	two := with(func(c *Config) { c.HalfOpen.Failures = 2 })
+	three := with(func(c *Config) { c.HalfOpen.Failures = 2; c.HalfOpen.Successes = 3 })
 	slow := with(func(c *Config) {
-		c.HalfOpenFailures = 2
+		c.HalfOpen.Failures = 2
 		c.SlowCallDuration = 100 * time.Millisecond
 		c.SlowCallRatio = 0.5
 	})
@@ -39,7 +39,7 @@ func TestHalfOpenFailures(t *testing.T) {
 }
 
 func TestHalfOpenFailuresSnapshotAndBackoff(t *testing.T) {
-	r := newRig(t, with(func(c *Config) { c.HalfOpenFailures = 2; c.BackoffMultiplier = 2 }))
+	r := newRig(t, with(func(c *Config) { c.HalfOpen.Failures = 2; c.Open.Backoff = 2 }))
 	r.run("4*f +1s f")
 	s := r.b.Snapshot()
 	assert.Equal(t, HalfOpen, s.State)
@@ -53,7 +53,7 @@ func TestHalfOpenFailuresSnapshotAndBackoff(t *testing.T) {
 // A result that neither closes nor reopens renews the wait of the probes
 // still out, as a success short of closing does.
 func TestHalfOpenFailuresRenewsProbeWait(t *testing.T) {
-	r := newRig(t, with(func(c *Config) { c.HalfOpenFailures = 2; c.HalfOpenProbes = 2 }))
+	r := newRig(t, with(func(c *Config) { c.HalfOpen.Failures = 2; c.HalfOpen.Probes = 2 }))
 	r.run("4*f +1s h h +1500ms rf +1500ms =half-open +500ms =open")
 	assert.Equal(t, ReasonHalfOpenTimeout, r.transitions()[2].Reason)
 }
@@ -63,7 +63,7 @@ func TestHalfOpenFailuresRenewsProbeWait(t *testing.T) {
 func (r *rig) admitted(n int) int {
 	k := 0
 	for range n {
-		if r.call(Success, false) == nil {
+		if r.call(metrics.Success, false) == nil {
 			k++
 		}
 	}
@@ -71,10 +71,8 @@ func (r *rig) admitted(n int) int {
 }
 
 func TestRampDoubling(t *testing.T) {
-	r := newRig(t, with(func(c *Config) { c.RampUp = 30 * time.Second; c.RampSchedule = RampDoubling }))
-	e := r.b.Config()
-	assert.Equal(t, DefaultRampDoublingFloor, e.RampUpFloor)
-	assert.Equal(t, DefaultRampDoublingInterval, e.RampDoublingInterval)
+	r := newRig(t, with(func(c *Config) { c.Ramp.Duration = 30 * time.Second; c.Ramp.Doubling = 3 * time.Second }))
+	assert.Equal(t, 0.01, r.b.Config().Ramp.Floor, "doubling from 1 %")
 	r.run("4*f +1s s s =closed")
 	for _, step := range []struct {
 		at    time.Duration
@@ -87,16 +85,15 @@ func TestRampDoubling(t *testing.T) {
 	r.clock.Set(time.Second + 6*time.Second)
 	assert.Equal(t, 4, r.admitted(100), "4 %% of 100 calls, deterministically")
 	r.clock.Set(time.Second + 21*time.Second)
-	assert.Equal(t, 100, r.admitted(100), "1.28 ≥ 1: the ramp is over at 21 s, before RampUp")
-	assert.Zero(t, word(r.b.word.Load())&rampBit, "back on the fast path")
+	assert.Equal(t, 100, r.admitted(100), "1.28 ≥ 1: the ramp is over at 21 s, before Ramp.Duration")
+	assert.True(t, r.fastPath(), "back on the fast path")
 }
 
 func TestRampDoublingEndsAtRampUp(t *testing.T) {
 	r := newRig(t, with(func(c *Config) {
-		c.RampUp = 10 * time.Second
-		c.RampSchedule = RampDoubling
-		c.RampUpFloor = 0.001
-		c.RampDoublingInterval = time.Second
+		c.Ramp.Duration = 10 * time.Second
+		c.Ramp.Floor = 0.001
+		c.Ramp.Doubling = time.Second
 	}))
 	r.run("4*f +1s s s +9999ms")
 	assert.InDelta(t, 0.512, r.b.Snapshot().RampShare, 1e-9)
@@ -109,12 +106,11 @@ func TestRampFunc(t *testing.T) {
 	var r *rig
 	var calls int
 	r = newRig(t, with(func(c *Config) {
-		c.RampUp = time.Minute
-		c.RampFunc = func(elapsed time.Duration) float64 {
+		c.Ramp.Duration = time.Minute
+		c.Ramp.Func = func(elapsed time.Duration) float64 {
 			calls++
 			if r != nil && r.b != nil {
-				require.True(t, r.b.mu.TryLock(), "RampFunc called with the breaker's lock held")
-				r.b.mu.Unlock()
+				assert.True(t, lockFree(r.b), "Ramp.Func called with the breaker's lock held")
 			}
 			if elapsed < 5*time.Second {
 				return 0.25
@@ -127,8 +123,26 @@ func TestRampFunc(t *testing.T) {
 	assert.Equal(t, 0.25, r.b.Snapshot().RampShare)
 	assert.Equal(t, 25, r.admitted(100))
 	r.run("+5s")
-	assert.Equal(t, 100, r.admitted(100), "a share of 1 ends the ramp before RampUp")
-	assert.Zero(t, word(r.b.word.Load())&rampBit)
+	assert.Equal(t, 100, r.admitted(100), "a share of 1 ends the ramp before Ramp.Duration")
+	assert.True(t, r.fastPath(), "back on the fast path")
+}
+
+// lockFree reports whether a method that takes b's lock (SetMode(Normal),
+// a no-op on a breaker in normal mode) can run now, from another goroutine;
+// it gives up after 10 s, so a caller that holds the lock gets false, not a
+// deadlock.
+func lockFree(b *Breaker) bool {
+	done := make(chan struct{})
+	go func() {
+		b.SetMode(Normal)
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(10 * time.Second):
+		return false
+	}
 }
 
 // A schedule that panics or answers nonsense ends the ramp (full traffic,
@@ -151,8 +165,8 @@ func TestRampFuncFaultEndsRamp(t *testing.T) {
 			bad := false
 			clock := new(metrics.ManualClock)
 			cfg := with(func(c *Config) {
-				c.RampUp = time.Minute
-				c.RampFunc = func(time.Duration) float64 { return f(&bad) }
+				c.Ramp.Duration = time.Minute
+				c.Ramp.Func = func(time.Duration) float64 { return f(&bad) }
 				c.Clock = clock
 				c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 			})
@@ -163,7 +177,7 @@ func TestRampFuncFaultEndsRamp(t *testing.T) {
 			assert.Equal(t, 5, r.admitted(10))
 			bad = true
 			assert.Equal(t, 10, r.admitted(10))
-			assert.Contains(t, logs.String(), "RampFunc failed; ramp-up ended")
+			assert.Contains(t, logs.String(), "Ramp.Func failed; ramp-up ended")
 			bad = false
 			assert.Equal(t, 10, r.admitted(10), "the ramp stays over")
 		})
@@ -177,27 +191,25 @@ func TestRampValidate(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"doubling", Config{RampUp: time.Second, RampSchedule: RampDoubling}, ""},
-		{"doubling, own floor and interval", Config{RampUp: time.Second, RampSchedule: RampDoubling,
-			RampUpFloor: 0.05, RampDoublingInterval: time.Second}, ""},
-		{"func", Config{RampUp: time.Second, RampFunc: half}, ""},
-		{"unknown schedule", Config{RampUp: time.Second, RampSchedule: 7}, "RampSchedule 7 is not a known schedule"},
-		{"schedule without RampUp", Config{RampSchedule: RampDoubling}, "RampSchedule doubling or RampFunc is set but RampUp is 0"},
-		{"func without RampUp", Config{RampFunc: half}, "RampFunc is set but RampUp is 0"},
-		{"interval negative", Config{RampUp: time.Second, RampSchedule: RampDoubling, RampDoublingInterval: -1},
-			"RampDoublingInterval -1ns must not be negative"},
-		{"interval with linear", Config{RampUp: time.Second, RampDoublingInterval: time.Second},
-			"RampDoublingInterval 1s is set but RampSchedule is linear"},
-		{"func and doubling", Config{RampUp: time.Second, RampSchedule: RampDoubling, RampFunc: half},
-			"RampFunc is set, so RampSchedule doubling must be left zero"},
-		{"func and floor", Config{RampUp: time.Second, RampFunc: half, RampUpFloor: 0.1},
-			"RampUpFloor 0.1 is set but RampFunc gives the schedule"},
-		{"func share 0", Config{RampUp: time.Second, RampFunc: func(time.Duration) float64 { return 0 }},
-			"RampFunc(0) = 0 must be in (0, 1]"},
-		{"func panics", Config{RampUp: time.Second, RampFunc: func(time.Duration) float64 { panic("boom") }},
-			"RampFunc(0): panic: boom"},
-		{"doubling floor above 1", Config{RampUp: time.Second, RampSchedule: RampDoubling, RampUpFloor: 2}, "RampUpFloor 2"},
-		{"HalfOpenFailures negative", Config{HalfOpenFailures: -1}, "HalfOpenFailures -1 must not be negative"},
+		{"doubling", Config{Ramp: RampConfig{Duration: time.Second, Doubling: 3 * time.Second}}, ""},
+		{"doubling, own floor and interval", Config{
+			Ramp: RampConfig{Duration: time.Second, Floor: 0.05, Doubling: time.Second},
+		}, ""},
+		{"func", Config{Ramp: RampConfig{Duration: time.Second, Func: half}}, ""},
+		{"doubling without Ramp.Duration", Config{Ramp: RampConfig{Doubling: 3 * time.Second}}, "Ramp.Doubling 3s or Ramp.Func is set but Ramp.Duration is 0"},
+		{"func without Ramp.Duration", Config{Ramp: RampConfig{Func: half}}, "Ramp.Func is set but Ramp.Duration is 0"},
+		{"interval negative", Config{Ramp: RampConfig{Duration: time.Second, Doubling: -1}},
+			"Ramp.Doubling -1ns must not be negative"},
+		{"func and doubling", Config{Ramp: RampConfig{Duration: time.Second, Func: half, Doubling: 3 * time.Second}},
+			"Ramp.Func is set, so Ramp.Doubling 3s must be left zero"},
+		{"func and floor", Config{Ramp: RampConfig{Duration: time.Second, Func: half, Floor: 0.1}},
+			"Ramp.Floor 0.1 is set but Ramp.Func gives the schedule"},
+		{"func share 0", Config{Ramp: RampConfig{Duration: time.Second, Func: func(time.Duration) float64 { return 0 }}},
+			"Ramp.Func(0) = 0 must be in (0, 1]"},
+		{"func panics", Config{Ramp: RampConfig{Duration: time.Second, Func: func(time.Duration) float64 { panic("boom") }}},
+			"Ramp.Func(0): panic: boom"},
+		{"doubling floor above 1", Config{Ramp: RampConfig{Duration: time.Second, Floor: 2, Doubling: 3 * time.Second}}, "Ramp.Floor 2"},
+		{"HalfOpen.Failures negative", Config{HalfOpen: HalfOpenConfig{Failures: -1}}, "HalfOpen.Failures -1 must not be negative"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -216,13 +228,11 @@ func TestWarmUpRestart(t *testing.T) {
 	r := newRig(t, base())
 	require.NoError(t, r.b.WarmUp(10*time.Second))
 	s := r.b.Snapshot()
-	assert.True(t, s.WarmingUp)
 	assert.Equal(t, 10*time.Second, s.WarmUpLeft)
 	r.run("20*f =closed +9999ms 20*f =closed")
 	assert.Zero(t, r.b.Snapshot().Health.Requests, "nothing counted during warm-up")
 	r.run("+1ms")
 	s = r.b.Snapshot()
-	assert.False(t, s.WarmingUp)
 	assert.Zero(t, s.WarmUpLeft)
 	r.run("4*f =open")
 
@@ -231,7 +241,7 @@ func TestWarmUpRestart(t *testing.T) {
 	require.NoError(t, r.b.WarmUp(time.Minute))
 	r.run("=open +1s f =half-open f s s =half-open")
 	require.NoError(t, r.b.WarmUp(0), "WarmUp(0) ends it")
-	assert.False(t, r.b.Snapshot().WarmingUp)
+	assert.Zero(t, r.b.Snapshot().WarmUpLeft)
 	r.run("s s =closed")
 	assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonProbesSucceeded}, r.reasons())
 }
@@ -255,19 +265,19 @@ func TestWarmUpNegative(t *testing.T) {
 // call per OpenDuration closes the breaker, and the ramp after it ends.
 func TestLowTrafficClosesWithPolicies(t *testing.T) {
 	r := newRig(t, with(func(c *Config) {
-		c.HalfOpenFailures = 2
-		c.HalfOpenSuccesses = 3
-		c.RampUp = 30 * time.Second
-		c.RampSchedule = RampDoubling
-		c.HealthCheck = func(context.Context) error { return nil }
-		c.HealthCheckInterval = HealthCheckManual
+		c.HalfOpen.Failures = 2
+		c.HalfOpen.Successes = 3
+		c.Ramp.Duration = 30 * time.Second
+		c.Ramp.Doubling = 3 * time.Second
+		c.HealthCheck.Check = func(context.Context) error { return nil }
+		c.HealthCheck.Interval = HealthCheckManual
 	}))
 	require.NoError(t, r.b.WarmUp(500*time.Millisecond))
 	r.run("+500ms 4*f =open +1s s =half-open +1s s =half-open +1s s =closed")
 	assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonProbesSucceeded}, r.reasons())
 	for range 40 { // one call per second through the ramp
 		r.clock.Advance(time.Second)
-		_ = r.call(Success, false) // shed or admitted, both fine here
+		_ = r.call(metrics.Success, false) // shed or admitted, both fine here
 	}
 	r.run("s =closed")
 	assert.Equal(t, 1.0, r.b.Snapshot().RampShare)

@@ -5,33 +5,36 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/bulwark-go/bulwark/internal/breaker"
+	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // TestPermitIsProbeOnlyInHalfOpen checks that only the permits the
 // half-open state hands out say they are probes: closed, forced-closed and
 // observe-only admissions are not.
 func TestPermitIsProbeOnlyInHalfOpen(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1})
+	r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}, HalfOpen: HalfOpenConfig{Successes: 1}})
 	p, err := r.b.Allow()
 	require.NoError(t, err)
-	require.False(t, p.IsProbe(), "closed")
-	p.Record(Failure, 0)
+	require.False(t, breaker.Permit(p).IsProbe(), "closed")
+	p.Record(metrics.Failure, 0)
 	require.Equal(t, Open, r.b.State())
 
 	r.clock.Advance(time.Second)
 	p, err = r.b.Allow()
 	require.NoError(t, err)
-	require.True(t, p.IsProbe(), "half-open")
-	p.Record(Success, 0)
+	require.True(t, breaker.Permit(p).IsProbe(), "half-open")
+	p.Record(metrics.Success, 0)
 	require.Equal(t, Closed, r.b.State())
 
 	p, err = r.b.Allow()
 	require.NoError(t, err)
-	require.False(t, p.IsProbe(), "closed again")
-	p.Record(Success, 0)
+	require.False(t, breaker.Permit(p).IsProbe(), "closed again")
+	p.Record(metrics.Success, 0)
 
 	r.b.SetMode(ForcedClosed)
 	p, _ = r.b.Allow()
-	require.False(t, p.IsProbe(), "forced closed")
-	require.False(t, Permit{}.IsProbe(), "zero permit")
+	require.False(t, breaker.Permit(p).IsProbe(), "forced closed")
+	require.False(t, breaker.Permit{}.IsProbe(), "zero permit")
 }

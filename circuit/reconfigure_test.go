@@ -26,8 +26,8 @@ func TestReconfigureThresholdTakesEffectOnKeptWindow(t *testing.T) {
 	require.NoError(t, r.b.Reconfigure(r.reconfigured(func(c *Config) { c.FailureRatio = 0.3 })))
 	require.Equal(t, int64(10), r.b.Snapshot().Health.Requests, "same window shape: the counts stay")
 	r.run("f =open") // 4/11 = 0.36: over the new ratio, under the old one
-	require.Equal(t, uint64(1), r.b.Snapshot().ConfigGeneration)
-	require.Equal(t, 0.3, r.b.Snapshot().FailureRatio)
+	require.Equal(t, uint64(1), r.b.engine().Snapshot().Generation)
+	require.Equal(t, 0.3, r.b.Snapshot().Config.FailureRatio)
 }
 
 func TestReconfigureRejectsAndChangesNothing(t *testing.T) {
@@ -47,7 +47,7 @@ func TestReconfigureRejectsAndChangesNothing(t *testing.T) {
 		require.ErrorIs(t, r.b.CheckReconfigure(r.reconfigured(change)), ErrInvalidConfig, name)
 	}
 	s := r.b.Snapshot()
-	require.Equal(t, uint64(0), s.ConfigGeneration)
+	require.Zero(t, r.b.engine().Snapshot().Generation)
 	require.Equal(t, int64(5), s.Health.Requests)
 	require.Equal(t, before.FailureRatio, r.b.Config().FailureRatio)
 	require.Equal(t, Normal, s.Mode)
@@ -66,10 +66,10 @@ func TestReconfigureNewWindowShapeStartsEmpty(t *testing.T) {
 }
 
 func TestReconfigureOpenDurationAppliesFromNextOpening(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1})
+	r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}, HalfOpen: HalfOpenConfig{Successes: 1}})
 	r.run("f =open")
 	require.NoError(t, r.b.Reconfigure(r.reconfigured(func(c *Config) {
-		c.OpenDuration, c.MaxOpenDuration, c.HalfOpenMaxWait = 3*time.Second, 0, 0
+		c.Open.Duration, c.Open.Max, c.HalfOpen.MaxWait = 3*time.Second, 0, 0
 	})))
 	r.run("+999ms x +1ms =half-open s =closed") // the current open period ends as scheduled
 	r.run("f =open +2999ms x +1ms =half-open")
@@ -90,15 +90,15 @@ func TestReconfigureLogsWhatChanged(t *testing.T) {
 // continuously while calls flow, for the race detector, and checks that
 // every admitted call's permit is usable and the breaker ends consistent.
 func TestReconfigureUnderLoad(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 5, OpenDuration: time.Millisecond, HalfOpenProbes: 2})
+	r := newRig(t, Config{MinRequests: 5, Open: OpenConfig{Duration: time.Millisecond}, HalfOpen: HalfOpenConfig{Probes: 2}})
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
 			for i := 0; !stop.Load(); i++ {
-				o := Success
+				o := metrics.Success
 				if (i+w)%3 == 0 {
-					o = Failure
+					o = metrics.Failure
 				}
 				if p, err := r.b.Allow(); err == nil {
 					p.Record(o, time.Millisecond)
@@ -111,11 +111,11 @@ func TestReconfigureUnderLoad(t *testing.T) {
 		require.NoError(t, r.b.Reconfigure(r.reconfigured(func(c *Config) {
 			c.FailureRatio = []float64{0.2, 0.5, 0.9}[i%3]
 			c.Window.Buckets = []int{10, 5}[i%2]
-			c.HalfOpenProbes = 1 + i%3
+			c.HalfOpen.Probes = 1 + i%3
 		})))
 		_ = r.b.Snapshot()
 	}
 	stop.Store(true)
 	wg.Wait()
-	require.Equal(t, uint64(300), r.b.Snapshot().ConfigGeneration)
+	require.Equal(t, uint64(300), r.b.engine().Snapshot().Generation)
 }

@@ -48,7 +48,7 @@ func alertGroup(t *testing.T, alerts AlertConfig) (*Group, *metrics.ManualClock,
 	g, clock := newTestGroup(t, GroupConfig{
 		Strategy:       Semaphore,
 		Timeout:        NoTimeout,
-		CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: 5 * time.Minute, HalfOpenSuccesses: 1},
+		CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: 5 * time.Minute}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}},
 		Alerts:         alerts,
 	})
 	return g, clock, log
@@ -149,7 +149,7 @@ func TestAlertCustomTiersAndGroupBreaker(t *testing.T) {
 	log := &alertLog{}
 	g, clock := newTestGroup(t, GroupConfig{
 		Strategy: Semaphore,
-		Breaker:  circuit.Config{MinRequests: 1, OpenDuration: time.Hour},
+		Breaker:  circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Hour}},
 		Alerts:   AlertConfig{OnAlert: log.add, Interval: time.Hour, Tiers: []AlertTier{{"warn", time.Second}}},
 	})
 	_, _ = Execute(context.Background(), g, op[int]{name: "dep", run: fail[int](errRefused)})
@@ -249,7 +249,7 @@ func TestOnAlertPanicIsRecovered(t *testing.T) {
 	var n int
 	g, clock := newTestGroup(t, GroupConfig{
 		Strategy:       Semaphore,
-		CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: time.Hour},
+		CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Hour}},
 		Alerts:         AlertConfig{Interval: time.Hour, OnAlert: func(Alert) { n++; panic("pager down") }},
 	})
 	_, _ = Execute(context.Background(), g, op[int]{name: "dep", run: fail[int](errRefused)})
@@ -319,10 +319,14 @@ func TestCheckAlertsWithOnTransitionReadingSnapshot(t *testing.T) {
 	seen.Add(2) // closed → open, open → half-open
 	g, clock := newTestGroup(t, GroupConfig{
 		Strategy: Semaphore,
-		CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: time.Minute, OnTransition: func(circuit.Transition) {
-			_ = g.Snapshot()
-			seen.Done()
-		}},
+		CommandBreaker: circuit.Config{
+			MinRequests: 1,
+			Open:        circuit.OpenConfig{Duration: time.Minute},
+			OnTransition: func(circuit.Transition) {
+				_ = g.Snapshot()
+				seen.Done()
+			},
+		},
 		Alerts: AlertConfig{OnAlert: func(Alert) {}, Interval: time.Hour},
 	})
 	_, _ = Execute(context.Background(), g, op[int]{name: "dep", run: fail[int](errRefused)})

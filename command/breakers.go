@@ -1,9 +1,28 @@
 package command
 
 import (
+	"time"
+
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/internal/breaker"
 	"github.com/bulwark-go/bulwark/metrics"
 )
+
+// engine returns b as the engine it is (package internal/breaker), whose
+// AllowAt and RecordAt take the call's own clock readings: a group's
+// breakers read its clock unless their config gives another (see instant),
+// and the call reads it at its start and its end anyway.
+func engine(b *circuit.Breaker) *breaker.Breaker { return (*breaker.Breaker)(b) }
+
+// instant returns the instant of a breaker whose own clock is own (nil:
+// the group's) for a call at now, a reading of the group's clock: now
+// itself, or a reading of the breaker's own clock.
+func instant(own metrics.Clock, now time.Duration) time.Duration {
+	if own == nil {
+		return now
+	}
+	return own.Now()
+}
 
 // admit is the stage after limit: both breakers, the group's first, must
 // admit the attempt at instant t0, else it is SHORT_CIRCUITED (refuser
@@ -15,10 +34,10 @@ import (
 // apart.
 func (k *call) admit() bool {
 	g := k.g
-	gp, err := g.breaker.AllowAt(instant(g.breakerClock, k.t0))
+	gp, err := engine(g.breaker).AllowAt(instant(g.breakerClock, k.t0))
 	if err == nil {
-		var cp circuit.Permit
-		if cp, err = k.c.breaker.AllowAt(instant(g.cmdBreakerClock, k.t0)); err == nil {
+		var cp breaker.Permit
+		if cp, err = engine(k.c.breaker).AllowAt(instant(g.cmdBreakerClock, k.t0)); err == nil {
 			k.gp, k.cp = gp, cp
 			if gp.IsProbe() || cp.IsProbe() {
 				k.events.Add(metrics.Probe)
@@ -37,7 +56,7 @@ func (k *call) refuser() *circuit.Breaker {
 	switch {
 	case k.r.event != metrics.ShortCircuited:
 		return nil
-	case k.gp == circuit.Permit{}:
+	case k.gp == breaker.Permit{}:
 		return k.g.breaker
 	}
 	return k.c.breaker
@@ -45,14 +64,15 @@ func (k *call) refuser() *circuit.Breaker {
 
 // record is the stage after classify (or after the stage that refused the
 // attempt): it counts the attempt's outcome in both breakers, the ones
-// that admitted it (only SUCCESS, FAILURE and TIMEOUT count; any other
-// outcome releases the permits uncounted, a probe's slot included), with a
-// probe judged apart (judgeProbe); it adds the outcome to the call's
-// events, with SLOW for a slow success; and it keeps a failure's error for
-// the alerts.
+// that admitted it (they count only SUCCESS, FAILURE and TIMEOUT, the
+// calls that reached the dependency; any other outcome releases the
+// permits uncounted, a probe's slot included, a QUEUE_TIMEOUT's too: Run
+// never started), with a probe judged apart (judgeProbe); it adds the
+// outcome to the call's events, with SLOW for a slow success; and it keeps
+// a failure's error for the alerts.
 func (k *call) record() {
 	g := k.g
-	o, lat := breakerOutcome(k.r.event), k.r.run
+	o, lat := k.r.event, k.r.run
 	if !k.r.ran {
 		lat = k.now - k.t0
 	}

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -84,8 +83,8 @@ func (k *commandCall[T, C]) runHeld(ctx context.Context) (returned bool, err err
 func (k *call) goexit() {
 	g := k.g
 	now := g.clock.Now()
-	k.gp.RecordAt(instant(g.breakerClock, now), circuit.Failure, now-k.t0)
-	k.cp.RecordAt(instant(g.cmdBreakerClock, now), circuit.Failure, now-k.t0)
+	k.gp.RecordAt(instant(g.breakerClock, now), metrics.Failure, now-k.t0)
+	k.cp.RecordAt(instant(g.cmdBreakerClock, now), metrics.Failure, now-k.t0)
 	k.c.done(now, metrics.SetOf(metrics.Failure, metrics.ExceptionThrown), metrics.NoLatency, now-k.t0)
 	g.logger.Error("bulwark: Run called runtime.Goexit; the call counts as a FAILURE",
 		slog.String("group", g.name), slog.String("command", k.c.name))

@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/internal/breaker"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -61,7 +61,7 @@ type attempt struct {
 	t0    time.Duration // Run's start: start, moved past a rate limiter that may wait
 	now   time.Duration // when the attempt ended: t0 until the limiters or the bulkhead move it
 
-	gp, cp circuit.Permit // the breakers' permits (zero: not taken), released by record
+	gp, cp breaker.Permit // the breakers' permits (zero: not taken), released by record
 
 	r      result           // the primary outcome: from classify, or from the stage that refused
 	events metrics.EventSet // the events emitted so far; PROBE from admit marks a half-open probe

@@ -44,7 +44,7 @@ func TestLimitStage(t *testing.T) {
 		require.False(t, k.limit(nil))
 		assert.Equal(t, metrics.RateLimited, k.r.event)
 		assert.EqualError(t, k.r.err, "over the limit")
-		assert.Equal(t, circuit.Permit{}, k.gp, "the breakers were not asked")
+		assert.Zero(t, k.gp, "the breakers were not asked")
 		k.record()
 		k.finish()
 		assert.Zero(t, g.Breaker().Snapshot().Health.Requests)
@@ -99,7 +99,7 @@ func TestAdmitStage(t *testing.T) {
 	})
 	t.Run("the command's breaker refuses: record gives the group's probe back", func(t *testing.T) {
 		g, clock := newTestGroup(t, GroupConfig{Strategy: Semaphore, Timeout: NoTimeout,
-			Breaker: circuit.Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1}})
+			Breaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Second}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}}})
 		_, err := Execute(context.Background(), g, op[int]{"get", fail[int](errBoom)})
 		require.ErrorIs(t, err, errBoom)
 		require.Equal(t, circuit.Open, g.Breaker().State())
@@ -116,7 +116,7 @@ func TestAdmitStage(t *testing.T) {
 		k.record()
 		p, err := g.Breaker().Allow()
 		require.NoError(t, err, "record released the group's permit")
-		p.Record(circuit.Ignored, 0)
+		p.Record(metrics.Cancelled, 0)
 		k.finish()
 		assert.Equal(t, circuit.HalfOpen, g.Breaker().State(), "the refusal was not counted")
 	})
@@ -198,7 +198,7 @@ func TestClassifyStageOnEachKindOfEnd(t *testing.T) {
 }
 
 func TestRecordStageJudgesAProbeApart(t *testing.T) {
-	g, clock := probeGroup(t, Semaphore, func(error) circuit.Outcome { return circuit.Success })
+	g, clock := probeGroup(t, Semaphore, func(error) metrics.Event { return metrics.Success })
 	tripped(t, g, clock)
 	k := openCall(t, g, op[int]{"dep", fail[int](errStatus500)})
 	require.True(t, k.admit())

@@ -3,7 +3,6 @@ package command
 import (
 	"context"
 	"reflect"
-	"strings"
 	"time"
 
 	"github.com/bulwark-go/bulwark/metrics"
@@ -72,10 +71,11 @@ func WithName(name string) Option { return Option{name: name} }
 type Info struct {
 	// Command and Group name the command and its group.
 	Command, Group string
-	// Event is the call's primary outcome: Success, Failure, Timeout,
-	// BadRequest, ShortCircuited, ThreadPoolRejected, SemaphoreRejected,
-	// Cancelled, QueueTimeout or RateLimited.
-	Event metrics.Event
+	// Event is the call's primary outcome: EventSuccess, EventFailure,
+	// EventTimeout, EventBadRequest, EventShortCircuited,
+	// EventThreadPoolRejected, EventSemaphoreRejected, EventCancelled,
+	// EventQueueTimeout or EventRateLimited.
+	Event Event
 	// Events holds every event the call emitted: the primary outcome, Slow,
 	// one fallback event if a fallback was considered, ExceptionThrown if
 	// the caller got an error, and the probe events of a probe (see Probe).
@@ -114,14 +114,26 @@ type Info struct {
 // String); Info.Events holds one.
 type EventSet = metrics.EventSet
 
-// reasons holds the lower-case name of each event, for error messages,
-// computed once.
-var reasons = func() (r [metrics.NumEvents]string) {
-	for e := range metrics.NumEvents {
-		r[e] = strings.ToLower(e.String())
-	}
-	return r
-}()
+// Event is one of bulwark's events: Info.Event and Error.Event hold a
+// call's primary outcome, one of the constants below, so that a caller
+// tests it without importing package metrics. docs/events.md lists every
+// event and its text on each surface.
+type Event = metrics.Event
+
+// The primary outcomes: exactly one per call (per attempt, when it is
+// retried). See "Outcomes" in the package documentation.
+const (
+	EventSuccess            = metrics.Success
+	EventFailure            = metrics.Failure
+	EventTimeout            = metrics.Timeout
+	EventBadRequest         = metrics.BadRequest
+	EventShortCircuited     = metrics.ShortCircuited
+	EventThreadPoolRejected = metrics.ThreadPoolRejected
+	EventSemaphoreRejected  = metrics.SemaphoreRejected
+	EventCancelled          = metrics.Cancelled
+	EventQueueTimeout       = metrics.QueueTimeout
+	EventRateLimited        = metrics.RateLimited
+)
 
 // NameOf returns the name Execute gives cmd when the call sets none with
 // WithName: its Name method's (Namer), else its type name without package

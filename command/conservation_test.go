@@ -461,8 +461,13 @@ func checkCommandCounts(t *testing.T, g *Group, name string, c *commandState, se
 // and close as the chaos goes), every call still has exactly one primary
 // outcome, and the counts still agree with the callers.
 func TestBalanceWithLiveBreakers(t *testing.T) {
-	groups := chaosRegistry(t, circuit.Config{MinRequests: 20, FailureRatio: 0.3, OpenDuration: time.Millisecond,
-		Clock: metrics.SystemClock(), OnTransition: chaosOnTransition}, nil)
+	groups := chaosRegistry(t, circuit.Config{
+		MinRequests:  20,
+		FailureRatio: 0.3,
+		Open:         circuit.OpenConfig{Duration: time.Millisecond},
+		Clock:        metrics.SystemClock(),
+		OnTransition: chaosOnTransition,
+	}, nil)
 	const calls = chaosCalls / 4
 	res := runChaos(t, groups, calls)
 	require.False(t, t.Failed())

@@ -52,8 +52,13 @@
 //
 // # Outcomes
 //
-// Every call has exactly one primary outcome (Info.Event), with Hystrix's
-// event names:
+// Every call has exactly one primary outcome (Info.Event, one of the Event
+// constants: Info.Event == command.EventShortCircuited), with Hystrix's
+// event names. They are bulwark's one vocabulary: the events the metrics
+// count, the outcome a circuit.Permit records, what a ProbeClassifier
+// answers. docs/events.md lists every event and its one text on each
+// surface (SHORT_CIRCUITED in Go and the logs, short_circuited as a label:
+// Prometheus, httpguard's X-Degraded, go-metrics; its hystrix.stream key):
 //
 //   - SHORT_CIRCUITED: a breaker refused the call; Run did not run.
 //   - THREAD_POOL_REJECTED, SEMAPHORE_REJECTED: the bulkhead was full, or

@@ -71,8 +71,8 @@ func (e *kindError) Unwrap() error { return e.base }
 type Error struct {
 	// Group and Command name the call.
 	Group, Command string
-	// Event is the primary outcome.
-	Event metrics.Event
+	// Event is the primary outcome (one of the Event constants).
+	Event Event
 	// Err is the cause: Run's error (an *isolation.PanicError if it
 	// panicked), the breaker's refusal, the bulkhead's error, or the
 	// context's error.
@@ -113,7 +113,7 @@ func (e *Error) Error() string {
 	b.WriteByte('/')
 	b.WriteString(e.Command)
 	b.WriteString(": ")
-	b.WriteString(reasons[e.Event])
+	b.WriteString(e.Event.Label())
 	if e.Err != nil {
 		b.WriteString(": ")
 		b.WriteString(e.Err.Error())

@@ -70,10 +70,14 @@ func ExampleExecuteInfo() {
 	fmt.Println(p, err)
 	fmt.Println("degraded:", info.Degraded, "because of", info.Event)
 	fmt.Println(info.Command, info.Events)
+	if info.Event == command.EventFailure { // the outcomes are command's constants: no metrics import
+		fmt.Println("the dependency failed; label:", info.Event.Label())
+	}
 	// Output:
 	// guest <nil>
 	// degraded: true because of FAILURE
 	// getProfile FAILURE|FALLBACK_SUCCESS
+	// the dependency failed; label: failure
 }
 
 // price serves the last good price, for at most a minute, when the feed is

@@ -179,7 +179,7 @@ var quantileNames = [len(metrics.Latency{}.Percentiles)]string{"p0", "p25", "p50
 func gaugeReaders(latency bool) []gaugeReader {
 	var gs []gaugeReader
 	for e := range metrics.NumEvents {
-		name := strings.ToLower(e.String())
+		name := e.Label()
 		gs = append(gs,
 			gaugeReader{"rolling." + name, func(s metrics.Snapshot) int64 { return s.Counts[e] }},
 			gaugeReader{"cumulative." + name, func(s metrics.Snapshot) int64 { return s.Cumulative[e] }})

@@ -116,8 +116,9 @@ type GroupConfig struct {
 	// ProbeClassifier, if set, judges the half-open probes of the group's
 	// and its commands' breakers separately from normal calls: it is
 	// called with Run's error for a probe that ended as FAILURE, and its
-	// answer (circuit.Success, Failure, Timeout or Ignored) is what the
-	// probing breaker records. A TIMEOUT always fails a probe and a
+	// answer is what the probing breaker records: metrics.Success,
+	// metrics.Failure or metrics.Timeout, or any other event (such as
+	// metrics.Cancelled) for a probe that does not count. A TIMEOUT always fails a probe and a
 	// SUCCESS always passes; the caller's answer, the metrics' primary
 	// outcome and the breaker that did not probe are unchanged. It serves
 	// a team's rule from an incident review: during half-open, any answer
@@ -125,9 +126,9 @@ type GroupConfig struct {
 	// timeout or a connection failure fails a probe, so that one unlucky
 	// 500 does not keep a reachable dependency shut off for another open
 	// duration (httpguard.ProbeReachable implements the rule for HTTP). A
-	// panic in it, or an unknown outcome, leaves the probe a failure and
+	// panic in it, or an unknown event, leaves the probe a failure and
 	// is logged. Default: none, a probe is judged as any call.
-	ProbeClassifier func(err error) circuit.Outcome
+	ProbeClassifier func(err error) metrics.Event
 	// Alerts turns on alerts by how long a breaker has been open (tiers,
 	// default P3 at 1 minute, P2 at 10, P1 at 30) and a degraded-rate
 	// alarm per command; see AlertConfig. Default: off.
@@ -178,7 +179,7 @@ type CommandConfig struct {
 	Timeout time.Duration
 	// ProbeClassifier overrides the group's ProbeClassifier for this
 	// command's calls. Default: the group's.
-	ProbeClassifier func(err error) circuit.Outcome
+	ProbeClassifier func(err error) metrics.Event
 	// Breaker, if set, configures this command's breaker instead of the
 	// group's CommandBreaker template. Its Clock and Mode must be unset (the
 	// command breakers all use CommandBreaker's); a nil Logger or
@@ -303,9 +304,9 @@ type Group struct {
 	rejected metrics.Event    // ThreadPoolRejected or SemaphoreRejected
 
 	// breakerClock and cmdBreakerClock are the clocks of the group's
-	// breaker and of the commands' breakers when their config sets one other
-	// than the group's; nil (the common case) when they read the group's
-	// clock, so that Execute hands them its own readings (see instant).
+	// breaker and of the commands' breakers when their config sets one;
+	// nil (the common case) when they read the group's clock, so that
+	// Execute hands them its own readings (see instant).
 	breakerClock, cmdBreakerClock metrics.Clock
 
 	mu       sync.Mutex                   // serialises command creation, Reconfigure and Close
@@ -402,7 +403,7 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 		cfg.Logger = r.logger
 	}
 	g := &Group{name: name, reg: r, clock: r.clock, logger: cfg.Logger,
-		breakerClock: ownClock(cfg.Breaker.Clock, r.clock), cmdBreakerClock: ownClock(cfg.CommandBreaker.Clock, r.clock)}
+		breakerClock: cfg.Breaker.Clock, cmdBreakerClock: cfg.CommandBreaker.Clock}
 	g.live.Store(&liveConfig{GroupConfig: cfg, changed: r.clock.Now()})
 	var err error
 	if g.breaker, err = circuit.New(g.breakerConfig(cfg.Breaker, name)); err != nil {
@@ -429,25 +430,6 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 		g.alerts = newAlerter(cfg.Alerts)
 	}
 	return g, nil
-}
-
-// ownClock returns a breaker's configured clock c, or nil if it is the
-// group's clock (or none: the breaker then gets the group's).
-func ownClock(c, group metrics.Clock) metrics.Clock {
-	if metrics.SameClock(c, group) {
-		return nil
-	}
-	return c
-}
-
-// instant returns the instant of a breaker whose own clock is own (nil:
-// the group's) for a call at now, a reading of the group's clock: now
-// itself, or a reading of the breaker's own clock.
-func instant(own metrics.Clock, now time.Duration) time.Duration {
-	if own == nil {
-		return now
-	}
-	return own.Now()
 }
 
 // breakerConfig fills in what the group decides in a breaker config.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -53,21 +52,6 @@ func fallsBack(e metrics.Event) bool {
 		return true
 	}
 	return false
-}
-
-// breakerOutcome maps a primary outcome to what the breakers count: only
-// calls that reached the dependency count; the rest (a QUEUE_TIMEOUT among
-// them: Run never started) release their permit.
-func breakerOutcome(e metrics.Event) circuit.Outcome {
-	switch e {
-	case metrics.Success:
-		return circuit.Success
-	case metrics.Failure:
-		return circuit.Failure
-	case metrics.Timeout:
-		return circuit.Timeout
-	}
-	return circuit.Ignored
 }
 
 // ended returns the outcome of a call whose run context ended: TIMEOUT when

@@ -20,7 +20,7 @@ func ExampleIsProbe() {
 	defer reg.Close(context.Background())
 	g, err := reg.NewGroup("search", command.GroupConfig{
 		Strategy:       command.Semaphore,
-		CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: 5 * time.Second, HalfOpenSuccesses: 1},
+		CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: 5 * time.Second}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}},
 	})
 	if err != nil {
 		panic(err)
@@ -58,12 +58,12 @@ func ExampleGroupConfig_probeClassifier() {
 	defer reg.Close(context.Background())
 	g, err := reg.NewGroup("billing", command.GroupConfig{
 		Strategy:       command.Semaphore,
-		CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: 5 * time.Second, HalfOpenSuccesses: 1},
-		ProbeClassifier: func(err error) circuit.Outcome {
+		CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: 5 * time.Second}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}},
+		ProbeClassifier: func(err error) metrics.Event {
 			if errors.Is(err, errServer) {
-				return circuit.Success // an answer: reachable
+				return metrics.Success // an answer: reachable
 			}
-			return circuit.Failure
+			return metrics.Failure
 		},
 	})
 	if err != nil {
@@ -89,7 +89,7 @@ func ExampleAlertConfig() {
 	defer reg.Close(context.Background())
 	g, err := reg.NewGroup("payments", command.GroupConfig{
 		Strategy:       command.Semaphore,
-		CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: time.Hour},
+		CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Hour}},
 		Alerts: command.AlertConfig{OnAlert: func(a command.Alert) {
 			fmt.Printf("%s %s %s/%s open %v (%s, %d of %d failed) errors %q\n",
 				a.Kind, a.Tier, a.Group, a.Command, a.OpenFor, a.Reason, a.Health.Failures, a.Health.Requests, a.Errors[0].Err)
@@ -117,7 +117,7 @@ func ExampleGroup_WarmUp() {
 	clock := new(metrics.ManualClock)
 	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
 	defer reg.Close(context.Background())
-	breaker := circuit.Config{MinRequests: 4, OpenDuration: time.Minute}
+	breaker := circuit.Config{MinRequests: 4, Open: circuit.OpenConfig{Duration: time.Minute}}
 	search, err := reg.NewGroup("search", command.GroupConfig{Strategy: command.Semaphore, CommandBreaker: breaker})
 	if err != nil {
 		panic(err)
@@ -132,6 +132,6 @@ func ExampleGroup_WarmUp() {
 	}
 	b, _ := search.CommandBreaker("query")
 	s := b.Snapshot()
-	fmt.Println(s.State, s.WarmingUp, s.WarmUpLeft)
-	// Output: closed true 1m0s
+	fmt.Println(s.State, s.WarmUpLeft)
+	// Output: closed 1m0s
 }

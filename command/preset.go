@@ -55,8 +55,8 @@ func tier(timeout time.Duration, minRequests int, failureRatio float64, slow tim
 		FailureRatio:     failureRatio,
 		SlowCallDuration: slow,
 		SlowCallRatio:    slowRatio,
-		OpenDuration:     open,
-		HalfOpenProbes:   probes,
+		Open:             circuit.OpenConfig{Duration: open},
+		HalfOpen:         circuit.HalfOpenConfig{Probes: probes},
 	}
 	return GroupConfig{Timeout: timeout, Breaker: b, CommandBreaker: b}
 }
@@ -68,12 +68,12 @@ func tier(timeout time.Duration, minRequests int, failureRatio float64, slow tim
 // back up over 10 s; the timeout is generous (1 s).
 func strongPreset() GroupConfig {
 	b := circuit.Config{
-		Window:         metrics.Window{Length: 10 * time.Second, Buckets: 10},
-		MinRequests:    50,
-		FailureRatio:   0.8,
-		OpenDuration:   2 * time.Second,
-		HalfOpenProbes: 5,
-		RampUp:         10 * time.Second,
+		Window:       metrics.Window{Length: 10 * time.Second, Buckets: 10},
+		MinRequests:  50,
+		FailureRatio: 0.8,
+		Open:         circuit.OpenConfig{Duration: 2 * time.Second},
+		HalfOpen:     circuit.HalfOpenConfig{Probes: 5},
+		Ramp:         circuit.RampConfig{Duration: 10 * time.Second},
 	}
 	return GroupConfig{Timeout: time.Second, Breaker: b, CommandBreaker: b}
 }
@@ -88,7 +88,7 @@ func neverDegradePreset() GroupConfig {
 		Window:       metrics.Window{Length: 10 * time.Second, Buckets: 10},
 		MinRequests:  20,
 		FailureRatio: 0.5,
-		OpenDuration: 5 * time.Second,
+		Open:         circuit.OpenConfig{Duration: 5 * time.Second},
 	}
 	return GroupConfig{Timeout: 2 * time.Second, Breaker: b, CommandBreaker: b, NoFallback: true}
 }

@@ -31,7 +31,7 @@ func TestPresetValues(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, c.Breaker, c.CommandBreaker, "%s: both breakers alike", name)
 		got := row{c.Timeout, c.Breaker.MinRequests, c.Breaker.FailureRatio, c.Breaker.SlowCallDuration,
-			c.Breaker.SlowCallRatio, c.Breaker.OpenDuration, c.Breaker.HalfOpenProbes}
+			c.Breaker.SlowCallRatio, c.Breaker.Open.Duration, c.Breaker.HalfOpen.Probes}
 		assert.Equal(t, w, got, name)
 		assert.Equal(t, 10*time.Second, c.Breaker.Window.Length, name)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -34,17 +33,18 @@ func probeContext(ctx context.Context) context.Context {
 // o. A FAILURE is judged by the command's ProbeClassifier, if any, with
 // Run's error; the other outcomes stand. Only the breaker that probed gets
 // the judged outcome: the other (closed) one counts o, as for any call. It
-// adds PROBE_SUCCESS or PROBE_FAILURE (none for an Ignored probe) to the
-// attempt's events, beside the PROBE event admit added. record calls it.
-func (k *call) judgeProbe(o circuit.Outcome) (gout, cout circuit.Outcome) {
+// adds PROBE_SUCCESS or PROBE_FAILURE (none for a probe that does not
+// count) to the attempt's events, beside the PROBE event admit added.
+// record calls it.
+func (k *call) judgeProbe(o metrics.Event) (gout, cout metrics.Event) {
 	judged := o
-	if classify := k.cs.probeClassifier; o == circuit.Failure && classify != nil {
+	if classify := k.cs.probeClassifier; o == metrics.Failure && classify != nil {
 		judged = k.c.classifyProbe(classify, k.r.err)
 	}
 	switch judged {
-	case circuit.Success:
+	case metrics.Success:
 		k.events.Add(metrics.ProbeSuccess)
-	case circuit.Failure, circuit.Timeout:
+	case metrics.Failure, metrics.Timeout:
 		k.events.Add(metrics.ProbeFailure)
 	}
 	gout, cout = o, o
@@ -58,14 +58,14 @@ func (k *call) judgeProbe(o circuit.Outcome) (gout, cout circuit.Outcome) {
 }
 
 // classifyProbe runs the ProbeClassifier classify on a failed probe's error. A panic
-// in it, or an outcome it has no business returning, leaves the probe a
-// failure and is logged at Error level.
-func (c *commandState) classifyProbe(classify func(error) circuit.Outcome, err error) (o circuit.Outcome) {
-	o = circuit.Failure
+// in it, or an event that does not exist, leaves the probe a failure and is
+// logged at Error level.
+func (c *commandState) classifyProbe(classify func(error) metrics.Event, err error) (o metrics.Event) {
+	o = metrics.Failure
 	defer c.group.recoverHook("ProbeClassifier")
 	judged := classify(err)
-	if judged > circuit.Ignored {
-		c.group.logger.Error("bulwark: ProbeClassifier returned an unknown outcome; the probe counts as a failure",
+	if judged >= metrics.NumEvents {
+		c.group.logger.Error("bulwark: ProbeClassifier returned an unknown event; the probe counts as a failure",
 			slog.String("group", c.group.name), slog.String("command", c.name), slog.String("outcome", judged.String()))
 		return o
 	}

@@ -16,12 +16,12 @@ var errStatus500 = errors.New("http status 500")
 
 // probeGroup returns a group, on a manual clock, whose command breaker
 // trips on one failure, stays open 1 s and closes on one good probe.
-func probeGroup(t *testing.T, strategy Strategy, classify func(error) circuit.Outcome) (*Group, *metrics.ManualClock) {
+func probeGroup(t *testing.T, strategy Strategy, classify func(error) metrics.Event) (*Group, *metrics.ManualClock) {
 	t.Helper()
 	return newTestGroup(t, GroupConfig{
 		Strategy:        strategy,
 		Timeout:         NoTimeout,
-		CommandBreaker:  circuit.Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1},
+		CommandBreaker:  circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Second}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}},
 		ProbeClassifier: classify,
 	})
 }
@@ -71,15 +71,15 @@ func TestIsProbeTellsRunItIsAProbe(t *testing.T) {
 // dependency reachable under the team's rule and closes the breaker; without
 // the classifier it reopens it. The caller sees the FAILURE either way.
 func TestProbeClassifierClosesOnAnAnswer(t *testing.T) {
-	answered := func(err error) circuit.Outcome {
+	answered := func(err error) metrics.Event {
 		if errors.Is(err, errStatus500) {
-			return circuit.Success
+			return metrics.Success
 		}
-		return circuit.Failure
+		return metrics.Failure
 	}
 	for _, tc := range []struct {
 		name     string
-		classify func(error) circuit.Outcome
+		classify func(error) metrics.Event
 		want     circuit.State
 		judged   metrics.Event
 	}{
@@ -108,8 +108,8 @@ func TestProbeClassifierNeverExcusesATimeout(t *testing.T) {
 		// Long enough that the call that trips the breaker never meets it
 		// before Run starts (QUEUE_TIMEOUT, not counted) on a loaded machine.
 		Timeout:         250 * time.Millisecond,
-		CommandBreaker:  circuit.Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1},
-		ProbeClassifier: func(error) circuit.Outcome { return circuit.Success },
+		CommandBreaker:  circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Second}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}},
+		ProbeClassifier: func(error) metrics.Event { return metrics.Success },
 	})
 	tripped(t, g, clock)
 	_, info, err := ExecuteInfo(context.Background(), g, op[int]{name: "dep", run: waitDone[int]})
@@ -126,9 +126,9 @@ func TestProbeClassifierPanicFailsTheProbe(t *testing.T) {
 	g, clock := newTestGroup(t, GroupConfig{
 		Strategy:        Semaphore,
 		Timeout:         NoTimeout,
-		CommandBreaker:  circuit.Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1},
-		ProbeClassifier: func(error) circuit.Outcome { return circuit.Success },
-		Commands: map[string]CommandConfig{"dep": {ProbeClassifier: func(error) circuit.Outcome {
+		CommandBreaker:  circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Second}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}},
+		ProbeClassifier: func(error) metrics.Event { return metrics.Success },
+		Commands: map[string]CommandConfig{"dep": {ProbeClassifier: func(error) metrics.Event {
 			panic("classifier bug")
 		}}},
 	})

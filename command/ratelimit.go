@@ -4,55 +4,41 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
+	"github.com/bulwark-go/bulwark/internal/limiter"
 	"github.com/bulwark-go/bulwark/metrics"
+	"github.com/bulwark-go/bulwark/ratelimit"
 )
 
 // Limiter is a rate limit: Admit returns nil to let a call go on, or an
 // error to refuse it (the call is then RATE_LIMITED). The limiters of
 // package ratelimit satisfy it. A limiter may wait (a pacer); if ctx ends
 // while it waits, it returns ctx's error and the call is CANCELLED.
+//
+// Execute reads the clock again after the limiters, so that a wait is not
+// counted in Run's latency, unless every limiter of the call is one of
+// package ratelimit's that never wait (TokenBucket, SlidingWindow, WarmUp).
+// Those, when their clock is the group's (by default both are
+// metrics.SystemClock()), decide at the reading Execute takes at the
+// call's start anyway: they cost the call no clock reading of their own.
 type Limiter interface {
 	Admit(ctx context.Context) error
 }
 
-// NonWaiting is an optional interface of a Limiter or a KeyedLimiter:
-// NeverWaits reports that Admit (AdmitKey) never waits, it admits or
-// refuses at once, as ratelimit's TokenBucket, SlidingWindow and WarmUp do.
-// When every limiter of a call never waits, Execute takes the call's first
-// clock reading as the instant the limiters were done (a refusal's too),
-// and reads the clock once less; otherwise (a Pacer, or a limiter that does
-// not tell) it reads the clock again after them, so that a wait is not
-// counted in Run's latency.
-type NonWaiting interface {
-	NeverWaits() bool
-}
-
-// ClockedLimiter is an optional interface of a Limiter that never waits
-// and can take its caller's clock reading: Clock returns the limiter's
-// clock, and AdmitAt is Admit at instant now, a reading of that clock. When
-// a limiter's Clock is its group's (metrics.SameClock: by default both are
-// metrics.SystemClock()), Execute calls AdmitAt with the reading it takes
-// at the call's start anyway, and spares the limiter one of its own. The
-// TokenBucket, SlidingWindow and WarmUp of package ratelimit implement it.
-type ClockedLimiter interface {
-	AdmitAt(now time.Duration) error
-	Clock() metrics.Clock
-}
-
-// limitStage is one Limiter of a call, with its ClockedLimiter side when
-// the limiter reads the group's clock.
+// limitStage is one Limiter of a call, with its engine when the limiter
+// never waits and reads the group's clock.
 type limitStage struct {
 	Limiter
-	at ClockedLimiter // nil: Admit reads the limiter's own clock, or waits
+	at limiter.Clocked // nil: Admit reads the limiter's own clock, or waits
 }
 
 // stageOf returns the stage of limiter l (nil: none) in a group whose
 // clock is clock.
 func stageOf(l Limiter, clock metrics.Clock) limitStage {
 	s := limitStage{Limiter: l}
-	if at, ok := l.(ClockedLimiter); ok && metrics.SameClock(at.Clock(), clock) {
+	if at := clocked(l); at != nil && sameClock(at.Clock(), clock) {
 		s.at = at
 	}
 	return s
@@ -67,14 +53,34 @@ func (s *limitStage) admit(ctx context.Context, now time.Duration) error {
 	return s.Admit(ctx)
 }
 
-// mayWait reports whether limiter l, a Limiter or a KeyedLimiter (nil:
-// none), may wait in Admit: unless it says it never does.
-func mayWait(l any) bool {
-	if l == nil {
-		return false
+// clocked returns the engine of l when l is a limiter of package ratelimit
+// that never waits (and so can take its caller's clock reading), else nil.
+func clocked(l any) limiter.Clocked {
+	switch l := l.(type) {
+	case *ratelimit.TokenBucket:
+		return (*limiter.Bucket)(l)
+	case *ratelimit.SlidingWindow:
+		return (*limiter.Window)(l)
+	case *ratelimit.WarmUp:
+		return (*limiter.WarmUp)(l)
 	}
-	nw, ok := l.(NonWaiting)
-	return !ok || !nw.NeverWaits()
+	return nil
+}
+
+// mayWait reports whether limiter l, a Limiter or a KeyedLimiter (nil:
+// none), may wait in Admit: unless it is one of package ratelimit's that
+// never wait.
+func mayWait(l any) bool {
+	return l != nil && clocked(l) == nil
+}
+
+// sameClock reports whether a and b are one clock, so that a reading of one
+// is a reading of the other: the same pointer, as metrics.SystemClock() is
+// to itself and a *metrics.ManualClock to itself. A clock that is not a
+// pointer is never the same as another, not even an equal copy (comparing
+// such values could panic).
+func sameClock(a, b metrics.Clock) bool {
+	return a != nil && reflect.TypeOf(a).Kind() == reflect.Pointer && a == b
 }
 
 // KeyedLimiter is a rate limit per key (per caller, per tenant), such as
@@ -108,8 +114,8 @@ func (k *call) limit(opts []Option) bool {
 // has used the quota of the earlier ones. It moves t0 to the instant the
 // limiters were done (a limiter may wait, as a pacer does): Run's latency
 // and the breakers' reckoning start there; the call's Latency still counts
-// from its start. If no limiter of the call may wait (NonWaiting), t0 stays
-// the attempt's start and the clock is not read. limit calls it only for a
+// from its start. If no limiter of the call may wait (see Limiter), t0
+// stays the attempt's start and the clock is not read. limit calls it only for a
 // command with a limiter (limited).
 func (k *call) limited(opts []Option) bool {
 	if k.timeout < NoTimeout {

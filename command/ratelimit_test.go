@@ -195,26 +195,25 @@ func (c *countingClock) Now() time.Duration {
 	return c.ManualClock.Now()
 }
 
-// admitFunc is a Limiter that does not say whether it waits.
+// admitFunc is a Limiter of the caller's own.
 type admitFunc func(context.Context) error
 
 func (f admitFunc) Admit(ctx context.Context) error { return f(ctx) }
 
-// waitSays is a Limiter that says whether it waits.
-type waitSays struct {
-	admitFunc
-	never bool
-}
-
-func (w waitSays) NeverWaits() bool { return w.never }
-
-// A call whose limiters all never wait reads the group's clock twice, as a
-// call without limiters does: the limiters add no clock reading of
-// Execute's. A limiter that may wait (or does not say) costs one more, the
-// instant it was done.
+// A call whose limiters all never wait (package ratelimit's TokenBucket,
+// SlidingWindow and WarmUp) reads the group's clock twice, as a call
+// without limiters does: the limiters add no clock reading of Execute's.
+// Any other limiter may wait, and costs one more, the instant it was done.
 func TestRateLimitNonWaitingReadsTheClockOnceLess(t *testing.T) {
 	admit := admitFunc(func(context.Context) error { return nil })
-	bucket, err := ratelimit.NewTokenBucket(ratelimit.TokenBucketConfig{Rate: 1e9, Burst: 1 << 20, Clock: new(metrics.ManualClock)})
+	other := new(metrics.ManualClock) // the limiters' own: not counted
+	bucket, err := ratelimit.NewTokenBucket(ratelimit.TokenBucketConfig{Rate: 1e9, Burst: 1 << 20, Clock: other})
+	require.NoError(t, err)
+	window, err := ratelimit.NewSlidingWindow(ratelimit.SlidingWindowConfig{Limit: 1 << 20, Clock: other})
+	require.NoError(t, err)
+	warm, err := ratelimit.NewWarmUp(ratelimit.WarmUpConfig{Rate: 1e9, Burst: 1 << 20, ColdFactor: 1, Period: time.Second, Clock: other})
+	require.NoError(t, err)
+	pacer, err := ratelimit.NewPacer(ratelimit.PacerConfig{Interval: time.Nanosecond, MaxWait: time.Second, Clock: other})
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name  string
@@ -223,9 +222,10 @@ func TestRateLimitNonWaitingReadsTheClockOnceLess(t *testing.T) {
 	}{
 		{"none", nil, 2},
 		{"token bucket", bucket, 2},
-		{"says never waits", waitSays{admit, true}, 2},
-		{"says may wait", waitSays{admit, false}, 3},
-		{"does not say", admit, 3},
+		{"sliding window", window, 2},
+		{"warm-up", warm, 2},
+		{"pacer: may wait", pacer, 3},
+		{"the caller's own: may wait", admit, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := new(countingClock)
@@ -245,34 +245,52 @@ func TestRateLimitNonWaitingReadsTheClockOnceLess(t *testing.T) {
 	}
 }
 
-// clockedSpy is a ClockedLimiter that notes how it was asked.
-type clockedSpy struct {
-	clock metrics.Clock
-	at    []time.Duration // the instants AdmitAt was given
-	plain int             // Admit calls
-}
-
-func (s *clockedSpy) Admit(context.Context) error     { s.plain++; return nil }
-func (s *clockedSpy) AdmitAt(now time.Duration) error { s.at = append(s.at, now); return nil }
-func (s *clockedSpy) Clock() metrics.Clock            { return s.clock }
-
+// A limiter on the group's clock decides at the reading each call takes at
+// its start: it reads no clock of its own. One on another clock reads its
+// own, once a call.
 func TestClockedLimiterGetsTheCallsReadingOnlyOnTheGroupsClock(t *testing.T) {
-	reg, clock := newTestRegistry(t)
-	clock.Set(7 * time.Second)
-	same := &clockedSpy{clock: clock}
-	other := &clockedSpy{clock: new(metrics.ManualClock)}
-	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore, RateLimit: same,
-		Commands: map[string]CommandConfig{"get": {RateLimit: other}}})
+	group, other := new(countingClock), new(countingClock)
+	reg := NewRegistry(RegistryConfig{Clock: group, Logger: discardLogger})
+	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+	same, err := ratelimit.NewTokenBucket(ratelimit.TokenBucketConfig{Rate: 1e9, Burst: 1 << 20, Clock: group})
 	require.NoError(t, err)
-	cmd := op[int]{"get", func(context.Context) (int, error) { clock.Advance(time.Second); return 1, nil }}
-
+	own, err := ratelimit.NewTokenBucket(ratelimit.TokenBucketConfig{Rate: 1e9, Burst: 1 << 20, Clock: other})
+	require.NoError(t, err)
+	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore, Timeout: NoTimeout, RateLimit: same,
+		Commands: map[string]CommandConfig{"get": {RateLimit: own}}})
+	require.NoError(t, err)
+	cmd := op[int]{"get", func(context.Context) (int, error) { return 1, nil }}
+	group.reads.Store(0)
 	for range 2 {
 		_, err = Execute(context.Background(), g, cmd)
 		require.NoError(t, err)
 	}
-	assert.Equal(t, []time.Duration{7 * time.Second, 8 * time.Second}, same.at,
-		"a limiter on the group's clock is handed each call's start")
-	assert.Zero(t, same.plain)
-	assert.Empty(t, other.at, "a limiter on another clock reads its own")
-	assert.Equal(t, 2, other.plain)
+	assert.Equal(t, int64(4), group.reads.Load(), "two readings a call, the limiter on the group's clock reads none")
+	assert.Equal(t, int64(2), other.reads.Load(), "a limiter on another clock reads its own")
+}
+
+// funcClock is a Clock that is not a pointer.
+type funcClock func() time.Duration
+
+func (f funcClock) Now() time.Duration { return f() }
+
+func TestSameClock(t *testing.T) {
+	manual, other := new(metrics.ManualClock), new(metrics.ManualClock)
+	fn := funcClock(func() time.Duration { return 0 })
+	for _, tc := range []struct {
+		name string
+		a, b metrics.Clock
+		want bool
+	}{
+		{"SystemClock is one clock", metrics.SystemClock(), metrics.SystemClock(), true},
+		{"a ManualClock is itself", manual, manual, true},
+		{"two ManualClocks differ", manual, other, false},
+		{"system and manual differ", metrics.SystemClock(), manual, false},
+		{"nil is no clock", nil, nil, false},
+		{"a clock that is not a pointer is never the same", fn, fn, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, sameClock(tc.a, tc.b))
+		})
+	}
 }

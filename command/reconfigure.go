@@ -29,11 +29,11 @@ type commandSettings struct {
 	slowCall time.Duration // a success slower than this also emits SLOW; 0: off
 	reserve  time.Duration // the group's DeadlineReserve; 0: off
 
-	probeClassifier func(err error) circuit.Outcome // judges failed probes; nil: as any call
+	probeClassifier func(err error) metrics.Event // judges failed probes; nil: as any call
 
 	// The call's rate limiters, asked in this order (see call.limited);
 	// limited is set when there is any, limitWaits when one may wait (see
-	// NonWaiting).
+	// Limiter).
 	groupLimit limitStage
 	keyedLimit KeyedLimiter
 	limit      limitStage

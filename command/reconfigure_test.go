@@ -52,7 +52,7 @@ func TestReconfigureAppliesToNextCall(t *testing.T) {
 	assert.Equal(t, 3, s.Bulkhead.Capacity)
 	assert.Equal(t, 4, g.fallback.Stats().Capacity)
 	assert.Equal(t, 50*time.Millisecond, s.Commands[0].Timeout)
-	assert.Equal(t, 2, s.Commands[0].Breaker.MinRequests, "the command breaker took the new template")
+	assert.Equal(t, 2, s.Commands[0].Breaker.Config.MinRequests, "the command breaker took the new template")
 	assert.Equal(t, 50*time.Millisecond, g.Config().Timeout)
 	clock.Advance(time.Second)
 	assert.Equal(t, time.Second, g.Snapshot().ConfigAge)

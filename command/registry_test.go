@@ -158,7 +158,7 @@ func TestRegistryClockIsItsGroupsClock(t *testing.T) {
 	reg, clock := newTestRegistry(t)
 	assert.Same(t, clock, reg.Clock())
 	var zero Registry // the zero Registry is ready to use, on the system clock
-	assert.True(t, metrics.SameClock(zero.Clock(), metrics.SystemClock()))
+	assert.True(t, sameClock(zero.Clock(), metrics.SystemClock()))
 }
 
 // TestExecuteAfterCloseMatchesErrClosed: a call to a group whose registry

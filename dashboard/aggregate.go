@@ -78,7 +78,7 @@ type AggregateConfig struct {
 	Client *http.Client
 	// Stream configures the merged stream the aggregate serves (interval,
 	// client cap, history, logger), as for NewStream. The aggregate has no
-	// control endpoint: a Stream.Control.Token is an error.
+	// control endpoint: a Stream.Control is an error.
 	Stream Config
 }
 
@@ -126,8 +126,8 @@ func (c AggregateConfig) Validate() error {
 		return fmt.Errorf("%w: MaxEvents %d is negative", ErrInvalidConfig, c.MaxEvents)
 	case c.Client != nil && c.Client.Timeout != 0:
 		return fmt.Errorf("%w: Client.Timeout %v would cut the streams off", ErrInvalidConfig, c.Client.Timeout)
-	case c.Stream.Control.Token != "":
-		return fmt.Errorf("%w: Stream.Control.Token is set, but the aggregate has no control endpoint: control each instance's own", ErrInvalidConfig)
+	case c.Stream.Control != nil:
+		return fmt.Errorf("%w: Stream.Control is set, but the aggregate has no control endpoint: control each instance's own", ErrInvalidConfig)
 	}
 	for _, u := range c.Instances {
 		if err := checkInstanceURL(u); err != nil {

@@ -273,15 +273,15 @@ func TestAggregateConfigValidated(t *testing.T) {
 }
 
 // TestAggregateRefusesControl: the aggregate has no control endpoint, so a
-// control token is a mistake to report, not a setting to ignore.
+// control endpoint is a mistake to report, not a setting to ignore.
 func TestAggregateRefusesControl(t *testing.T) {
 	agg, err := NewAggregate(AggregateConfig{Instances: []string{"http://x/hystrix.stream"},
-		Stream: Config{Logger: quietLog, Control: ControlConfig{Token: "0123456789abcdef0123"}}})
+		Stream: Config{Logger: quietLog, Control: http.NotFoundHandler()}})
 	if agg != nil {
 		require.NoError(t, agg.Close(context.Background()))
 	}
 	require.ErrorIs(t, err, ErrInvalidConfig)
-	assert.ErrorContains(t, err, "Stream.Control.Token is set, but the aggregate has no control endpoint")
+	assert.ErrorContains(t, err, "Stream.Control is set, but the aggregate has no control endpoint")
 }
 
 // The merged stream keeps a history like any stream: a new client gets one

@@ -12,130 +12,74 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/dashboard/control"
 	"github.com/bulwark-go/bulwark/metrics"
-	"github.com/bulwark-go/bulwark/rules"
 )
 
 const testToken = "0123456789abcdef-test"
 
-// controlRig is a registry with group "users" (command "get") behind a
-// dashboard handler.
-func controlRig(t *testing.T, control ControlConfig) (*command.Registry, *command.Group, *Handler) {
-	reg := command.NewRegistry(command.RegistryConfig{Clock: new(metrics.ManualClock), Logger: quietLog})
-	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
-	g, err := reg.NewGroup("users", command.GroupConfig{Commands: map[string]command.CommandConfig{"get": {}}})
-	require.NoError(t, err)
-	control.Logger = quietLog
-	h, err := New(reg, Config{Logger: quietLog, Control: control})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Close(context.Background()) })
-	return reg, g, h
-}
-
-func post(h http.Handler, body string, header map[string]string) *httptest.ResponseRecorder {
-	r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:7979/control", strings.NewReader(body))
-	r.Header.Set("Content-Type", "application/json")
-	for k, v := range header {
-		r.Header.Set(k, v)
-	}
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, r)
-	return w
-}
-
-func TestControlOffByDefault(t *testing.T) {
-	_, g, h := controlRig(t, ControlConfig{})
-	w := post(h, `{"action": "force-open", "group": "users"}`, map[string]string{TokenHeader: testToken})
-	assert.Equal(t, http.StatusMethodNotAllowed, w.Code, "no endpoint: the page answers, GET only")
-	assert.Equal(t, circuit.Normal, g.Breaker().Snapshot().Mode)
-	page := httptest.NewRecorder()
-	h.ServeHTTP(page, httptest.NewRequest(http.MethodGet, "/", nil))
-	assert.Contains(t, page.Body.String(), `<meta name="bulwark-control" content="">`, "the page offers no controls")
-
-	_, err := New(command.NewRegistry(command.RegistryConfig{}), Config{Control: ControlConfig{Token: "short"}})
-	require.ErrorIs(t, err, ErrInvalidConfig)
-	_, err = NewControl(command.NewRegistry(command.RegistryConfig{}), ControlConfig{})
-	require.ErrorIs(t, err, ErrInvalidConfig)
-}
-
-// TestControlRefusesAndChangesNothing: without the right token, or from
-// another origin, or not as a JSON POST, nothing changes.
-func TestControlRefusesAndChangesNothing(t *testing.T) {
-	_, g, h := controlRig(t, ControlConfig{Token: testToken})
-	body := `{"action": "force-open", "group": "users"}`
-	for name, tc := range map[string]struct {
-		header map[string]string
-		method string
-		want   int
-	}{
-		"missing token":  {nil, "", http.StatusUnauthorized},
-		"wrong token":    {map[string]string{TokenHeader: testToken + "x"}, "", http.StatusForbidden},
-		"prefix token":   {map[string]string{TokenHeader: testToken[:MinTokenLength]}, "", http.StatusForbidden},
-		"cross origin":   {map[string]string{TokenHeader: testToken, "Origin": "http://evil.example"}, "", http.StatusForbidden},
-		"cross site":     {map[string]string{TokenHeader: testToken, "Sec-Fetch-Site": "cross-site"}, "", http.StatusForbidden},
-		"form post":      {map[string]string{TokenHeader: testToken, "Content-Type": "application/x-www-form-urlencoded"}, "", http.StatusUnsupportedMediaType},
-		"GET":            {map[string]string{TokenHeader: testToken}, http.MethodGet, http.StatusMethodNotAllowed},
-		"unknown action": {map[string]string{TokenHeader: testToken}, "", http.StatusBadRequest},
-	} {
-		b := body
-		if name == "unknown action" {
-			b = `{"action": "explode", "group": "users"}`
-		}
-		var w *httptest.ResponseRecorder
-		if tc.method == http.MethodGet {
-			r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:7979/control", nil)
-			r.Header.Set(TokenHeader, testToken)
-			w = httptest.NewRecorder()
-			h.ServeHTTP(w, r)
-		} else {
-			w = post(h, b, tc.header)
-		}
-		assert.Equal(t, tc.want, w.Code, name)
-		assert.Equal(t, circuit.Normal, g.Breaker().Snapshot().Mode, name)
-	}
-}
-
-func TestControlActions(t *testing.T) {
-	_, g, h := controlRig(t, ControlConfig{Token: testToken})
-	tok := map[string]string{TokenHeader: testToken, "Origin": "http://127.0.0.1:7979", "Sec-Fetch-Site": "same-origin"}
-	require.Equal(t, http.StatusNoContent, post(h, `{"action": "check"}`, tok).Code)
-	require.Equal(t, http.StatusNoContent, post(h, `{"action": "force-open", "group": "users"}`, tok).Code)
-	assert.Equal(t, circuit.ForcedOpen, g.Breaker().Snapshot().Mode)
-	require.Equal(t, http.StatusNoContent, post(h, `{"action": "force-closed", "group": "users", "command": "get"}`, tok).Code)
-	get, _ := g.CommandBreaker("get")
-	assert.Equal(t, circuit.ForcedClosed, get.Snapshot().Mode)
-	require.Equal(t, http.StatusNoContent, post(h, `{"action": "reset", "group": "users", "command": "get"}`, tok).Code)
-	assert.Equal(t, circuit.Normal, get.Snapshot().Mode)
-	require.Equal(t, http.StatusNoContent, post(h, `{"action": "normal", "group": "users"}`, tok).Code)
-	assert.Equal(t, circuit.Closed, g.Breaker().State())
-	assert.Equal(t, http.StatusNotFound, post(h, `{"action": "normal", "group": "nope"}`, tok).Code)
-	assert.Equal(t, http.StatusNotFound, post(h, `{"action": "normal", "group": "users", "command": "nope"}`, tok).Code)
-	assert.Equal(t, http.StatusNotFound, post(h, `{"action": "apply-rules", "rules": {"groups": {}}}`, tok).Code,
-		"rules not enabled")
-}
-
-func TestControlAppliesRules(t *testing.T) {
+// controlled returns a registry with group "users" and the handler of New
+// for it, with the control endpoint ctl (nil: none).
+func controlled(t *testing.T, ctl func(*command.Registry) http.Handler) (*command.Group, *Handler) {
 	reg := command.NewRegistry(command.RegistryConfig{Clock: new(metrics.ManualClock), Logger: quietLog})
 	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
 	g, err := reg.NewGroup("users", command.GroupConfig{})
 	require.NoError(t, err)
-	live, err := rules.NewManager(reg, quietLog)
+	cfg := Config{Logger: quietLog}
+	if ctl != nil {
+		cfg.Control = ctl(reg)
+	}
+	h, err := New(reg, cfg)
 	require.NoError(t, err)
-	ctl, err := NewControl(reg, ControlConfig{Token: testToken, Rules: live, Logger: quietLog})
-	require.NoError(t, err)
-	tok := map[string]string{TokenHeader: testToken}
-	require.Equal(t, http.StatusNoContent, post(ctl, `{"action": "apply-rules", "rules": {"groups": {"users": {"maxConcurrent": 33}}}}`, tok).Code)
-	assert.Equal(t, 33, g.Config().MaxConcurrent)
-	w := post(ctl, `{"action": "apply-rules", "rules": {"groups": {"users": {"maxConcurrent": -1}}}}`, tok)
-	assert.Equal(t, http.StatusUnprocessableEntity, w.Code)
-	assert.Contains(t, w.Body.String(), "MaxConcurrent -1")
-	assert.Equal(t, 33, g.Config().MaxConcurrent, "a rejected document changes nothing")
-	w = post(ctl, `{"action": "apply-rules", "rules": {"groups": {"": {}, "users": {"maxConcurrent": 9}}}}`, tok)
-	assert.Equal(t, http.StatusUnprocessableEntity, w.Code)
-	assert.Equal(t, 33, g.Config().MaxConcurrent, `nor does one refused for a group named ""`)
-	w = post(ctl, `{"action": "apply-rules", "rules": {"groups": {"users": {"maxConcurrent": 44}}}}`, nil)
-	assert.Equal(t, http.StatusUnauthorized, w.Code)
-	assert.Equal(t, 33, g.Config().MaxConcurrent)
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	return g, h
+}
+
+// forceOpen posts a force-open of group users to h's control path.
+func forceOpen(h http.Handler) int {
+	r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:7979"+ControlPath, strings.NewReader(`{"action": "force-open", "group": "users"}`))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set(control.TokenHeader, testToken)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w.Code
+}
+
+// page returns the page h serves.
+func page(h http.Handler) string {
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	return w.Body.String()
+}
+
+// Without a control endpoint nothing the handler serves changes a breaker:
+// a control request reaches the page, which answers GET only, and the page
+// offers no controls.
+func TestControlOffByDefault(t *testing.T) {
+	g, h := controlled(t, nil)
+	assert.Equal(t, http.StatusMethodNotAllowed, forceOpen(h), "no endpoint: the page answers, GET only")
+	assert.Equal(t, circuit.Normal, g.Breaker().Snapshot().Mode)
+	assert.Contains(t, page(h), `<meta name="bulwark-control" content="">`, "the page offers no controls")
+}
+
+// New serves Config.Control at ControlPath, and the page offers it.
+func TestNewServesTheControlEndpoint(t *testing.T) {
+	g, h := controlled(t, func(reg *command.Registry) http.Handler {
+		ctl, err := control.New(reg, control.Config{Token: testToken, Logger: quietLog})
+		require.NoError(t, err)
+		return ctl
+	})
+	assert.Equal(t, http.StatusNoContent, forceOpen(h))
+	assert.Equal(t, circuit.ForcedOpen, g.Breaker().Snapshot().Mode)
+	assert.Contains(t, page(h), `<meta name="bulwark-control" content="control">`)
+}
+
+// A stream serves no control endpoint: NewStream refuses a Control rather
+// than ignore it.
+func TestNewStreamRefusesControl(t *testing.T) {
+	_, err := NewStream(&fakeSource{}, Config{Control: http.NotFoundHandler()})
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	assert.ErrorContains(t, err, "a stream serves no control endpoint")
 }
 
 func TestNativeGroupCarriesConfigGeneration(t *testing.T) {
@@ -143,42 +87,4 @@ func TestNativeGroupCarriesConfigGeneration(t *testing.T) {
 	e.fill(0, &command.GroupSnapshot{ConfigGeneration: 3, ConfigAge: 1500 * 1e6})
 	assert.Equal(t, uint64(3), e.ConfigGeneration)
 	assert.Equal(t, int64(1500), e.ConfigAgeMs)
-}
-
-// Config.Validate alone reports a bad control token, as New does: the
-// check lives with every other field's.
-func TestConfigValidateChecksControlToken(t *testing.T) {
-	err := Config{Control: ControlConfig{Token: "short"}}.Validate()
-	require.ErrorIs(t, err, ErrInvalidConfig)
-	assert.Contains(t, err.Error(), "Control.Token")
-	require.NoError(t, Config{Control: ControlConfig{Token: testToken}}.Validate())
-	require.NoError(t, Config{}.Validate(), "no token: no endpoint, nothing to check")
-
-	_, err = NewStream(&fakeSource{}, Config{Control: ControlConfig{Token: "short"}})
-	require.ErrorIs(t, err, ErrInvalidConfig, "a short token is a mistake wherever the Config goes")
-}
-
-// "reset" was two SetMode calls (ForcedClosed, then Normal): not atomic (a
-// call in between was admitted as forced closed), reported with reason
-// forced, and a reset of a closed breaker left no trace at all. It is
-// circuit.Breaker.Reset now: one transition with reason reset.
-func TestControlResetIsOneTransition(t *testing.T) {
-	_, g, h := controlRig(t, ControlConfig{Token: testToken})
-	tok := map[string]string{TokenHeader: testToken}
-	b := g.Breaker()
-	reasons := func() []circuit.Reason {
-		var out []circuit.Reason
-		for _, tr := range b.Snapshot().Transitions {
-			out = append(out, tr.Reason)
-		}
-		return out
-	}
-	require.Equal(t, http.StatusNoContent, post(h, `{"action": "reset", "group": "users"}`, tok).Code)
-	require.Equal(t, []circuit.Reason{circuit.ReasonReset}, reasons(), "a closed breaker's reset shows")
-	require.Equal(t, http.StatusNoContent, post(h, `{"action": "force-open", "group": "users"}`, tok).Code)
-	require.Equal(t, http.StatusNoContent, post(h, `{"action": "reset", "group": "users"}`, tok).Code)
-	require.Equal(t, []circuit.Reason{circuit.ReasonReset, circuit.ReasonForced, circuit.ReasonReset}, reasons())
-	s := b.Snapshot()
-	assert.Equal(t, circuit.Closed, s.State)
-	assert.Equal(t, circuit.Normal, s.Mode)
 }

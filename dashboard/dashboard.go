@@ -2,15 +2,16 @@ package dashboard
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strings"
-
-	"github.com/bulwark-go/bulwark/command"
 )
 
 // StreamPath is where the handler of New serves the stream.
 const StreamPath = "/hystrix.stream"
+
+// ControlPath is where the handler of New serves Config.Control, the
+// control endpoint, when there is one.
+const ControlPath = "/control"
 
 // Handler serves the dashboard page and its stream together: the stream at
 // any path ending in StreamPath, the control endpoint (when there is one) at
@@ -24,28 +25,17 @@ type Handler struct {
 }
 
 // New returns a handler that serves the dashboard page at "/" and the
-// hystrix.stream of src at "/hystrix.stream". With cfg.Control.Token set
-// (and src a *command.Registry) it also serves the control endpoint at
-// "/control" and the page offers controls to whoever enters the token. It
+// hystrix.stream of src at "/hystrix.stream". With cfg.Control set (see
+// package dashboard/control) it also serves that control endpoint at
+// "/control", and the page offers controls to whoever enters its token. It
 // fails, wrapping ErrInvalidConfig, if cfg is invalid. To mount the page
-// and the stream apart, use NewPage and NewStream (and NewControl).
+// and the stream apart, use NewPage and NewStream.
 func New(src Source, cfg Config) (*Handler, error) {
+	control := cfg.Control
+	cfg.Control = nil // the stream serves none
 	stream, err := NewStream(src, cfg)
 	if err != nil {
 		return nil, err
-	}
-	var control http.Handler
-	if cfg.Control.Token != "" {
-		reg, ok := src.(*command.Registry)
-		if !ok {
-			return nil, fmt.Errorf("%w: Control needs a *command.Registry as the source, not %T", ErrInvalidConfig, src)
-		}
-		if cfg.Control.Logger == nil {
-			cfg.Control.Logger = cfg.Logger
-		}
-		if control, err = NewControl(reg, cfg.Control); err != nil {
-			return nil, err
-		}
 	}
 	return newHandler(stream, control)
 }

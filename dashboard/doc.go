@@ -14,7 +14,10 @@
 // NewStream and NewPage build the two halves apart, for a page in one place
 // and a stream in another (PageConfig.StreamURL tells the page where to
 // look). The stream reads its data through Source, which *command.Registry
-// satisfies; nothing in this package changes the registry.
+// satisfies; nothing in this package changes the registry. The one part of
+// the dashboard that does, the control endpoint (force a breaker open or
+// closed, reset it, apply rules; off by default, behind a token), is
+// package dashboard/control: New serves it when Config.Control is set.
 //
 // # The stream
 //
@@ -165,8 +168,8 @@
 // [data-command="GetUser"] .state. The page reconnects by itself and shows
 // a "reconnecting" badge while the stream is down. It offers control
 // actions (force open or closed, reset, apply rules) only when the handler
-// has a control endpoint (Config.Control with a token) and the operator
-// has entered that token; otherwise nothing on it can change a breaker.
+// has a control endpoint (Config.Control) and the operator has entered its
+// token; otherwise nothing on it can change a breaker.
 //
 // # History
 //
@@ -187,5 +190,5 @@
 // latencies, error %) by its reportingHosts, as the Hystrix Dashboard does,
 // and shows the number of hosts on each tile. An aggregate has no control
 // endpoint (control each instance's own): NewAggregate refuses a
-// Stream.Control token rather than ignore it.
+// Stream.Control rather than ignore it.
 package dashboard

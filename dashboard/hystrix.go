@@ -132,9 +132,9 @@ func (e *hystrixCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 		LatencyTotalMean:   ms(c.Metrics.Total.Mean),
 		LatencyTotal:       percentilesOf(c.Metrics.Total),
 
-		CircuitBreakerRequestVolumeThreshold:       int64(c.Breaker.MinRequests),
+		CircuitBreakerRequestVolumeThreshold:       int64(c.Breaker.Config.MinRequests),
 		CircuitBreakerSleepWindowInMilliseconds:    ms(c.Breaker.OpenDuration),
-		CircuitBreakerErrorThresholdPercentage:     int64(math.Round(finite(c.Breaker.FailureRatio) * 100)),
+		CircuitBreakerErrorThresholdPercentage:     int64(math.Round(finite(c.Breaker.Config.FailureRatio) * 100)),
 		CircuitBreakerForceOpen:                    c.Breaker.Mode == circuit.ForcedOpen,
 		CircuitBreakerForceClosed:                  c.Breaker.Mode == circuit.ForcedClosed,
 		CircuitBreakerEnabled:                      c.Breaker.Mode != circuit.ObserveOnly,

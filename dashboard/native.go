@@ -55,10 +55,10 @@ type policies struct {
 
 func (p *policies) fill(s *circuit.Snapshot) {
 	*p = policies{
-		WarmingUp:        s.WarmingUp,
+		WarmingUp:        s.WarmUpLeft > 0,
 		WarmUpLeftMs:     ms(s.WarmUpLeft),
 		ProbeFailures:    s.ProbeFailures,
-		HealthCheck:      s.HealthCheck.Enabled,
+		HealthCheck:      s.Config.HealthCheck.Check != nil,
 		HealthChecks:     s.HealthCheck.Checks,
 		HealthCheckFails: s.HealthCheck.Failures,
 		HealthCheckError: s.HealthCheck.LastErr,
@@ -96,7 +96,7 @@ func (b *breaker) fill(now int64, s *circuit.Snapshot) {
 		RetryAfterMs:   ms(s.RetryAfter),
 		Probes:         s.Probes,
 		ProbeSuccesses: s.ProbeSuccesses,
-		ProbesNeeded:   s.ProbesNeeded,
+		ProbesNeeded:   s.Config.HalfOpen.Successes,
 		RampShare:      ratio(s.RampShare),
 		HealthRequests: s.Health.Requests,
 		ErrorRatio:     ratio(s.Health.ErrorRatio),
@@ -163,7 +163,7 @@ func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 	e.RollingCountSlow = c.Metrics.Counts[metrics.Slow]
 	e.RollingCountQueueTimeout = c.Metrics.Counts[metrics.QueueTimeout]
 	e.TimeoutMs = timeoutMs(c.Timeout)
-	e.SlowCallDurationMs = ms(c.Breaker.SlowCallDuration)
+	e.SlowCallDurationMs = ms(c.Breaker.Config.SlowCallDuration)
 	e.RollingCountProbe = c.Metrics.Counts[metrics.Probe]
 	e.RollingCountProbeSuccess = c.Metrics.Counts[metrics.ProbeSuccess]
 	e.RollingCountProbeFailure = c.Metrics.Counts[metrics.ProbeFailure]

@@ -28,7 +28,7 @@ type PageConfig struct {
 	// another stream with ?stream=<url>, and ask for a delay with
 	// ?delay=<ms>.
 	StreamURL string
-	// ControlURL is the control endpoint (see NewControl), absolute or
+	// ControlURL is the control endpoint (see package dashboard/control), absolute or
 	// relative to the page. Empty: the page offers no controls. With it,
 	// the page asks for the token and, once the endpoint accepts it, shows
 	// force open / force closed / normal / reset buttons on each breaker.

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -15,13 +16,11 @@ import (
 func TestStreamNativePolicies(t *testing.T) {
 	snap := sampleSnapshot()
 	users := &snap.Groups[1]
-	users.Breaker.WarmingUp = true
 	users.Breaker.WarmUpLeft = 42 * time.Second
 	get := &users.Commands[0].Breaker
-	get.WarmingUp = true
 	get.WarmUpLeft = 42 * time.Second
-	get.HealthCheck = circuit.HealthCheckStatus{Enabled: true, Interval: 500 * time.Millisecond,
-		Checks: 5, Failures: 4, LastErr: "connection refused"}
+	get.Config.HealthCheck = circuit.HealthCheckConfig{Check: func(context.Context) error { return nil }, Interval: 500 * time.Millisecond}
+	get.HealthCheck = circuit.HealthCheckStatus{Checks: 5, Failures: 4, LastErr: "connection refused"}
 	list := &users.Commands[1].Breaker
 	list.State = circuit.HalfOpen
 	list.ProbeFailures = 1

@@ -100,11 +100,12 @@ type Config struct {
 	// BulwarkQueue (durable.Replayer.StreamEvent). It runs on the stream's
 	// goroutine: it must be quick, returning values already computed.
 	Extra func() []any
-	// Control enables the control endpoint of New (see NewControl) when
-	// its Token is set; off by default. NewStream serves no endpoint, but
-	// Validate checks Control wherever the Config goes, so NewStream too
-	// refuses a token too short to be one rather than ignore a mistake.
-	Control ControlConfig
+	// Control, if set, is the control endpoint (package dashboard/control)
+	// that New's handler serves at ControlPath, its page then offering the
+	// controls to whoever enters the token; off by default. The stream
+	// itself serves none: NewStream and NewAggregate refuse a Control
+	// rather than ignore it.
+	Control http.Handler
 }
 
 // WithDefaults returns c with every zero field replaced by its default: the
@@ -141,7 +142,7 @@ func (c Config) WithDefaults() Config {
 }
 
 // Validate reports the first invalid field of the effective configuration,
-// Control included (see ControlConfig.Validate), wrapping ErrInvalidConfig.
+// wrapping ErrInvalidConfig.
 func (c Config) Validate() error {
 	e := c.WithDefaults()
 	switch {
@@ -170,7 +171,7 @@ func (c Config) Validate() error {
 	case e.HistoryStep > e.History:
 		return fmt.Errorf("%w: HistoryStep %v is above History %v", ErrInvalidConfig, e.HistoryStep, e.History)
 	}
-	return c.Control.Validate()
+	return nil
 }
 
 // Stream is the http.Handler of the hystrix.stream: Server-Sent Events
@@ -195,10 +196,14 @@ type Stream struct {
 
 // NewStream returns the stream handler publishing src's snapshots. It fails,
 // wrapping ErrInvalidConfig, if src is nil (a nil interface, or one holding
-// a nil pointer such as a nil *command.Registry) or cfg is invalid.
+// a nil pointer such as a nil *command.Registry), cfg is invalid or sets a
+// Control (a stream serves none).
 func NewStream(src Source, cfg Config) (*Stream, error) {
 	if err := checkSource(src); err != nil {
 		return nil, err
+	}
+	if cfg.Control != nil {
+		return nil, fmt.Errorf("%w: Control is set, but a stream serves no control endpoint: use New, or mount it yourself", ErrInvalidConfig)
 	}
 	return newStream(cfg, func(e *encoder, sizeHint int) ([]byte, error) {
 		return e.encode(src.Snapshot(), sizeHint)

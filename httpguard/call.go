@@ -165,7 +165,7 @@ func (d degradingCall) Fallback(_ context.Context, err error) (*http.Response, e
 // degradedResponse is the response of status code (503, or 429 for a rate
 // limit) served instead of a request that never left, or of a 5xx.
 func degradedResponse(req *http.Request, e *command.Error, code int) *http.Response {
-	reason := strings.ToLower(e.Event.String())
+	reason := e.Event.Label()
 	body := "bulwark: " + e.Group + ": " + reason + "\n"
 	h := http.Header{}
 	h.Set("Retry-After", strconv.FormatInt(retryAfterSeconds(e.RetryAfter()), 10))

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // ProbeHeader is the header the Transport sets, to "1", on a request that is
@@ -41,10 +41,10 @@ func outgoing(ctx context.Context, req *http.Request) *http.Request {
 //
 // The 5xx is still a FAILURE in the metrics and is returned to the caller
 // as it came.
-func ProbeReachable(err error) circuit.Outcome {
+func ProbeReachable(err error) metrics.Event {
 	var se *statusError
 	if errors.As(err, &se) {
-		return circuit.Success
+		return metrics.Success
 	}
-	return circuit.Failure
+	return metrics.Failure
 }

@@ -41,10 +41,10 @@ func (s *probeServer) headers() []string {
 
 // probeTransport's groups trip on one failure, stay open 1 s on the manual
 // clock, and close on one good probe.
-func probeTransport(t *testing.T, classify func(error) circuit.Outcome) (*Transport, *metrics.ManualClock, *command.Registry) {
+func probeTransport(t *testing.T, classify func(error) metrics.Event) (*Transport, *metrics.ManualClock, *command.Registry) {
 	clock := new(metrics.ManualClock)
 	tr, _, reg := newTestTransport(t, Config{Group: command.GroupConfig{
-		CommandBreaker:  circuit.Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1},
+		CommandBreaker:  circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Second}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}},
 		ProbeClassifier: classify,
 	}}, clock)
 	return tr, clock, reg
@@ -74,7 +74,7 @@ func TestTransportTagsProbes(t *testing.T) {
 func TestProbeReachableClosesOnA500(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		classify func(error) circuit.Outcome
+		classify func(error) metrics.Event
 		want     circuit.State
 	}{
 		{"ProbeReachable", ProbeReachable, circuit.Closed},
@@ -101,6 +101,6 @@ func TestProbeReachableClosesOnA500(t *testing.T) {
 // TestProbeReachableFailsWithoutAnAnswer: an error with no response fails
 // the probe.
 func TestProbeReachableFailsWithoutAnAnswer(t *testing.T) {
-	require.Equal(t, circuit.Failure, ProbeReachable(http.ErrServerClosed))
-	require.Equal(t, circuit.Success, ProbeReachable(&statusError{status: "502 Bad Gateway"}))
+	require.Equal(t, metrics.Failure, ProbeReachable(http.ErrServerClosed))
+	require.Equal(t, metrics.Success, ProbeReachable(&statusError{status: "502 Bad Gateway"}))
 }

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"reflect"
 	"sync/atomic"
 	"time"
 )
@@ -21,16 +20,6 @@ type Clock interface {
 // It reads only the monotonic clock (time.Since of a fixed start), which
 // costs about half of time.Now.
 func SystemClock() Clock { return system }
-
-// SameClock reports whether a and b are one clock, so that a reading of
-// one is a reading of the other: the same pointer, as SystemClock() is to
-// itself and a *ManualClock to itself. A clock that is not a pointer is
-// never the same as another, not even an equal copy (comparing such values
-// could panic). A component that takes its caller's clock readings
-// (circuit.Breaker.AllowAt) is given them only when its clock is the same.
-func SameClock(a, b Clock) bool {
-	return a != nil && reflect.TypeOf(a).Kind() == reflect.Pointer && a == b
-}
 
 // system is the one SystemClock.
 var system = &systemClock{origin: time.Now()}

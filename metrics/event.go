@@ -62,12 +62,48 @@ var eventNames = [NumEvents]string{
 	Retried:            "RETRIED",
 }
 
-// String returns the event's Hystrix-style name, such as "SHORT_CIRCUITED".
+// eventLabels are the events' names in lower case (TestEventLabels).
+var eventLabels = [NumEvents]string{
+	Success:            "success",
+	Failure:            "failure",
+	Timeout:            "timeout",
+	BadRequest:         "bad_request",
+	ShortCircuited:     "short_circuited",
+	ThreadPoolRejected: "thread_pool_rejected",
+	SemaphoreRejected:  "semaphore_rejected",
+	FallbackSuccess:    "fallback_success",
+	FallbackFailure:    "fallback_failure",
+	FallbackRejection:  "fallback_rejection",
+	FallbackMissing:    "fallback_missing",
+	ExceptionThrown:    "exception_thrown",
+	Cancelled:          "cancelled",
+	Slow:               "slow",
+	QueueTimeout:       "queue_timeout",
+	Probe:              "probe",
+	ProbeSuccess:       "probe_success",
+	ProbeFailure:       "probe_failure",
+	RateLimited:        "rate_limited",
+	Retried:            "retried",
+}
+
+// String returns the event's Hystrix-style name, such as "SHORT_CIRCUITED":
+// its text in Go (Info.Event printed, log records). docs/events.md lists
+// every event's text on every surface.
 func (e Event) String() string {
 	if e < NumEvents {
 		return eventNames[e]
 	}
 	return "UNKNOWN_EVENT"
+}
+
+// Label returns the event's name in lower case, such as "short_circuited":
+// its text where it is a label or a key (Prometheus's event label,
+// httpguard's X-Degraded header, go-metrics names, error messages).
+func (e Event) Label() string {
+	if e < NumEvents {
+		return eventLabels[e]
+	}
+	return "unknown_event"
 }
 
 // Counts holds one count per Event, indexed by the event.

@@ -539,31 +539,3 @@ func TestWindowWithDefaults(t *testing.T) {
 	assert.Equal(t, Window{Length: 10 * time.Second, Buckets: 4}, Window{Buckets: 4}.WithDefaults())
 	assert.Equal(t, Window{Length: -time.Second, Buckets: 10}, Window{Length: -time.Second}.WithDefaults(), "invalid values are left for Validate")
 }
-
-// funcClock is a Clock that is not a pointer.
-type funcClock func() time.Duration
-
-func (f funcClock) Now() time.Duration { return f() }
-
-func TestSameClock(t *testing.T) {
-	manual, other := new(ManualClock), new(ManualClock)
-	fn := funcClock(func() time.Duration { return 0 })
-	for _, tc := range []struct {
-		name string
-		a, b Clock
-		want bool
-	}{
-		{"SystemClock is one clock", SystemClock(), SystemClock(), true},
-		{"a ManualClock is itself", manual, manual, true},
-		{"two ManualClocks differ", manual, other, false},
-		{"system and manual differ", SystemClock(), manual, false},
-		{"nil is no clock", nil, nil, false},
-		{"a clock that is not a pointer is never the same", fn, fn, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := SameClock(tc.a, tc.b); got != tc.want {
-				t.Errorf("SameClock = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}

@@ -2,7 +2,6 @@ package prom
 
 import (
 	"errors"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -202,7 +201,7 @@ func (o out) group(g command.GroupSnapshot) {
 func (o out) command(c command.CommandSnapshot, lat command.CommandLatency) {
 	m := c.Metrics
 	for e := range metrics.NumEvents {
-		o.counter(eventsDesc, float64(m.Cumulative[e]), c.Group, c.Name, strings.ToLower(e.String()))
+		o.counter(eventsDesc, float64(m.Cumulative[e]), c.Group, c.Name, e.Label())
 	}
 	o.counter(callsDesc, float64(command.Calls(m.Cumulative)), c.Group, c.Name)
 	o.gauge(inFlightDesc, float64(c.InFlight), c.Group, c.Name)

@@ -12,8 +12,9 @@
 // # Metrics
 //
 // Labels: group and command (names the application chose: keep them few),
-// event (one of bulwark's outcome names, lower case, such as
-// "short_circuited", "rate_limited" or "retried"), state ("closed", "open",
+// event (an event's label, metrics.Event.Label: bulwark's event names in
+// lower case, such as "short_circuited", "rate_limited" or "retried"; the
+// table of docs/events.md lists them all), state ("closed", "open",
 // "half-open"), mode ("normal", "forced-open", "forced-closed",
 // "observe-only") and tier (the names of the group's AlertConfig.Tiers).
 //

@@ -3,9 +3,9 @@ package ratelimit
 import (
 	"context"
 	"math"
-	"sync/atomic"
 	"time"
 
+	"github.com/bulwark-go/bulwark/internal/limiter"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -64,12 +64,7 @@ func tokenInterval(rate float64) float64 {
 // lock. (A first version on golang.org/x/time/rate measured about 2.5 times
 // the cost per call, a mutex and time.Time arithmetic, and needed float
 // tokens; that comparison was measured once and its version not kept.)
-type TokenBucket struct {
-	tat      atomic.Int64 // theoretical arrival time: the bucket is empty at tat
-	interval int64        // ns per token
-	tau      int64        // (Burst-1) × interval: how far tat may run ahead of now
-	clock    metrics.Clock
-}
+type TokenBucket limiter.Bucket
 
 // NewTokenBucket returns a full token bucket, or an error wrapping
 // ErrInvalidConfig.
@@ -82,39 +77,9 @@ func NewTokenBucket(c TokenBucketConfig) (*TokenBucket, error) {
 	}
 	// Validate bounds Burst × interval by MaxFillTime: neither tau nor the
 	// instants tat reaches (now + tau + interval) overflow.
-	interval := int64(tokenInterval(c.Rate))
-	b := &TokenBucket{interval: interval, tau: int64(c.Burst-1) * interval, clock: clockOr(c.Clock)}
-	b.tat.Store(math.MinInt64 / 2) // long ago: full
-	return b, nil
+	return (*TokenBucket)(limiter.NewBucket(int64(tokenInterval(c.Rate)), c.Burst, clockOr(c.Clock), refuse)), nil
 }
 
 // Admit takes a token, or refuses with a *LimitError whose RetryAfter is
 // the time until the next token. It ignores ctx (it never waits).
-func (b *TokenBucket) Admit(_ context.Context) error {
-	return b.AdmitAt(b.clock.Now())
-}
-
-// NeverWaits returns true: Admit admits or refuses at once. Callers such
-// as command.Execute use it to skip a clock reading (command.NonWaiting).
-func (b *TokenBucket) NeverWaits() bool { return true }
-
-// Clock returns the bucket's clock, the one AdmitAt's instant is read on.
-func (b *TokenBucket) Clock() metrics.Clock { return b.clock }
-
-// AdmitAt is Admit at instant now, a reading of the bucket's Clock taken
-// for this call, for a caller that has just read that clock
-// (command.Execute does, when its group's clock is the bucket's: see
-// command.ClockedLimiter): the bucket does not read it again.
-func (b *TokenBucket) AdmitAt(at time.Duration) error {
-	now := int64(at)
-	for {
-		tat := b.tat.Load()
-		t := max(tat, now)
-		if ahead := t - now; ahead > b.tau {
-			return &LimitError{RetryAfter: time.Duration(ahead - b.tau)}
-		}
-		if b.tat.CompareAndSwap(tat, t+b.interval) {
-			return nil
-		}
-	}
-}
+func (b *TokenBucket) Admit(_ context.Context) error { return (*limiter.Bucket)(b).Admit() }

@@ -35,10 +35,11 @@
 // Every limiter reads a metrics.Clock (Config.Clock, default
 // metrics.SystemClock), so tests run on a metrics.ManualClock and never
 // sleep (a Pacer waits through PacerConfig.Sleep, which a test sets to move
-// that clock). The limiters that never wait (TokenBucket, SlidingWindow, WarmUp)
-// also take a reading from their caller: AdmitAt(now) is Admit at instant
-// now of their Clock, which command.Execute uses to spare them a clock
-// reading when their clock is its group's. Configurations are validated: a bad value is an error wrapping
+// that clock). In a command group whose clock is theirs, the limiters that
+// never wait (TokenBucket, SlidingWindow, WarmUp) decide at the reading the
+// call takes at its start anyway, and Execute does not read the clock again
+// after them: they cost a call no clock reading of their own.
+// Configurations are validated: a bad value is an error wrapping
 // ErrInvalidConfig that names the field and the value. All limiters are
 // safe for concurrent use.
 package ratelimit

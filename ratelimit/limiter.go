@@ -45,6 +45,11 @@ func (e *LimitError) Is(target error) bool { return target == ErrLimited }
 // for to fill in a Retry-After.
 func (e *LimitError) RetryAfterDelay() time.Duration { return e.RetryAfter }
 
+// refuse returns the refusal of a call that could be admitted after
+// retryAfter: what the engines of TokenBucket, SlidingWindow and WarmUp
+// answer with.
+func refuse(retryAfter time.Duration) error { return &LimitError{RetryAfter: retryAfter} }
+
 // invalid returns a configuration error wrapping ErrInvalidConfig.
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/bulwark-go/bulwark/internal/limiter"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -150,16 +151,16 @@ func TestSlidingWindowOlderInstantDoesNotReopenTheWindow(t *testing.T) {
 	w, err := NewSlidingWindow(SlidingWindowConfig{Limit: 10, Clock: new(metrics.ManualClock)}) // 1 s in 2 × 500 ms
 	require.NoError(t, err)
 	for i := range 10 {
-		require.NoError(t, w.AdmitAt(1001*time.Millisecond), "call %d", i)
+		require.NoError(t, (*limiter.Window)(w).AdmitAt(1001*time.Millisecond), "call %d", i)
 	}
-	require.ErrorIs(t, w.AdmitAt(1001*time.Millisecond), ErrLimited)
-	err = w.AdmitAt(999 * time.Millisecond)
+	require.ErrorIs(t, (*limiter.Window)(w).AdmitAt(1001*time.Millisecond), ErrLimited)
+	err = (*limiter.Window)(w).AdmitAt(999 * time.Millisecond)
 	require.ErrorIs(t, err, ErrLimited, "an older instant finds the window as full as the newest")
 	var le *LimitError
 	require.ErrorAs(t, err, &le)
 	require.Equal(t, 499*time.Millisecond, le.RetryAfter, "counted from the newest instant")
-	require.ErrorIs(t, w.AdmitAt(1999*time.Millisecond), ErrLimited)
-	require.NoError(t, w.AdmitAt(2*time.Second), "the sub-window of 1.001 s left")
+	require.ErrorIs(t, (*limiter.Window)(w).AdmitAt(1999*time.Millisecond), ErrLimited)
+	require.NoError(t, (*limiter.Window)(w).AdmitAt(2*time.Second), "the sub-window of 1.001 s left")
 }
 
 // TestSlidingWindowNeverExceedsLimitWithInstantsOutOfOrder offers calls at
@@ -181,7 +182,7 @@ func TestSlidingWindowNeverExceedsLimitWithInstantsOutOfOrder(t *testing.T) {
 			for now := time.Duration(0); now < 20*time.Second; now += 7 * time.Millisecond {
 				at := now - time.Duration(rng.Int64N(int64(3*width)))
 				newest = max(newest, at)
-				if w.AdmitAt(at) == nil {
+				if (*limiter.Window)(w).AdmitAt(at) == nil {
 					admitted = append(admitted, newest)
 				}
 			}
@@ -212,7 +213,7 @@ func TestSlidingWindowConcurrentCallsNeverExceedLimit(t *testing.T) {
 	for range goroutines {
 		wg.Go(func() {
 			for i := range calls {
-				if w.AdmitAt(clock.Now()) == nil {
+				if (*limiter.Window)(w).AdmitAt(clock.Now()) == nil {
 					admitted.Add(1)
 				}
 				if i%4 == 0 {
@@ -366,32 +367,33 @@ func TestWarmUpRisesFromColdToFullRate(t *testing.T) {
 	require.InDelta(t, 29, count(time.Second), 2, "cold again after IdleAfter")
 }
 
+// The engine of each limiter that never waits decides at the instant its
+// caller hands it (AdmitAt, which a command group calls with its call's
+// clock reading) as Admit decides at its clock's reading.
 func TestAdmitAtDecidesAsAdmitAtThatInstant(t *testing.T) {
-	type clocked interface {
-		Limiter
-		AdmitAt(now time.Duration) error
-		Clock() metrics.Clock
-	}
-	for name, build := range map[string]func(metrics.Clock) (clocked, error){
-		"TokenBucket": func(c metrics.Clock) (clocked, error) {
-			return NewTokenBucket(TokenBucketConfig{Rate: 3, Burst: 2, Clock: c})
+	for name, build := range map[string]func(metrics.Clock) (Limiter, limiter.Clocked, error){
+		"TokenBucket": func(c metrics.Clock) (Limiter, limiter.Clocked, error) {
+			b, err := NewTokenBucket(TokenBucketConfig{Rate: 3, Burst: 2, Clock: c})
+			return b, (*limiter.Bucket)(b), err
 		},
-		"SlidingWindow": func(c metrics.Clock) (clocked, error) {
-			return NewSlidingWindow(SlidingWindowConfig{Limit: 3, Clock: c})
+		"SlidingWindow": func(c metrics.Clock) (Limiter, limiter.Clocked, error) {
+			w, err := NewSlidingWindow(SlidingWindowConfig{Limit: 3, Clock: c})
+			return w, (*limiter.Window)(w), err
 		},
-		"WarmUp": func(c metrics.Clock) (clocked, error) {
-			return NewWarmUp(WarmUpConfig{Rate: 4, Burst: 2, ColdFactor: 0.5, Period: time.Second, Clock: c})
+		"WarmUp": func(c metrics.Clock) (Limiter, limiter.Clocked, error) {
+			w, err := NewWarmUp(WarmUpConfig{Rate: 4, Burst: 2, ColdFactor: 0.5, Period: time.Second, Clock: c})
+			return w, (*limiter.WarmUp)(w), err
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			// byAdmitAt's clock stays at 0: if AdmitAt read it instead of
 			// taking now, its answers would differ from byAdmit's.
 			var clock, unused metrics.ManualClock
-			byAdmit, err := build(&clock)
+			byAdmit, engine, err := build(&clock)
 			require.NoError(t, err)
-			byAdmitAt, err := build(&unused)
+			_, byAdmitAt, err := build(&unused)
 			require.NoError(t, err)
-			require.Same(t, &clock, byAdmit.Clock(), "Clock returns the configured clock")
+			require.Same(t, &clock, engine.Clock(), "Clock returns the configured clock")
 			admitted := 0
 			for i := range 200 {
 				now := time.Duration(i) * 37 * time.Millisecond

@@ -3,9 +3,9 @@ package ratelimit
 import (
 	"context"
 	"math"
-	"sync"
 	"time"
 
+	"github.com/bulwark-go/bulwark/internal/limiter"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -57,15 +57,7 @@ func (c WarmUpConfig) Validate() error {
 // hit by the full rate at once. A cold bucket holds at most
 // ColdFactor×Burst tokens (at least 1). Over a span it admits at most the
 // integral of its rate over the span plus the tokens it held.
-type WarmUp struct {
-	mu        sync.Mutex
-	cfg       WarmUpConfig // with defaults
-	tokens    float64
-	last      time.Duration // tokens are as of last (the last admission)
-	warmFrom  time.Duration // start of the current warm-up
-	lastAdmit time.Duration
-	started   bool
-}
+type WarmUp limiter.WarmUp
 
 // NewWarmUp returns a cold WarmUp limiter, or an error wrapping
 // ErrInvalidConfig.
@@ -82,81 +74,12 @@ func NewWarmUp(c WarmUpConfig) (*WarmUp, error) {
 	if c.IdleAfter == 0 {
 		c.IdleAfter = c.Period
 	}
-	c.Clock = clockOr(c.Clock)
-	return &WarmUp{cfg: c}, nil
+	s := limiter.WarmUpSettings{Rate: c.Rate, Burst: c.Burst, ColdFactor: c.ColdFactor, Period: c.Period,
+		IdleAfter: c.IdleAfter, Clock: clockOr(c.Clock)}
+	return (*WarmUp)(limiter.NewWarmUp(s, refuse)), nil
 }
 
 // Admit takes a token, or refuses with a *LimitError whose RetryAfter is
 // the time until the next token at the current rate. It ignores ctx (it
 // never waits).
-func (w *WarmUp) Admit(_ context.Context) error {
-	return w.AdmitAt(w.cfg.Clock.Now())
-}
-
-// NeverWaits returns true: Admit admits or refuses at once. Callers such
-// as command.Execute use it to skip a clock reading (command.NonWaiting).
-func (w *WarmUp) NeverWaits() bool { return true }
-
-// Clock returns the limiter's clock, the one AdmitAt's instant is read on.
-func (w *WarmUp) Clock() metrics.Clock { return w.cfg.Clock }
-
-// AdmitAt is Admit at instant now, a reading of the limiter's Clock taken
-// for this call, for a caller that has just read that clock (see
-// command.ClockedLimiter): the limiter does not read it again.
-func (w *WarmUp) AdmitAt(now time.Duration) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.started || now-w.lastAdmit >= w.cfg.IdleAfter {
-		w.cool(now)
-	}
-	// The tokens gained since the last admission, in one step (summing the
-	// gains of every refused call would add up rounding errors).
-	tokens := w.tokens
-	if now > w.last {
-		tokens = min(tokens+w.gained(w.last, now), float64(w.cfg.Burst))
-	}
-	if tokens >= 1-epsilon {
-		w.tokens, w.last, w.lastAdmit = tokens-1, max(now, w.last), now
-		return nil
-	}
-	return &LimitError{RetryAfter: time.Duration(math.Ceil((1 - tokens) / w.rateAt(now) * float64(time.Second)))}
-}
-
-// cool restarts the warm-up at now, with at most a cold bucket's tokens.
-func (w *WarmUp) cool(now time.Duration) {
-	cold := max(1, math.Floor(w.cfg.ColdFactor*float64(w.cfg.Burst)))
-	if !w.started || w.tokens > cold {
-		w.tokens = cold
-	}
-	w.started, w.warmFrom, w.last, w.lastAdmit = true, now, now, now
-}
-
-// rateAt returns the rate, in calls a second, at instant now.
-func (w *WarmUp) rateAt(now time.Duration) float64 {
-	f := min(1, max(0, float64(now-w.warmFrom)/float64(w.cfg.Period)))
-	return w.cfg.Rate * (w.cfg.ColdFactor + (1-w.cfg.ColdFactor)*f)
-}
-
-// epsilon absorbs the rounding of gained: a token due at an instant must
-// not be missed by 1e-15 and arrive a call later.
-const epsilon = 1e-9
-
-// gained returns the tokens the rate adds from a to b: its integral.
-func (w *WarmUp) gained(a, b time.Duration) float64 {
-	c := w.cfg.ColdFactor
-	secs := (b - a).Seconds()
-	return w.cfg.Rate * (c*secs + (1-c)*(w.ramp(b)-w.ramp(a)))
-}
-
-// ramp is an antiderivative, in seconds, of the warm-up's progress (0 to 1,
-// linear over Period from warmFrom).
-func (w *WarmUp) ramp(t time.Duration) float64 {
-	u, p := (t - w.warmFrom).Seconds(), w.cfg.Period.Seconds()
-	switch {
-	case u <= 0:
-		return 0
-	case u < p:
-		return u * u / (2 * p)
-	}
-	return p/2 + (u - p)
-}
+func (w *WarmUp) Admit(_ context.Context) error { return (*limiter.WarmUp)(w).Admit() }

@@ -2,10 +2,9 @@ package ratelimit
 
 import (
 	"context"
-	"math"
-	"sync"
 	"time"
 
+	"github.com/bulwark-go/bulwark/internal/limiter"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -53,7 +52,8 @@ func (c SlidingWindowConfig) Validate() error {
 // of a longer count on each call. (A fixed window, one sub-window, allows
 // twice the limit in a moment around its boundary.)
 //
-// A call is counted at its instant (Admit's clock reading, AdmitAt's now),
+// A call is counted at its instant (Admit's clock reading, or the reading
+// of the call's start a command group hands it: see command's Limiter),
 // or at the newest instant the window has seen if that is later: calls
 // that read the clock and then race for the window reach it out of order,
 // and the later one in the window's order did happen after the newer
@@ -62,14 +62,7 @@ func (c SlidingWindowConfig) Validate() error {
 // admitted on top of them.) The guarantee above holds for these instants.
 //
 // Admit takes a mutex, so that the count and the admission are one step.
-type SlidingWindow struct {
-	mu     sync.Mutex
-	limit  int64
-	ring   *metrics.Rolling
-	width  time.Duration
-	clock  metrics.Clock
-	newest time.Duration // the newest instant seen; calls are counted no earlier
-}
+type SlidingWindow limiter.Window
 
 // NewSlidingWindow returns an empty sliding window, or an error wrapping
 // ErrInvalidConfig.
@@ -78,53 +71,15 @@ func NewSlidingWindow(c SlidingWindowConfig) (*SlidingWindow, error) {
 		return nil, err
 	}
 	c = c.withDefaults()
-	ring, err := metrics.NewRolling(c.Window, metrics.CountsOnly)
+	w, err := limiter.NewWindow(c.Limit, c.Window, clockOr(c.Clock), refuse)
 	if err != nil {
 		return nil, invalid("SlidingWindowConfig.Window: %v", err)
 	}
-	return &SlidingWindow{limit: int64(c.Limit), ring: ring, width: c.Window.BucketWidth(), clock: clockOr(c.Clock),
-		newest: math.MinInt64}, nil
+	return (*SlidingWindow)(w), nil
 }
-
-// admitted is the event a SlidingWindow counts its admitted calls as.
-var admitted = metrics.SetOf(metrics.Success)
 
 // Admit admits the call if the window holds fewer than Limit calls, or
 // refuses it with a *LimitError whose RetryAfter is the time until the
 // oldest sub-window leaves the window (the earliest instant a call could be
 // admitted). It ignores ctx (it never waits).
-func (w *SlidingWindow) Admit(_ context.Context) error {
-	return w.AdmitAt(w.clock.Now())
-}
-
-// NeverWaits returns true: Admit admits or refuses at once. Callers such
-// as command.Execute use it to skip a clock reading (command.NonWaiting).
-func (w *SlidingWindow) NeverWaits() bool { return true }
-
-// Clock returns the window's clock, the one AdmitAt's instant is read on.
-func (w *SlidingWindow) Clock() metrics.Clock { return w.clock }
-
-// AdmitAt is Admit at instant now, a reading of the window's Clock taken
-// for this call, for a caller that has just read that clock (see
-// command.ClockedLimiter): the window does not read it again. An instant
-// older than the newest one seen counts as the newest (see SlidingWindow).
-func (w *SlidingWindow) AdmitAt(now time.Duration) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	now = max(now, w.newest)
-	w.newest = now
-	if w.ring.Count(now, metrics.Success) >= w.limit {
-		return &LimitError{RetryAfter: w.width - mod(now, w.width)}
-	}
-	w.ring.Record(now, admitted, metrics.NoLatency, metrics.NoLatency)
-	return nil
-}
-
-// mod returns now modulo width, in [0, width), also for a negative now.
-func mod(now, width time.Duration) time.Duration {
-	m := now % width
-	if m < 0 {
-		m += width
-	}
-	return m
-}
+func (w *SlidingWindow) Admit(_ context.Context) error { return (*limiter.Window)(w).Admit() }

@@ -21,10 +21,12 @@
 // queueSize, timeout, fallbackLimit, slowCallDuration, maxCommands,
 // noFallback, deadlineReserve, retry, rateLimit, keyedRateLimit, breaker,
 // commandBreaker, commands. Breaker fields (breaker, commandBreaker, and a
-// command's breaker): window {length, buckets}, minRequests, failureRatio,
-// slowCallDuration, slowCallRatio, openDuration, backoffMultiplier,
-// maxOpenDuration, halfOpenProbes, halfOpenSuccesses, halfOpenMaxWait,
-// rampUp, rampUpFloor, warmUp. Retry fields: maxAttempts, backoff,
+// command's breaker), grouped as circuit.Config groups them: window
+// {length, buckets}, minRequests, failureRatio, slowCallDuration,
+// slowCallRatio, open {duration, backoff, max}, halfOpen {probes,
+// successes, maxWait}, ramp {duration, floor}, warmUp. (A document written
+// for the first, flat format, with halfOpenProbes and the like, is refused
+// with an error that names the new place of each such field.) Retry fields: maxAttempts, backoff,
 // maxBackoff, maxRetryAfter, budgetRatio, budgetMinPerSecond (a retry
 // object overrides the base's field by field; Sleep, Rand and NoBudget
 // are for code and come from the base). Command fields: timeout,
@@ -51,12 +53,12 @@
 // maxCommands; a command's timeout and slowCallDuration; a retry's
 // backoff, maxBackoff, maxRetryAfter, budgetRatio and budgetMinPerSecond;
 // a breaker's window length and buckets, minRequests, failureRatio,
-// openDuration, maxOpenDuration, halfOpenProbes, halfOpenSuccesses,
-// halfOpenMaxWait and rampUpFloor; a limiter's burst, window, buckets and
+// open.duration, open.max, halfOpen.probes, halfOpen.successes,
+// halfOpen.maxWait and ramp.floor; a limiter's burst, window, buckets and
 // maxKeys. Omit such a field for the default (more exactly, to keep the
 // base's value, see below), write the value meant, or "none" for no
 // timeout. A zero that means off (deadlineReserve, a breaker's
-// slowCallDuration, slowCallRatio, backoffMultiplier, rampUp and warmUp, a
+// slowCallDuration, slowCallRatio, open.backoff, ramp.duration and warmUp, a
 // retry's maxAttempts) or is the value itself (queueSize) is accepted.
 //
 // Rate limits are declared, one kind of package ratelimit each:
@@ -77,7 +79,7 @@
 // which starts full (a bucket) or empty (a window); so does a spec
 // removed and declared again. The limiters tell time by the registry's
 // clock (command.Registry.Clock), so Execute hands them its own clock
-// readings (command.ClockedLimiter). A limiter set in code stays unless
+// readings (see command.Limiter). A limiter set in code stays unless
 // the document declares one in its place; a document cannot remove it.
 //
 // What a group's settings become: the base is the preset when one is named,

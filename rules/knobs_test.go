@@ -120,7 +120,7 @@ func TestWarmUpByRules(t *testing.T) {
 	fail := op{name: "q", run: func(context.Context) (int, error) { return 0, errors.New("cold cache") }}
 	assert.Equal(t, metrics.Failure, event(t, g, fail))
 	s := g.Breaker().Snapshot()
-	assert.True(t, s.WarmingUp, "a group the rules create warms up")
+	assert.Positive(t, s.WarmUpLeft, "a group the rules create warms up")
 	assert.Equal(t, circuit.Closed, s.State, "a failure during warm-up is not counted")
 	require.NoError(t, m.ApplyJSON([]byte(doc)), "the same warm-up again is no change")
 
@@ -272,7 +272,7 @@ func TestPresetKeepsWhatCodeSet(t *testing.T) {
 	require.NoError(t, err)
 	_, err = reg.NewGroup("api", command.GroupConfig{Strategy: command.Semaphore, RateLimit: lim,
 		Alerts:          command.AlertConfig{OnAlert: func(command.Alert) {}},
-		ProbeClassifier: func(error) circuit.Outcome { return circuit.Success }})
+		ProbeClassifier: func(error) metrics.Event { return metrics.Success }})
 	require.NoError(t, err)
 	m := newManager(t, reg)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"api": {"preset": "l1"}}}`)))

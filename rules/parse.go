@@ -96,11 +96,27 @@ func located(data []byte, err error) error {
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		// The decoder gives neither offset nor field path: find the key.
 		name, _ = strconv.Unquote(name)
+		if moved, ok := movedBreakerFields[name]; ok {
+			err = fmt.Errorf("%w (a breaker's open, halfOpen and ramp fields are objects now: write %s)", err, moved)
+		}
 		if e, ok := find(data, func(e entry) bool { return e.unknown && e.key == name }); ok {
 			return fmt.Errorf("%w: %s: %w", ErrInvalid, position(data, e.keyAt), err)
 		}
 	}
 	return fmt.Errorf("%w: %w", ErrInvalid, err)
+}
+
+// movedBreakerFields maps the breaker fields of the first format, flat, to
+// where they are now, for the error of a document written for it.
+var movedBreakerFields = map[string]string{
+	"openDuration":      `"open": {"duration": …}`,
+	"backoffMultiplier": `"open": {"backoff": …}`,
+	"maxOpenDuration":   `"open": {"max": …}`,
+	"halfOpenProbes":    `"halfOpen": {"probes": …}`,
+	"halfOpenSuccesses": `"halfOpen": {"successes": …}`,
+	"halfOpenMaxWait":   `"halfOpen": {"maxWait": …}`,
+	"rampUp":            `"ramp": {"duration": …}`,
+	"rampUpFloor":       `"ramp": {"floor": …}`,
 }
 
 // durationError says where in data the duration typ refuses is, and why

@@ -63,22 +63,38 @@ type Retry struct {
 	BudgetMinPerSecond *float64  `json:"budgetMinPerSecond" rules:"nonzero"`
 }
 
-// Breaker overrides the fields of a circuit.Config it sets.
+// Breaker overrides the fields of a circuit.Config it sets, grouped as
+// circuit.Config groups them: open, halfOpen and ramp are objects.
 type Breaker struct {
-	Window            *Window   `json:"window"`
-	MinRequests       *int      `json:"minRequests" rules:"nonzero"`
-	FailureRatio      *float64  `json:"failureRatio" rules:"nonzero"`
-	SlowCallDuration  *Duration `json:"slowCallDuration"`
-	SlowCallRatio     *float64  `json:"slowCallRatio"`
-	OpenDuration      *Duration `json:"openDuration" rules:"nonzero"`
-	BackoffMultiplier *float64  `json:"backoffMultiplier"`
-	MaxOpenDuration   *Duration `json:"maxOpenDuration" rules:"nonzero"`
-	HalfOpenProbes    *int      `json:"halfOpenProbes" rules:"nonzero"`
-	HalfOpenSuccesses *int      `json:"halfOpenSuccesses" rules:"nonzero"`
-	HalfOpenMaxWait   *Duration `json:"halfOpenMaxWait" rules:"nonzero"`
-	RampUp            *Duration `json:"rampUp"`
-	RampUpFloor       *float64  `json:"rampUpFloor" rules:"nonzero"`
-	WarmUp            *Duration `json:"warmUp"`
+	Window           *Window   `json:"window"`
+	MinRequests      *int      `json:"minRequests" rules:"nonzero"`
+	FailureRatio     *float64  `json:"failureRatio" rules:"nonzero"`
+	SlowCallDuration *Duration `json:"slowCallDuration"`
+	SlowCallRatio    *float64  `json:"slowCallRatio"`
+	Open             *Open     `json:"open"`
+	HalfOpen         *HalfOpen `json:"halfOpen"`
+	Ramp             *Ramp     `json:"ramp"`
+	WarmUp           *Duration `json:"warmUp"`
+}
+
+// Open overrides the fields of a circuit.OpenConfig it sets.
+type Open struct {
+	Duration *Duration `json:"duration" rules:"nonzero"`
+	Backoff  *float64  `json:"backoff"`
+	Max      *Duration `json:"max" rules:"nonzero"`
+}
+
+// HalfOpen overrides the fields of a circuit.HalfOpenConfig it sets.
+type HalfOpen struct {
+	Probes    *int      `json:"probes" rules:"nonzero"`
+	Successes *int      `json:"successes" rules:"nonzero"`
+	MaxWait   *Duration `json:"maxWait" rules:"nonzero"`
+}
+
+// Ramp overrides the fields of a circuit.RampConfig it sets.
+type Ramp struct {
+	Duration *Duration `json:"duration"`
+	Floor    *float64  `json:"floor" rules:"nonzero"`
 }
 
 // Window is a rolling window's shape.
@@ -288,14 +304,20 @@ func (b *Breaker) apply(c *circuit.Config) {
 	set(&c.FailureRatio, b.FailureRatio)
 	setDuration(&c.SlowCallDuration, b.SlowCallDuration)
 	set(&c.SlowCallRatio, b.SlowCallRatio)
-	setDuration(&c.OpenDuration, b.OpenDuration)
-	set(&c.BackoffMultiplier, b.BackoffMultiplier)
-	setDuration(&c.MaxOpenDuration, b.MaxOpenDuration)
-	set(&c.HalfOpenProbes, b.HalfOpenProbes)
-	set(&c.HalfOpenSuccesses, b.HalfOpenSuccesses)
-	setDuration(&c.HalfOpenMaxWait, b.HalfOpenMaxWait)
-	setDuration(&c.RampUp, b.RampUp)
-	set(&c.RampUpFloor, b.RampUpFloor)
+	if o := b.Open; o != nil {
+		setDuration(&c.Open.Duration, o.Duration)
+		set(&c.Open.Backoff, o.Backoff)
+		setDuration(&c.Open.Max, o.Max)
+	}
+	if h := b.HalfOpen; h != nil {
+		set(&c.HalfOpen.Probes, h.Probes)
+		set(&c.HalfOpen.Successes, h.Successes)
+		setDuration(&c.HalfOpen.MaxWait, h.MaxWait)
+	}
+	if r := b.Ramp; r != nil {
+		setDuration(&c.Ramp.Duration, r.Duration)
+		set(&c.Ramp.Floor, r.Floor)
+	}
 	setDuration(&c.WarmUp, b.WarmUp)
 }
 

@@ -268,6 +268,14 @@ func TestUnknownFieldIsLocatedAtItsKey(t *testing.T) {
 	assert.ErrorContains(t, err, `line 2, column 50: json: unknown field "brust"`)
 }
 
+// A document written for the flat breaker format (halfOpenProbes and the
+// like) is refused, located, with the field's new place.
+func TestFlatBreakerFieldNamesItsNewPlace(t *testing.T) {
+	_, err := Parse([]byte("{\"groups\": {\"a\": {\"breaker\": {\"minRequests\": 5,\n  \"halfOpenProbes\": 2}}}}"))
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.ErrorContains(t, err, `line 2, column 3: json: unknown field "halfOpenProbes" (a breaker's open, halfOpen and ramp fields are objects now: write "halfOpen": {"probes": …})`)
+}
+
 // TestDuplicateKeyIsRefusedWithLineAndColumn: a key repeated in an object
 // used to be accepted, the last one silently winning. It is refused at the
 // repeated key, with where the first one is; struct fields repeat as the
@@ -322,14 +330,14 @@ func TestExplicitZeroThatMeansDefaultIsRefused(t *testing.T) {
 		{`{"breaker": {"window": {"buckets": 0}}}`, "groups.breaker.window.buckets"},
 		{`{"breaker": {"minRequests": 0}}`, "groups.breaker.minRequests"},
 		{`{"breaker": {"failureRatio": 0e3}}`, "groups.breaker.failureRatio"},
-		{`{"breaker": {"openDuration": "0s"}}`, "groups.breaker.openDuration"},
-		{`{"breaker": {"maxOpenDuration": "0s"}}`, "groups.breaker.maxOpenDuration"},
-		{`{"breaker": {"halfOpenProbes": 0}}`, "groups.breaker.halfOpenProbes"},
-		{`{"breaker": {"halfOpenSuccesses": 0}}`, "groups.breaker.halfOpenSuccesses"},
-		{`{"breaker": {"halfOpenMaxWait": "0s"}}`, "groups.breaker.halfOpenMaxWait"},
-		{`{"breaker": {"rampUpFloor": 0}}`, "groups.breaker.rampUpFloor"},
+		{`{"breaker": {"open": {"duration": "0s"}}}`, "groups.breaker.open.duration"},
+		{`{"breaker": {"open": {"max": "0s"}}}`, "groups.breaker.open.max"},
+		{`{"breaker": {"halfOpen": {"probes": 0}}}`, "groups.breaker.halfOpen.probes"},
+		{`{"breaker": {"halfOpen": {"successes": 0}}}`, "groups.breaker.halfOpen.successes"},
+		{`{"breaker": {"halfOpen": {"maxWait": "0s"}}}`, "groups.breaker.halfOpen.maxWait"},
+		{`{"breaker": {"ramp": {"floor": 0}}}`, "groups.breaker.ramp.floor"},
 		{`{"commandBreaker": {"minRequests": 0}}`, "groups.commandBreaker.minRequests"},
-		{`{"commands": {"q": {"breaker": {"openDuration": "0s"}}}}`, "groups.commands.breaker.openDuration"},
+		{`{"commands": {"q": {"breaker": {"open": {"duration": "0s"}}}}}`, "groups.commands.breaker.open.duration"},
 		{`{"rateLimit": {"tokenBucket": {"rate": 1, "burst": 0}}}`, "groups.rateLimit.tokenBucket.burst"},
 		{`{"rateLimit": {"slidingWindow": {"limit": 1, "window": "0s"}}}`, "groups.rateLimit.slidingWindow.window"},
 		{`{"commands": {"q": {"rateLimit": {"slidingWindow": {"limit": 1, "buckets": 0}}}}}`, "groups.commands.rateLimit.slidingWindow.buckets"},
@@ -348,7 +356,7 @@ func TestExplicitZeroThatMeansDefaultIsRefused(t *testing.T) {
 
 	doc, err := Parse([]byte(`{"groups": {"a": {"queueSize": 0, "deadlineReserve": "0s", "noFallback": false,
 		"retry": {"maxAttempts": 0},
-		"breaker": {"slowCallDuration": "0s", "slowCallRatio": 0, "backoffMultiplier": 0, "rampUp": "0s", "warmUp": "0s"},
+		"breaker": {"slowCallDuration": "0s", "slowCallRatio": 0, "open": {"backoff": 0}, "ramp": {"duration": "0s"}, "warmUp": "0s"},
 		"commands": {"q": {"timeout": "none"}}}}}`))
 	require.NoError(t, err, "a zero that means off, or is the value itself")
 	assert.Zero(t, *doc.Groups["a"].QueueSize)

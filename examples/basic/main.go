@@ -114,7 +114,7 @@ func run(w io.Writer, p params) error {
 		Window:       metrics.Window{Length: time.Second, Buckets: 10},
 		MinRequests:  8,
 		FailureRatio: 0.5,
-		OpenDuration: 250 * time.Millisecond,
+		Open:         circuit.OpenConfig{Duration: 250 * time.Millisecond},
 	}
 	group, err := reg.NewGroup("inventory", command.GroupConfig{
 		Timeout:        50 * time.Millisecond,
@@ -173,7 +173,7 @@ func run(w io.Writer, p params) error {
 }
 
 func printBreaker(w io.Writer, title string, b circuit.Snapshot) {
-	fmt.Fprintf(w, "  %s %s: %s\n", title, b.Name, b.State)
+	fmt.Fprintf(w, "  %s %s: %s\n", title, b.Config.Name, b.State)
 	for _, t := range b.Transitions {
 		fmt.Fprintf(w, "    %-9v -> %-9v %-17s window: %d calls, %d failures, %d timeouts\n",
 			t.From, t.To, t.Reason, t.Health.Requests, t.Health.Failures, t.Health.Timeouts)

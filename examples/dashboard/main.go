@@ -53,6 +53,7 @@ import (
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
 	"github.com/bulwark-go/bulwark/dashboard"
+	"github.com/bulwark-go/bulwark/dashboard/control"
 	"github.com/bulwark-go/bulwark/rules"
 )
 
@@ -124,8 +125,13 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 			return err
 		}
 	}
-	control := dashboard.ControlConfig{Token: os.Getenv("BULWARK_CONTROL_TOKEN"), Rules: live}
-	h, err := dashboard.New(reg, dashboard.Config{Logger: logger, Control: control})
+	cfg := dashboard.Config{Logger: logger}
+	if token := os.Getenv("BULWARK_CONTROL_TOKEN"); token != "" {
+		if cfg.Control, err = control.New(reg, control.Config{Token: token, Rules: live, Logger: logger}); err != nil {
+			return err
+		}
+	}
+	h, err := dashboard.New(reg, cfg)
 	if err != nil {
 		return err
 	}
@@ -179,7 +185,7 @@ func newService(reg *command.Registry, start time.Time) (*service, error) {
 	// A breaker that trips after 20 calls in a 10 s window at 50 % errors,
 	// stays open 5 s, doubles that after each failed probe (up to 20 s) and
 	// closes after 3 good probes.
-	breaker := circuit.Config{OpenDuration: 5 * time.Second, BackoffMultiplier: 2, MaxOpenDuration: 20 * time.Second}
+	breaker := circuit.Config{Open: circuit.OpenConfig{Duration: 5 * time.Second, Backoff: 2, Max: 20 * time.Second}}
 	groups := []struct {
 		g    **command.Group
 		name string
@@ -188,8 +194,11 @@ func newService(reg *command.Registry, start time.Time) (*service, error) {
 		{&s.users, "users", command.GroupConfig{MaxConcurrent: 10, Timeout: 200 * time.Millisecond, CommandBreaker: breaker}},
 		{&s.payments, "payments", command.GroupConfig{MaxConcurrent: 10, Timeout: 500 * time.Millisecond, CommandBreaker: breaker}},
 		{&s.search, "search", command.GroupConfig{MaxConcurrent: 16, Timeout: 300 * time.Millisecond,
-			CommandBreaker: circuit.Config{SlowCallDuration: 150 * time.Millisecond, SlowCallRatio: 0.6,
-				OpenDuration: 5 * time.Second}}},
+			CommandBreaker: circuit.Config{
+				SlowCallDuration: 150 * time.Millisecond,
+				SlowCallRatio:    0.6,
+				Open:             circuit.OpenConfig{Duration: 5 * time.Second},
+			}}},
 		{&s.inventory, "inventory", command.GroupConfig{MaxConcurrent: 10, Timeout: 250 * time.Millisecond, CommandBreaker: breaker}},
 		{&s.reports, "reports", command.GroupConfig{MaxConcurrent: 2, QueueSize: 2, Timeout: time.Second, CommandBreaker: breaker}},
 		{&s.recs, "recommendations", command.GroupConfig{Strategy: command.Semaphore, MaxConcurrent: 8,

@@ -103,7 +103,7 @@ func (r *recorder) arrival(route string) {
 // returned stop is called.
 func (r *recorder) watch(route string, b *circuit.Breaker) (stop func()) {
 	r.mu.Lock()
-	r.log.Breakers = append(r.log.Breakers, watched{Name: b.Snapshot().Name, Route: route, Initial: b.State()})
+	r.log.Breakers = append(r.log.Breakers, watched{Name: b.Snapshot().Config.Name, Route: route, Initial: b.State()})
 	r.mu.Unlock()
 	return b.Observe(func(t circuit.Transition) {
 		r.mu.Lock()

@@ -30,7 +30,7 @@ func scriptedDrill(t *testing.T) drillLog {
 	newBreaker := func(name string) *circuit.Breaker {
 		b, err := circuit.New(circuit.Config{Name: name, Clock: clock, Logger: quiet,
 			Window: metrics.Window{Length: 200 * ms1, Buckets: 2}, MinRequests: 2, FailureRatio: 0.6,
-			OpenDuration: 500 * ms1, HalfOpenSuccesses: 1})
+			Open: circuit.OpenConfig{Duration: 500 * ms1}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}})
 		require.NoError(t, err)
 		t.Cleanup(b.Close)
 		return b
@@ -56,10 +56,10 @@ func scriptedDrill(t *testing.T) drillLog {
 		case err != nil:
 			c.Outcome, c.Event, c.Fallback = outcomeFallback, "SHORT_CIRCUITED", "FALLBACK_SUCCESS"
 		case faulty:
-			p.Record(circuit.Failure, 5*ms1)
+			p.Record(metrics.Failure, 5*ms1)
 			c.Outcome, c.Event, c.Fallback = outcomeFallback, "FAILURE", "FALLBACK_SUCCESS"
 		default:
-			p.Record(circuit.Success, 5*ms1)
+			p.Record(metrics.Success, 5*ms1)
 			c.Outcome, c.Event = outcomeOK, "SUCCESS"
 			rec.arrival("inventory")
 		}

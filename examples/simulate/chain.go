@@ -54,7 +54,7 @@ import (
 //     is checked at that interval from its opening, on the virtual clock,
 //     taking no time: a check passes if the service checked has a thread
 //     free and, for inventory, the fault lets it through (drawn as a call;
-//     a delay fails it if it reaches circuit.DefaultHealthCheckTimeout,
+//     a delay fails it if it reaches checkTimeout,
 //     the check's timeout).
 type ChainParams struct {
 	Rate                 float64       // requests per second entering the gateway, evenly spaced
@@ -412,6 +412,10 @@ func simulateChain(p ChainParams) (ChainRun, error) {
 	return s.run, nil
 }
 
+// checkTimeout bounds a health check: a delay of the fault at least this
+// long fails it.
+const checkTimeout = time.Second
+
 // group creates the group through which hop caller calls hop callee, with
 // a command per endpoint, and tracks its breakers. stream selects the
 // retry jitter's generator.
@@ -423,8 +427,11 @@ func (s *chainSim) group(caller, callee int, stream uint64, eps ...endpoint) (*c
 		bc.Mode = circuit.ForcedClosed
 	}
 	if p.Breakers && p.HealthCheck > 0 {
-		bc.HealthCheck = func(context.Context) error { return s.check(callee) }
-		bc.HealthCheckInterval = circuit.HealthCheckManual
+		bc.HealthCheck = circuit.HealthCheckConfig{
+			Check:    func(context.Context) error { return s.check(callee) },
+			Interval: circuit.HealthCheckManual,
+			Timeout:  checkTimeout,
+		}
 	}
 	jitter := rand.New(rand.NewPCG(p.Seed, stream))
 	retry := command.RetryConfig{}
@@ -520,7 +527,7 @@ func (s *chainSim) check(h int) error {
 	switch u := s.health.Float64(); {
 	case u < s.p.Errors:
 		return fmt.Errorf("%s: refused by the fault", hopNames[h])
-	case u < s.p.Errors+s.p.Slow && s.p.Delay >= circuit.DefaultHealthCheckTimeout:
+	case u < s.p.Errors+s.p.Slow && s.p.Delay >= checkTimeout:
 		return fmt.Errorf("%s: delayed by the fault past the check's timeout", hopNames[h])
 	}
 	return nil

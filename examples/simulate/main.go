@@ -300,28 +300,34 @@ func (bp BreakerParams) backoffText() string {
 	if bp.Backoff <= 1 {
 		return ""
 	}
-	return fmt.Sprintf(" (×%g after each failed trial, at most %v)", bp.Backoff, bp.config("", nil, nil).WithDefaults().MaxOpenDuration)
+	return fmt.Sprintf(" (×%g after each failed trial, at most %v)", bp.Backoff, bp.maxOpen())
 }
 
 // config returns the circuit.Config of a breaker named name on clock that
 // reports its transitions to onTransition; it logs nothing.
 func (bp BreakerParams) config(name string, clock metrics.Clock, onTransition func(circuit.Transition)) circuit.Config {
 	c := circuit.Config{
-		Name:              name,
-		Window:            metrics.Window{Length: bp.Window, Buckets: bp.Buckets},
-		MinRequests:       bp.MinRequests,
-		FailureRatio:      bp.FailureRatio,
-		OpenDuration:      bp.Open,
-		BackoffMultiplier: bp.Backoff,
-		MaxOpenDuration:   bp.MaxOpen,
-		HalfOpenProbes:    bp.Probes,
-		HalfOpenSuccesses: bp.ProbeSuccesses,
-		Clock:             clock,
-		Logger:            slog.New(slog.DiscardHandler),
-		OnTransition:      onTransition,
+		Name:         name,
+		Window:       metrics.Window{Length: bp.Window, Buckets: bp.Buckets},
+		MinRequests:  bp.MinRequests,
+		FailureRatio: bp.FailureRatio,
+		Open:         circuit.OpenConfig{Duration: bp.Open, Backoff: bp.Backoff, Max: bp.MaxOpen},
+		HalfOpen:     circuit.HalfOpenConfig{Probes: bp.Probes, Successes: bp.ProbeSuccesses},
+		Clock:        clock,
+		Logger:       slog.New(slog.DiscardHandler),
+		OnTransition: onTransition,
 	}
 	bp.apply(&c)
 	return c
+}
+
+// maxOpen is the longest backed-off open duration: MaxOpen, or circuit's
+// documented default with a backoff, 10 × Open.
+func (bp BreakerParams) maxOpen() time.Duration {
+	if bp.MaxOpen > 0 {
+		return bp.MaxOpen
+	}
+	return 10 * bp.Open
 }
 
 // chainBreakerFlags returns the breaker flags whose defaults differ in the
@@ -403,13 +409,13 @@ func Simulate(p Params) (Result, error) {
 			checks.transition(t)
 		})
 		if p.HealthCheck > 0 {
-			cfg.HealthCheck = func(context.Context) error {
+			cfg.HealthCheck.Check = func(context.Context) error {
 				if inOutage(clock.Now()) {
 					return errDown
 				}
 				return nil
 			}
-			cfg.HealthCheckInterval = circuit.HealthCheckManual
+			cfg.HealthCheck.Interval = circuit.HealthCheckManual
 		}
 		var err error
 		if b, err = circuit.New(cfg); err != nil {
@@ -447,10 +453,10 @@ func Simulate(p Params) (Result, error) {
 		if outage {
 			res.ForwardedDuringOutage++
 			res.DownstreamFailures++
-			permit.Record(circuit.Failure, p.LatencyFail)
+			permit.Record(metrics.Failure, p.LatencyFail)
 			seen = append(seen, p.LatencyFail)
 		} else {
-			permit.Record(circuit.Success, p.LatencyOK)
+			permit.Record(metrics.Success, p.LatencyOK)
 			seen = append(seen, p.LatencyOK)
 		}
 	}

@@ -64,10 +64,10 @@ func (pp Policies) validate() error {
 
 // apply sets the policies other than the health check in c.
 func (pp Policies) apply(c *circuit.Config) {
-	c.HalfOpenFailures = pp.HalfOpenFailures
-	c.RampUp = pp.RampUp
+	c.HalfOpen.Failures = pp.HalfOpenFailures
+	c.Ramp.Duration = pp.RampUp
 	if pp.Ramp == rampDoubling {
-		c.RampSchedule = circuit.RampDoubling
+		c.Ramp.Doubling = 3 * time.Second
 	}
 	c.WarmUp = pp.WarmUp
 }

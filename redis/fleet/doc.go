@@ -14,13 +14,16 @@
 // Shared state is advice, never a dependency of the call path. Calls never
 // touch the network, and a breaker's own window is never mixed with the
 // fleet's: each breaker trips on its own evidence exactly as it would
-// alone. The fleet joins each attached breaker as its circuit.Party; one
+// alone. The fleet joins each attached breaker as the party that shares
+// its judgment (circuit's "Shared judgment", through bulwark's internal
+// engine: an interface users need not implement); one
 // background goroutine, once per Interval (default one bucket of the
 // breakers' window) and at once when an attached breaker changes state,
 // pushes each breaker's own window and pulls the other instances' in one
 // pipelined round trip bounded by Timeout, judges what came back, and moves
-// the breaker only through circuit.Member (reasons fleet_open and
-// fleet_close, neither counting a local failure).
+// the breaker only through its membership (reasons fleet_open and
+// fleet_close, ReasonOpen and ReasonClose, neither counting a local
+// failure).
 //
 // # What a breaker does
 //
@@ -68,8 +71,7 @@
 // window's older tag until everything counted before has left the window
 // (one window length), so no count is ever relabelled. A breaker counts
 // only windows of the epoch of its own last close or later. A decision is
-// applied through circuit.Member tied to the Look of the breaker it was
-// made on, so a sync still in flight when the breaker closes cannot move
+// applied tied to the look at the breaker it was made on, so a sync still in flight when the breaker closes cannot move
 // it afterwards. Leases carry the epoch too: one taken before the last
 // fleet-wide close is void.
 //

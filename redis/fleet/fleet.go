@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/internal/breaker"
 )
 
 // ErrClosed is returned by Attach and Start after Close.
@@ -37,12 +38,22 @@ type Fleet struct {
 	status statusBox
 }
 
-// member is one attached breaker: the circuit.Party the fleet joins it
-// as. The fields under "sync state" belong to the sync goroutine alone.
+// The reasons of the transitions the fleet makes on an attached breaker.
+const (
+	// ReasonOpen: closed → open because the fleet opened; no local failure
+	// is counted.
+	ReasonOpen = circuit.Reason(breaker.ReasonFleetOpen)
+	// ReasonClose: open or half-open → closed because the fleet's probes
+	// found the dependency healthy.
+	ReasonClose = circuit.Reason(breaker.ReasonFleetClose)
+)
+
+// member is one attached breaker: the party (breaker.Party, bulwark's
+// internal engine) the fleet joins it as. The fields under "sync state" belong to the sync goroutine alone.
 type member struct {
 	f          *Fleet
 	b          *circuit.Breaker
-	h          *circuit.Member
+	h          *breaker.Member
 	stop       func() // ends the observation of b's transitions
 	group, cmd string
 	base       string // key prefix of its keys
@@ -82,8 +93,9 @@ func New(cfg Config) (*Fleet, error) {
 }
 
 // Attach shares b's window as the breaker of command cmd in group (cmd ""
-// for a group-level breaker): the fleet joins b as its circuit.Party and
-// observes its transitions. It may be called before or after Start; until
+// for a group-level breaker): the fleet joins b as the party that shares
+// its judgment (see the circuit package's "Shared judgment") and observes
+// its transitions. It may be called before or after Start; until
 // the first sync that works, b judges and probes alone. An empty group, a
 // pair attached before, a breaker another party has joined, and Attach
 // after Close are errors.
@@ -103,7 +115,7 @@ func (f *Fleet) Attach(b *circuit.Breaker, group, cmd string) error {
 	}
 	m := &member{f: f, b: b, group: group, cmd: cmd,
 		base: f.cfg.Prefix + ":" + key(f.cfg.Service) + ":" + key(group) + ":" + key(cmd)}
-	h, err := b.Join(m)
+	h, err := (*breaker.Breaker)(b).Join(m)
 	if err != nil {
 		return fmt.Errorf("fleet: attach %q/%q: %w", group, cmd, err)
 	}
@@ -113,7 +125,7 @@ func (f *Fleet) Attach(b *circuit.Breaker, group, cmd string) error {
 	return nil
 }
 
-// MayProbe is the breaker's probe gate (circuit.Party): while the fleet
+// MayProbe is the breaker's probe gate (breaker.Party): while the fleet
 // coordinates probes, only the holder of the probe lease sends them;
 // otherwise (before the first sync, degraded, a broken key) the breaker
 // probes alone. Being asked tells the next sync that this instance has
@@ -125,7 +137,7 @@ func (m *member) MayProbe() bool {
 	return !m.coordinated.Load() || m.prober.Load()
 }
 
-// Status is the breaker's shared-state status (circuit.Party), shown by
+// Status is the breaker's shared-state status (breaker.Party), shown by
 // dashboards beside it.
 func (m *member) Status() string {
 	s := m.f.Status().String()
@@ -140,7 +152,7 @@ func (m *member) Status() string {
 // window, a close starts a new epoch, a half-open breaker wants the probe
 // lease).
 func (m *member) observe(t circuit.Transition) {
-	if t.Reason == circuit.ReasonFleetOpen {
+	if t.Reason == ReasonOpen {
 		return
 	}
 	select {

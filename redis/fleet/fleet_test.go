@@ -50,7 +50,7 @@ func TestFleetOpensWithinOneInterval(t *testing.T) {
 	took := eventually(t, testInterval+time.Second, allIn(ins, circuit.Open), "fleet not open")
 	t.Logf("first open to last open: %v (interval %v)", took, testInterval)
 	require.Equal(t, []circuit.Reason{circuit.ReasonErrorRatio}, ins[0].reasons())
-	require.Equal(t, []circuit.Reason{circuit.ReasonFleetOpen}, ins[2].reasons())
+	require.Equal(t, []circuit.Reason{ReasonOpen}, ins[2].reasons())
 	require.Zero(t, ins[2].g.Breaker().Snapshot().Health.Requests, "no local failure")
 	for _, in := range ins {
 		in.conserved(t)
@@ -68,7 +68,7 @@ func TestFleetTripsOnSharedWindow(t *testing.T) {
 	}
 	eventually(t, 3*testInterval+time.Second, allIn(ins, circuit.Open), "fleet not open")
 	for _, in := range ins {
-		require.Equal(t, []circuit.Reason{circuit.ReasonFleetOpen}, in.reasons(), in.name)
+		require.Equal(t, []circuit.Reason{ReasonOpen}, in.reasons(), in.name)
 		in.conserved(t)
 	}
 	eventually(t, time.Second, func() bool {
@@ -114,7 +114,7 @@ func TestFleetProbesOnce(t *testing.T) {
 		switch r[len(r)-1] {
 		case circuit.ReasonProbesSucceeded:
 			probers++
-		case circuit.ReasonFleetClose:
+		case ReasonClose:
 			followers++
 		}
 		in.conserved(t)

@@ -65,8 +65,12 @@ type instance struct {
 // breakerConfig is the group breaker of the integration tests: 1 s window in
 // 10 buckets, 20 calls before a verdict.
 func breakerConfig(open time.Duration) circuit.Config {
-	return circuit.Config{Window: metrics.Window{Length: time.Second, Buckets: 10}, MinRequests: 20,
-		OpenDuration: open, HalfOpenSuccesses: 3}
+	return circuit.Config{
+		Window:      metrics.Window{Length: time.Second, Buckets: 10},
+		MinRequests: 20,
+		Open:        circuit.OpenConfig{Duration: open},
+		HalfOpen:    circuit.HalfOpenConfig{Successes: 3},
+	}
 }
 
 // newInstance starts instance name of service on Redis at addr.

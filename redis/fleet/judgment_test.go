@@ -72,7 +72,7 @@ func TestFleetHealthyInstanceKeepsServingUnderAFleetOpen(t *testing.T) {
 	}
 	eventually(t, 2*time.Second, allIn([]*instance{a, b, d}, circuit.Open), "a, b and d not open")
 	for _, in := range []*instance{a, b, d} {
-		require.Equal(t, []circuit.Reason{circuit.ReasonFleetOpen}, in.reasons(), in.name)
+		require.Equal(t, []circuit.Reason{ReasonOpen}, in.reasons(), in.name)
 	}
 	eventually(t, time.Second, func() bool {
 		return strings.Contains(c.g.Breaker().Snapshot().Shared, "fleet open: 2 of 4 instances failing")
@@ -96,7 +96,7 @@ func TestFleetQuorumFollowOpensHealthyInstances(t *testing.T) {
 		b.call(true)
 	}
 	eventually(t, 2*time.Second, allIn(ins, circuit.Open), "fleet not open")
-	require.Equal(t, []circuit.Reason{circuit.ReasonFleetOpen}, c.reasons())
+	require.Equal(t, []circuit.Reason{ReasonOpen}, c.reasons())
 }
 
 // Two failing instances are not enough when the fleet's calls, summed,

@@ -34,7 +34,7 @@ func TestFleetIdleLeaseHolderLetsOthersProbe(t *testing.T) {
 	b.until(t, 3*time.Second, false, func() bool { return b.state() == circuit.Closed }, "b never probed: recovery stalled")
 	require.Equal(t, circuit.ReasonProbesSucceeded, b.reasons()[len(b.reasons())-1])
 	eventually(t, time.Second, func() bool { return a.state() == circuit.Closed }, "a did not follow b's close")
-	require.Equal(t, circuit.ReasonFleetClose, a.reasons()[len(a.reasons())-1])
+	require.Equal(t, ReasonClose, a.reasons()[len(a.reasons())-1])
 	for _, in := range ins {
 		in.conserved(t)
 	}

@@ -15,9 +15,14 @@ import (
 // one probe after 100 ms.
 func sparseBreaker(t *testing.T) *circuit.Breaker {
 	t.Helper()
-	b, err := circuit.New(circuit.Config{Name: "dep", Window: metrics.Window{Length: time.Second, Buckets: 10},
-		MinRequests: 1, OpenDuration: 100 * time.Millisecond, HalfOpenSuccesses: 1,
-		Logger: slog.New(slog.DiscardHandler)})
+	b, err := circuit.New(circuit.Config{
+		Name:        "dep",
+		Window:      metrics.Window{Length: time.Second, Buckets: 10},
+		MinRequests: 1,
+		Open:        circuit.OpenConfig{Duration: 100 * time.Millisecond},
+		HalfOpen:    circuit.HalfOpenConfig{Successes: 1},
+		Logger:      slog.New(slog.DiscardHandler),
+	})
 	require.NoError(t, err)
 	return b
 }
@@ -28,14 +33,14 @@ func recovers(t *testing.T, b *circuit.Breaker) bool {
 	t.Helper()
 	p, err := b.Allow()
 	require.NoError(t, err)
-	p.Record(circuit.Failure, time.Millisecond)
+	p.Record(metrics.Failure, time.Millisecond)
 	require.Equal(t, circuit.Open, b.State())
 	time.Sleep(150 * time.Millisecond)
 	p, err = b.Allow()
 	if err != nil {
 		return false
 	}
-	p.Record(circuit.Success, time.Millisecond)
+	p.Record(metrics.Success, time.Millisecond)
 	return b.State() == circuit.Closed
 }
 

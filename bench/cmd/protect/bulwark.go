@@ -32,8 +32,13 @@ func (c *backendCmd) Run(ctx context.Context) (struct{}, error) { return struct{
 func bulwarkProtection() protection {
 	reg := command.NewRegistry(command.RegistryConfig{Logger: slog.New(slog.DiscardHandler)})
 	window := metrics.Window{Length: breakerWindow, Buckets: 10}
-	breaker := circuit.Config{Window: window, MinRequests: minRequests, FailureRatio: failureRatio,
-		OpenDuration: openDuration, HalfOpenSuccesses: halfOpenSuccesses}
+	breaker := circuit.Config{
+		Window:       window,
+		MinRequests:  minRequests,
+		FailureRatio: failureRatio,
+		Open:         circuit.OpenConfig{Duration: openDuration},
+		HalfOpen:     circuit.HalfOpenConfig{Successes: halfOpenSuccesses},
+	}
 	return protection{
 		name: "bulwark (pool)",
 		wrap: func(endpoint string, do func(context.Context) error) (call, error) {

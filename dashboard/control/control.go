@@ -1,4 +1,18 @@
-package dashboard
+// Package control is the dashboard's one part that changes anything: an
+// http.Handler through which an operator who holds a token forces a
+// breaker open or closed, sets it back to normal, resets it, or applies a
+// rules document. Package dashboard only reads the registry; give it this
+// handler (dashboard.Config.Control) and it serves it at
+// dashboard.ControlPath, and its page offers the controls to whoever
+// enters the token.
+//
+//	ctl, err := control.New(reg, control.Config{Token: os.Getenv("BULWARK_CONTROL_TOKEN")})
+//	if err != nil { ... }
+//	h, err := dashboard.New(reg, dashboard.Config{Control: ctl})
+//
+// Off unless built with a token: a dashboard without it has no control
+// endpoint, and its page no controls.
+package control
 
 import (
 	"crypto/sha256"
@@ -16,10 +30,6 @@ import (
 	"github.com/bulwark-go/bulwark/rules"
 )
 
-// ControlPath is where the handler of New serves the control endpoint, when
-// Config.Control enables it.
-const ControlPath = "/control"
-
 // TokenHeader is the request header that carries the control token. A
 // header, not a cookie: a browser never adds it to a request another site
 // makes, so a control request cannot be forged cross-site.
@@ -28,13 +38,14 @@ const TokenHeader = "X-Bulwark-Token"
 // MinTokenLength is the shortest control token accepted.
 const MinTokenLength = 16
 
-// ControlConfig configures the control endpoint. It is off unless Token is
-// set.
-type ControlConfig struct {
+// ErrInvalidConfig is wrapped by the errors of New and Config.Validate.
+var ErrInvalidConfig = errors.New("control: invalid config")
+
+// Config configures the control endpoint.
+type Config struct {
 	// Token enables the endpoint: every request must carry it in the
-	// TokenHeader header. At least MinTokenLength bytes; choose it at
-	// random and keep it out of URLs and logs. Empty: no endpoint, and the
-	// page shows no controls.
+	// TokenHeader header. Required, at least MinTokenLength bytes; choose
+	// it at random and keep it out of URLs and logs.
 	Token string
 	// Rules, if set, lets the endpoint apply rules documents (action
 	// "apply-rules") through this manager, which keeps the baselines of
@@ -45,11 +56,14 @@ type ControlConfig struct {
 	Logger *slog.Logger
 }
 
-// Validate reports a token too short to be one. The error wraps
-// ErrInvalidConfig.
-func (c ControlConfig) Validate() error {
-	if c.Token != "" && len(c.Token) < MinTokenLength {
-		return fmt.Errorf("%w: Control.Token is %d bytes; at least %d are needed", ErrInvalidConfig, len(c.Token), MinTokenLength)
+// Validate reports a missing token, or one too short to be one. The error
+// wraps ErrInvalidConfig.
+func (c Config) Validate() error {
+	switch {
+	case c.Token == "":
+		return fmt.Errorf("%w: Token is empty: the control endpoint needs a token", ErrInvalidConfig)
+	case len(c.Token) < MinTokenLength:
+		return fmt.Errorf("%w: Token is %d bytes; at least %d are needed", ErrInvalidConfig, len(c.Token), MinTokenLength)
 	}
 	return nil
 }
@@ -76,8 +90,8 @@ type control struct {
 	log   *slog.Logger
 }
 
-// NewControl returns the control endpoint for the groups of reg, or an
-// error wrapping ErrInvalidConfig if cfg has no token or a short one.
+// New returns the control endpoint for the groups of reg, or an error
+// wrapping ErrInvalidConfig if cfg has no token or a short one.
 //
 // It answers POST only (405 otherwise), with a JSON body (415 otherwise),
 // and only with the token in the TokenHeader header: 401 without one, 403
@@ -92,10 +106,7 @@ type control struct {
 // Actions: "reset" restarts the breaker closed with an empty window and its
 // backoff reset, in one transition with reason reset (circuit.Breaker.Reset);
 // "force-open", "force-closed" and "normal" set its mode (SetMode).
-func NewControl(reg *command.Registry, cfg ControlConfig) (http.Handler, error) {
-	if cfg.Token == "" {
-		return nil, fmt.Errorf("%w: Control.Token is empty: the control endpoint needs a token", ErrInvalidConfig)
-	}
+func New(reg *command.Registry, cfg Config) (http.Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -108,7 +119,7 @@ func NewControl(reg *command.Registry, cfg ControlConfig) (http.Handler, error) 
 func (c *control) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		http.Error(w, "dashboard: the control endpoint answers POST only", http.StatusMethodNotAllowed)
+		http.Error(w, "control: the endpoint answers POST only", http.StatusMethodNotAllowed)
 		return
 	}
 	if !sameOrigin(r) {
@@ -125,14 +136,14 @@ func (c *control) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-		http.Error(w, "dashboard: the control endpoint takes application/json", http.StatusUnsupportedMediaType)
+		http.Error(w, "control: the endpoint takes application/json", http.StatusUnsupportedMediaType)
 		return
 	}
 	var req controlRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		http.Error(w, "dashboard: bad control request: "+err.Error(), http.StatusBadRequest)
+		http.Error(w, "control: bad request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
 	status, err := c.do(req)
@@ -153,7 +164,7 @@ func (c *control) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (c *control) refuse(w http.ResponseWriter, r *http.Request, status int, why string) {
 	c.log.Warn("bulwark: control request refused", slog.String("reason", why),
 		slog.String("remote", r.RemoteAddr), slog.Int("status", status))
-	http.Error(w, "dashboard: control refused: "+why, status)
+	http.Error(w, "control: refused: "+why, status)
 }
 
 // do carries out an authorised request and returns the status to answer.
@@ -163,7 +174,7 @@ func (c *control) do(req controlRequest) (int, error) {
 		return http.StatusNoContent, nil
 	case "apply-rules":
 		if c.rules == nil {
-			return http.StatusNotFound, errors.New("dashboard: rules are not enabled on this endpoint")
+			return http.StatusNotFound, errors.New("control: rules are not enabled on this endpoint")
 		}
 		if err := c.rules.ApplyJSON(req.Rules); err != nil {
 			return http.StatusUnprocessableEntity, err
@@ -177,16 +188,16 @@ func (c *control) do(req controlRequest) (int, error) {
 	}
 	mode, ok := modes[req.Action]
 	if !ok && req.Action != "reset" {
-		return http.StatusBadRequest, fmt.Errorf("dashboard: unknown action %q", req.Action)
+		return http.StatusBadRequest, fmt.Errorf("control: unknown action %q", req.Action)
 	}
 	g, ok := c.reg.Group(req.Group)
 	if !ok {
-		return http.StatusNotFound, fmt.Errorf("dashboard: no group %q", req.Group)
+		return http.StatusNotFound, fmt.Errorf("control: no group %q", req.Group)
 	}
 	b := g.Breaker()
 	if req.Command != "" {
 		if b, ok = g.CommandBreaker(req.Command); !ok {
-			return http.StatusNotFound, fmt.Errorf("dashboard: group %q has no command %q", req.Group, req.Command)
+			return http.StatusNotFound, fmt.Errorf("control: group %q has no command %q", req.Group, req.Command)
 		}
 	}
 	if req.Action == "reset" {

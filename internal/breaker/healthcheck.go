@@ -1,4 +1,4 @@
-package circuit
+package breaker
 
 import (
 	"context"
@@ -10,10 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 )
-
-// HealthCheckManual is the HealthCheckInterval that schedules no health
-// check: CheckHealth runs one when called.
-const HealthCheckManual time.Duration = -1
 
 // ErrHealthCheckSkipped is returned by CheckHealth when it runs no check:
 // no HealthCheck is configured, the breaker is not open (or is forced
@@ -27,14 +23,12 @@ var ErrHealthCheckFailed = errors.New("circuit: health check failed")
 
 // HealthCheckStatus tells a health check's state in a Snapshot.
 type HealthCheckStatus struct {
-	Enabled  bool          // Config.HealthCheck is set
-	Interval time.Duration // Config.HealthCheckInterval (HealthCheckManual: none scheduled)
-	Checks   int64         // checks run so far
-	Failures int64         // checks that failed so far
-	LastErr  string        // error text of the last check; "" if it passed or none ran
+	Checks   int64  // checks run so far
+	Failures int64  // checks that failed so far
+	LastErr  string // error text of the last check; "" if it passed or none ran
 }
 
-// healthChecker runs Config.HealthCheck for a breaker.
+// healthChecker runs Settings.HealthCheck for a breaker.
 type healthChecker struct {
 	busy     atomic.Bool // a check is running: checks never overlap
 	checks   atomic.Int64
@@ -50,35 +44,6 @@ type healthChecker struct {
 	closed  bool // Close was called: schedule nothing more
 }
 
-// healthCheckDefaults applies the health check's defaults (see
-// WithDefaults).
-func (c Config) healthCheckDefaults() Config {
-	if c.HealthCheck != nil && c.HealthCheckTimeout == 0 {
-		c.HealthCheckTimeout = DefaultHealthCheckTimeout
-		if c.HealthCheckInterval > 0 {
-			c.HealthCheckTimeout = c.HealthCheckInterval
-		}
-	}
-	return c
-}
-
-// validateHealthCheck reports the first invalid health check field of c,
-// whose effective configuration is e.
-func (c Config) validateHealthCheck(e Config) error {
-	switch {
-	case e.HealthCheck == nil && (e.HealthCheckInterval != 0 || e.HealthCheckTimeout != 0):
-		return invalid("HealthCheckInterval %v or HealthCheckTimeout %v is set but HealthCheck is nil",
-			c.HealthCheckInterval, c.HealthCheckTimeout)
-	case e.HealthCheck != nil && e.HealthCheckInterval == 0:
-		return invalid("HealthCheckInterval must be set when HealthCheck is (HealthCheckManual: checks only on CheckHealth)")
-	case e.HealthCheckInterval < 0 && e.HealthCheckInterval != HealthCheckManual:
-		return invalid("HealthCheckInterval %v must not be negative (HealthCheckManual schedules none)", c.HealthCheckInterval)
-	case e.HealthCheckTimeout < 0:
-		return invalid("HealthCheckTimeout %v must not be negative", c.HealthCheckTimeout)
-	}
-	return nil
-}
-
 // init prepares the checker for the effective configuration cfg.
 func (h *healthChecker) init() {
 	h.ctx, h.cancel = context.WithCancel(context.Background())
@@ -91,8 +56,6 @@ func (b *Breaker) healthStatus() HealthCheckStatus {
 		return HealthCheckStatus{}
 	}
 	s := HealthCheckStatus{
-		Enabled:  true,
-		Interval: c.HealthCheckInterval,
 		Checks:   h.checks.Load(),
 		Failures: h.failures.Load(),
 	}
@@ -155,15 +118,7 @@ func (b *Breaker) checkableLocked() bool {
 	return w.state() == Open && !w.mode().forced() && !b.health.closed
 }
 
-// CheckHealth runs Config.HealthCheck once now, with a HealthCheckTimeout
-// deadline under ctx, if the breaker is open (not forced) and no other
-// check is running; when it passes and the breaker is still in the same
-// open state, the breaker turns half-open at once (reason health_check)
-// and CheckHealth returns nil. A check that fails (or panics) returns an
-// error wrapping ErrHealthCheckFailed and the check's error; one that is
-// not run returns an error wrapping ErrHealthCheckSkipped. With
-// HealthCheckManual it is the only way checks run: on a virtual clock, a
-// simulation or test calls it every interval itself.
+// CheckHealth is circuit.Breaker.CheckHealth.
 func (b *Breaker) CheckHealth(ctx context.Context) error {
 	h, c := &b.health, b.cfg() // one configuration for the whole check
 	if c.HealthCheck == nil {
@@ -208,7 +163,7 @@ func (c *settings) runCheck(ctx context.Context) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			stack := string(debug.Stack())
-			c.Logger.LogAttrs(context.Background(), slog.LevelError, "circuit breaker HealthCheck panicked",
+			c.Logger.LogAttrs(context.Background(), slog.LevelError, "circuit breaker HealthCheck.Check panicked",
 				slog.String("breaker", c.Name), slog.Any("panic", v), slog.String("stack", stack))
 			err = fmt.Errorf("panic: %v", v)
 		}
@@ -216,14 +171,8 @@ func (c *settings) runCheck(ctx context.Context) (err error) {
 	return c.HealthCheck(ctx)
 }
 
-// Close stops the breaker's health checks: it cancels a check in
-// progress (its context ends), waits for the scheduling goroutine to
-// return, and schedules no more. The breaker keeps deciding admission; it
-// just waits out the open duration again, and CheckHealth returns
-// ErrHealthCheckSkipped. Close is idempotent and a no-op without
-// HealthCheck. It waits for the check goroutine, so it must not be called
-// from HealthCheck or OnTransition. A group closes its breakers in
-// Group.Close.
+// Close is circuit.Breaker.Close: it stops the health checks and waits for
+// their goroutine.
 func (b *Breaker) Close() {
 	h := &b.health
 	if h.cancel == nil {

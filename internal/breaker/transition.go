@@ -1,4 +1,4 @@
-package circuit
+package breaker
 
 import (
 	"context"
@@ -91,7 +91,7 @@ func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason R
 		}
 	case Open:
 		if from == HalfOpen && reason != ReasonForced {
-			b.openFor = min(satMul(b.openFor, c.backoff), c.MaxOpenDuration)
+			b.openFor = min(SatMul(b.openFor, c.Backoff), c.MaxOpenDuration)
 		}
 		b.openUntil.Store(int64(satAdd(now, b.openFor)))
 		b.startHealthCheckLocked(m)
@@ -205,14 +205,8 @@ func deliver(c *settings, t Transition, what string, f func(Transition)) {
 // observer is one function Observe added.
 type observer struct{ f func(Transition) }
 
-// Observe adds f to the functions called with every transition reported
-// from now on, and returns stop, which removes it (calling stop again does
-// nothing). Observers are called in the order they were added, after the
-// transition is logged and before Config.OnTransition, under the same
-// rules: in order, never concurrently with themselves, never under the
-// breaker's lock (they may call the breaker's methods, stop included), a
-// panic recovered and logged at Error level. f should not block: the next
-// transitions wait for it. A nil f adds nothing.
+// Observe is circuit.Breaker.Observe: f is called with every transition
+// reported from now on, until stop.
 func (b *Breaker) Observe(f func(Transition)) (stop func()) {
 	if f == nil {
 		return func() {}

@@ -1,0 +1,105 @@
+package circuit
+
+import (
+	"time"
+
+	"github.com/bulwark-go/bulwark/internal/breaker"
+)
+
+// Snapshot describes a breaker at one instant.
+type Snapshot struct {
+	// Config is the configuration in force (as Breaker.Config returns it):
+	// the thresholds the breaker judges Health by, what a dashboard shows
+	// beside it.
+	Config       Config
+	State        State         // effective state
+	Mode         Mode          // current mode
+	Since        time.Duration // time in the current state: since the last transition, or since creation
+	LastReason   Reason        // reason of the last transition; "" if none
+	OpenDuration time.Duration // open duration in force (backed off after failed trials)
+	RetryAfter   time.Duration // Open (not forced): time left before it turns half-open; else 0
+
+	// Half-open progress, 0 outside the half-open state: probes in flight,
+	// and consecutive probe successes and failures so far
+	// (Config.HalfOpen.Successes of the first close the breaker,
+	// HalfOpen.Failures of the second reopen it).
+	Probes, ProbeSuccesses, ProbeFailures int
+
+	RampShare   float64      // share of calls admitted now; 1 when not ramping up
+	Health      Health       // the window now
+	Transitions []Transition // the last few transitions, oldest first, at most 8
+
+	// WarmUpLeft is how long outcomes are not counted yet (Config.WarmUp
+	// after creation, or a WarmUp call); 0 when they are.
+	WarmUpLeft time.Duration
+	// HealthCheck tells the health check's progress; the zero value
+	// without Config.HealthCheck.Check.
+	HealthCheck HealthCheckStatus
+	// Shared is the status of the outside party that shares the breaker's
+	// judgment, such as the fleet of module redis ("shared state:
+	// degraded (…)"); "" when the breaker judges alone.
+	Shared string
+}
+
+// HealthCheckStatus tells a health check's progress in a Snapshot.
+type HealthCheckStatus struct {
+	Checks   int64  // checks run so far
+	Failures int64  // checks that failed so far
+	LastErr  string // error text of the last check; "" if it passed or none ran
+}
+
+// Health summarises the breaker's window: the calls that reached the
+// dependency and the two ratios the breaker trips on.
+type Health struct {
+	Requests   int64   // Success + Failure + Timeout
+	Failures   int64   // Failure
+	Timeouts   int64   // Timeout
+	Slow       int64   // successes slower than SlowCallDuration
+	ErrorRatio float64 // (Failures + Timeouts) / Requests; 0 when Requests is 0
+	SlowRatio  float64 // Slow / Requests; 0 when Requests is 0
+}
+
+// Transition records one change of effective state.
+type Transition struct {
+	Name         string        // the breaker's name
+	From, To     State         // effective states before and after
+	Reason       Reason        // why
+	At           time.Duration // clock reading when the breaker made the change
+	Health       Health        // the window when the change was made
+	OpenDuration time.Duration // the open duration in force after the change
+}
+
+// Snapshot returns the breaker's current state, progress, health and recent
+// transitions. Like Allow, it first applies any transition that time alone
+// has made due. It allocates (the copy of the transition history).
+func (b *Breaker) Snapshot() Snapshot {
+	s := b.engine().Snapshot()
+	out := Snapshot{
+		Config:         configOf(s.Settings),
+		State:          State(s.State),
+		Mode:           Mode(s.Mode),
+		Since:          s.Since,
+		LastReason:     Reason(s.LastReason),
+		OpenDuration:   s.OpenDuration,
+		RetryAfter:     s.RetryAfter,
+		Probes:         s.Probes,
+		ProbeSuccesses: s.ProbeSuccesses,
+		ProbeFailures:  s.ProbeFailures,
+		RampShare:      s.RampShare,
+		Health:         Health(s.Health),
+		Transitions:    make([]Transition, len(s.Transitions)),
+		WarmUpLeft:     s.WarmUpLeft,
+		HealthCheck:    HealthCheckStatus(s.HealthCheck),
+		Shared:         s.Shared,
+	}
+	for i, t := range s.Transitions {
+		out.Transitions[i] = transitionOf(t)
+	}
+	return out
+}
+
+// transitionOf returns the public form of the engine's transition t.
+func transitionOf(t breaker.Transition) Transition {
+	return Transition{Name: t.Name, From: State(t.From), To: State(t.To), Reason: Reason(t.Reason),
+		At: t.At, Health: Health(t.Health), OpenDuration: t.OpenDuration}
+}
