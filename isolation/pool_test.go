@@ -306,12 +306,13 @@ func TestPoolBulkheadHoldsAfterTimeouts(t *testing.T) {
 	p := newTestPool(t, PoolConfig{Size: 2, Queue: 2})
 	var running, maxRunning atomic.Int64
 	var wg sync.WaitGroup
+	release := make(chan struct{}) // the works ignore their context until every call is made
 	work := func(context.Context) {
 		defer wg.Done()
 		n := running.Add(1)
 		for m := maxRunning.Load(); n > m && !maxRunning.CompareAndSwap(m, n); m = maxRunning.Load() {
 		}
-		time.Sleep(50 * time.Millisecond) // ignores its context
+		<-release
 		running.Add(-1)
 	}
 	var detachedN, refused int
@@ -331,6 +332,7 @@ func TestPoolBulkheadHoldsAfterTimeouts(t *testing.T) {
 		}
 		assert.LessOrEqual(t, p.Stats().Active, 2)
 	}
+	close(release)
 	wg.Wait()
 	assert.LessOrEqual(t, maxRunning.Load(), int64(2), "never more than Size works at once")
 	assert.Positive(t, detachedN)
