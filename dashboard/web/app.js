@@ -347,7 +347,7 @@
     if (!c) {
       c = {
         key, group, name, h: null, n: null, seen: 0, hist: [], ver: 0,
-        rate: 0, err: null, lat: {}, mean: null, sev: 0, hue: 'green', stateKey: 'closed', groupKey: '',
+        calls: 0, secs: 10, rate: 0, requests: 0, err: null, lat: {}, mean: null, sev: 0, hue: 'green', stateKey: 'closed', groupKey: '',
         features: new Set(), rank: {}, tile: null, row: null,
       };
       commands.set(key, c);
@@ -369,8 +369,11 @@
     c.ver++;
     const hosts = hostsOf(ev);
     const secs = windowSeconds(ev);
-    c.rate = volume(ev) / secs;
-    c.err = Number(ev.requestCount) > 0 ? Number(ev.errorPercentage) / hosts || 0 : null;
+    c.calls = volume(ev);
+    c.secs = secs;
+    c.rate = c.calls / secs;
+    c.requests = Number(ev.requestCount) || 0;
+    c.err = c.requests > 0 ? Number(ev.errorPercentage) / hosts || 0 : null;
     const lat = ev.latencyExecute || {};
     const any = ran(ev) > 0;
     for (const [k] of PERCENTILES) c.lat[k] = any ? Math.floor((Number(lat[k]) || 0) / hosts) : null;
@@ -424,12 +427,14 @@
   // ---- ordering -----------------------------------------------------------
 
   // SORTS: what each sort key orders by. num gives the value (null: no data,
-  // sorted last); margin is the hysteresis: a command's sort value moves
-  // only when its live value leaves [v - m, v + m], m the larger of abs and
-  // rel times the value, so jitter does not reorder a steady service.
+  // sorted last). The order uses each command's sort value, which follows
+  // the live value only once that has moved past a margin (hysteresis), so
+  // that noise does not reorder a steady service: the larger of abs and rel
+  // times the value, or for error % and rate three standard deviations of
+  // the noise the window's counts have by chance (noise).
   const SORTS = {
-    error: { label: 'Error %', desc: true, num: (c) => c.err, abs: 5, rel: 0.25 },
-    volume: { label: 'Volume', desc: true, num: (c) => c.rate, abs: 0.5, rel: 0.25 },
+    error: { label: 'Error %', desc: true, num: (c) => c.err, abs: 5, rel: 0.25, noise: errorNoise },
+    volume: { label: 'Volume', desc: true, num: (c) => c.rate, abs: 0.5, rel: 0.25, noise: rateNoise },
     name: { label: 'Name', desc: false },
     group: { label: 'Group', desc: false },
     state: { label: 'State', desc: true },
@@ -442,6 +447,21 @@
     SORTS['c:' + k] = { label, desc: true, num: (c) => (c.h ? get(c.h, c.n) : null), abs: 5, rel: 0.25 };
   }
   const SELECT_SORTS = ['error', 'volume', 'name', 'state', 'latency'];
+
+  // errorNoise is 3 standard deviations of an error % of c's requests that
+  // fail at rate pct by chance (a binomial proportion): at 20 % of 30
+  // requests, 22 points; of 1,000, 4.
+  function errorNoise(c, pct) {
+    if (c.requests <= 0) return 0;
+    const p = Math.min(Math.max(pct / 100, 0), 1);
+    return 300 * Math.sqrt((p * (1 - p)) / c.requests);
+  }
+
+  // rateNoise is 3 standard deviations of a rate counted in c's window (a
+  // Poisson count): 1 req/s in 10 s, ±0.95; 20 req/s, ±4.2.
+  function rateNoise(c) {
+    return (3 * Math.sqrt(c.calls)) / c.secs;
+  }
 
   // sortKeys lists the numeric keys the current sort compares.
   function sortKeys() {
@@ -469,7 +489,9 @@
         }
         continue;
       }
-      if (Math.abs(live - old) > Math.max(s.abs, s.rel * Math.max(Math.abs(live), Math.abs(old)))) {
+      let margin = Math.max(s.abs, s.rel * Math.max(Math.abs(live), Math.abs(old)));
+      if (s.noise) margin = Math.max(margin, s.noise(c, (live + old) / 2));
+      if (Math.abs(live - old) > margin) {
         c.rank[k] = live;
         moved = true;
       }
@@ -479,6 +501,15 @@
 
   function byName(a, b) {
     return a.name.localeCompare(b.name) || a.group.localeCompare(b.group);
+  }
+
+  const HUE_RANK = { green: 0, yellow: 1, orange: 2, red: 3 };
+
+  // hueRank is the health colour of c's error % sort value. No data (no
+  // requests in the window) ranks as green, so that the first requests do
+  // not move it.
+  function hueRank(c) {
+    return HUE_RANK[health(c.rank.error || 0, false)];
   }
 
   // byRank compares sort value k, no data last whatever the direction.
@@ -503,9 +534,12 @@
       case 'state':
         return (a, b) => dir * (a.rank.sev - b.rank.sev) || byName(a, b);
       case 'error': {
-        const err = byRank('error', ui.desc);
+        // Worst first, by state: the breaker's, then the health colour of
+        // the error % (its sort value, past the noise); busiest first
+        // within. A command moves when its breaker or its colour changes,
+        // not at each step of an error % that climbs or jitters.
         const vol = byRank('volume', true);
-        return (a, b) => dir * (a.rank.sev - b.rank.sev) || err(a, b) || vol(a, b) || byName(a, b);
+        return (a, b) => dir * (a.rank.sev - b.rank.sev) || dir * (hueRank(a) - hueRank(b)) || vol(a, b) || byName(a, b);
       }
       default: {
         const cmp = byRank(ui.sort, ui.desc);
