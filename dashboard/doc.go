@@ -180,8 +180,11 @@
 // does not say whether a rate limiter, retries or a fallback are
 // configured). Where there is no data (a command with no calls in the
 // window has no latency, one with no breaker requests no error %) it shows
-// "–". A frame renders only the commands whose events changed and draws
-// sparklines only for what is on screen. The URL can preselect the view:
+// "–". The page reads the stream with fetch rather than EventSource (which
+// makes a task of each event, thousands a second with hundreds of
+// commands), draws once per frame of the stream (at its ping), and only
+// the commands whose events changed and the tiles and rows on screen. The
+// URL can preselect the view:
 // ?view=table, ?group=1, ?sort=error|volume|name|state|latency,
 // ?state=all|attention|open|half-open|forced|closed, ?filter=<text>.
 //
