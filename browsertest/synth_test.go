@@ -35,7 +35,7 @@ type templates struct {
 
 // realTemplates reads one frame of a real stream: a registry with a pool
 // group that ran a call.
-func realTemplates(t *testing.T) templates {
+func realTemplates(t testing.TB) templates {
 	t.Helper()
 	reg := command.NewRegistry(command.RegistryConfig{Clock: &metrics.ManualClock{}, Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
@@ -80,11 +80,11 @@ func realTemplates(t *testing.T) templates {
 
 // event is a copy of a template whose fields set changes.
 type event struct {
-	t *testing.T
+	t testing.TB
 	m map[string]any
 }
 
-func (tp templates) event(t *testing.T, tmpl map[string]any) event {
+func (tp templates) event(t testing.TB, tmpl map[string]any) event {
 	m := maps.Clone(tmpl)
 	for k, v := range m {
 		if inner, ok := v.(map[string]any); ok {
@@ -140,7 +140,7 @@ func encodeEvents(evs []map[string]any) []byte {
 // serveSynth serves the dashboard page at / and at /hystrix.stream what
 // history returns (once per client, nil for nothing) and what frame
 // returns (every interval) until the test ends.
-func serveSynth(t *testing.T, interval time.Duration, history, frame func(now time.Time) []byte) *synthStream {
+func serveSynth(t testing.TB, interval time.Duration, history, frame func(now time.Time) []byte) *synthStream {
 	t.Helper()
 	s := &synthStream{history: history, frame: frame, done: make(chan struct{})}
 	page, err := dashboard.NewPage(dashboard.PageConfig{StreamURL: dashboard.StreamPath[1:]})
@@ -227,7 +227,7 @@ type synthCmd struct {
 }
 
 // events returns the HystrixCommand and BulwarkCommand events of c at now.
-func (tp templates) commandEvents(t *testing.T, now time.Time, c synthCmd) []map[string]any {
+func (tp templates) commandEvents(t testing.TB, now time.Time, c synthCmd) []map[string]any {
 	t.Helper()
 	hosts := max(c.hosts, 1)
 	window := int64(10000)
@@ -314,7 +314,7 @@ type synthGroup struct {
 
 // groupEvents returns the BulwarkGroup event of g and, for a pool, its
 // HystrixThreadPool event.
-func (tp templates) groupEvents(t *testing.T, now time.Time, g synthGroup) []map[string]any {
+func (tp templates) groupEvents(t testing.TB, now time.Time, g synthGroup) []map[string]any {
 	t.Helper()
 	state := g.state
 	if state == "" {
