@@ -19,8 +19,9 @@ import (
 	"github.com/bulwark-go/bulwark/ratelimit"
 )
 
-// run calls cmd of g ok times with success and bad times with failure.
-func run(t *testing.T, g *command.Group, name string, ok, bad int) {
+// runCalls calls command name of g ok times with success, then bad times
+// with failure.
+func runCalls(t *testing.T, g *command.Group, name string, ok, bad int) {
 	t.Helper()
 	for i := range ok + bad {
 		fail := i >= ok
@@ -59,7 +60,7 @@ func TestBrowserNeverCalledCommandShowsNoData(t *testing.T) {
 	reg, _ := manualRegistry(t)
 	g, err := reg.NewGroup("api", command.GroupConfig{Strategy: command.Semaphore, Commands: map[string]command.CommandConfig{"Idle": {}}})
 	require.NoError(t, err)
-	run(t, g, "Busy", 3, 0)
+	runCalls(t, g, "Busy", 3, 0)
 	url := serveRegistry(t, reg, dashboard.Config{})
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(url+"/?delay=100")))
 
@@ -92,7 +93,7 @@ func TestBrowserHidesCountersOfFeaturesOff(t *testing.T) {
 	plain, err := reg.NewGroup("plain", command.GroupConfig{Strategy: command.Semaphore, Timeout: command.NoTimeout,
 		Breaker: observe, CommandBreaker: observe})
 	require.NoError(t, err)
-	run(t, plain, "Plain", 5, 2)
+	runCalls(t, plain, "Plain", 5, 2)
 	bucket, err := ratelimit.NewTokenBucket(ratelimit.TokenBucketConfig{Rate: 1, Burst: 2, Clock: clock})
 	require.NoError(t, err)
 	full, err := reg.NewGroup("full", command.GroupConfig{Strategy: command.Semaphore, RateLimit: bucket})
@@ -131,10 +132,10 @@ func TestBrowserCommandTable(t *testing.T) {
 	require.NoError(t, err)
 	orders, err := reg.NewGroup("orders", command.GroupConfig{Strategy: command.Semaphore, CommandBreaker: breaker})
 	require.NoError(t, err)
-	run(t, users, "GetUser", 20, 1)
-	run(t, users, "ListUsers", 10, 3)
-	run(t, orders, "PlaceOrder", 0, 6) // trips its breaker
-	run(t, orders, "GetOrder", 8, 2)
+	runCalls(t, users, "GetUser", 20, 1)
+	runCalls(t, users, "ListUsers", 10, 3)
+	runCalls(t, orders, "PlaceOrder", 0, 6) // trips its breaker
+	runCalls(t, orders, "GetOrder", 8, 2)
 	url := serveRegistry(t, reg, dashboard.Config{})
 	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1400, 1000), chromedp.Navigate(url+"/?delay=100&view=table")))
 
