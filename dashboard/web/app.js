@@ -801,13 +801,13 @@
     ['group', 'Group', 'minmax(96px, 1fr)'],
     ['state', 'State', '120px'],
     ['since', 'In state', '70px'],
-    ['error', 'Error %', '60px'],
+    ['error', 'Error %', '64px'],
     ['volume', 'Req/s', '64px'],
     ['p50', 'p50', '62px'],
     ['latency', 'p99', '62px'],
     ['max', 'max', '62px'],
     ['', 'Last 2 min', '100px'],
-  ].concat(COUNTERS.map(([k, label]) => ['c:' + k, label, '60px', k]));
+  ].concat(COUNTERS.map(([k, label]) => ['c:' + k, label, '66px', k]));
 
   function columnClass(col) {
     return col[3] ? 'col-counter c-' + col[3] : 'col-' + (col[0] || 'spark');
