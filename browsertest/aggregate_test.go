@@ -3,9 +3,7 @@ package browsertest
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -20,32 +18,22 @@ import (
 
 	"github.com/bulwark-go/bulwark/command"
 	"github.com/bulwark-go/bulwark/dashboard"
-	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // fleetInstance serves a registry on a manual clock (its counts stay put)
 // in which "Get" of group "api" ran ok successes and bad failures.
 func fleetInstance(t *testing.T, ok, bad int) string {
 	t.Helper()
-	reg := command.NewRegistry(command.RegistryConfig{Clock: &metrics.ManualClock{}, Logger: slog.New(slog.DiscardHandler)})
+	reg, _ := manualRegistry(t)
 	api, err := reg.NewGroup("api", command.GroupConfig{MaxConcurrent: 4})
 	require.NoError(t, err)
-	for i := range ok + bad {
-		fail := i >= ok
-		_, _ = command.Execute(context.Background(), api, command.Func("Get", func(context.Context) (int, error) {
-			if fail {
-				return 0, errors.New("down")
-			}
-			return 1, nil
-		}, nil))
-	}
+	runCalls(t, api, "Get", ok, bad)
 	h, err := dashboard.New(reg, dashboard.Config{})
 	require.NoError(t, err)
 	ts := httptest.NewServer(h)
 	t.Cleanup(func() {
 		require.NoError(t, h.Close(context.Background()))
 		ts.Close()
-		require.NoError(t, reg.Close(context.Background()))
 	})
 	return ts.URL + dashboard.StreamPath
 }

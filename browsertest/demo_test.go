@@ -121,14 +121,18 @@ func TestDemoStopsCleanlyOnSignal(t *testing.T) {
 	}
 }
 
-// TestDemoScreenshot makes docs/dashboard.png: it runs the demo, lets its
-// dependencies fail for a while (50 s by default: the inventory breaker is
-// then open, its open duration backed off from 5 s to 10 s after a failed
-// probe; the recommendations are degraded, the reports pool rejects, search
-// calls time out and stay detached), then photographs the page in headless
-// Chromium. It runs only when asked, from the repository root:
+// TestDemoScreenshot makes docs/dashboard.png and, beside it,
+// docs/dashboard-table.png: it runs the demo twice at once, as it is (six
+// commands) and with -commands 300, lets both run 3m50s by default (the
+// sparklines then hold two minutes of steady running, and at second 50 of
+// the minute the six-command demo's inventory breaker is open, its
+// recommendations degraded, its reports pool rejecting, its search calls
+// timing out and detached; some of the 300 have outages at any time),
+// then photographs the first's page whole in tiles, and the first screen
+// of the second's in the table, by group. It runs only when asked, from
+// the repository root:
 //
-//	BULWARK_DEMO_SCREENSHOT=docs/dashboard.png go -C browsertest test -run TestDemoScreenshot -timeout 5m .
+//	BULWARK_DEMO_SCREENSHOT=docs/dashboard.png go -C browsertest test -run TestDemoScreenshot -timeout 10m .
 //
 // A relative path is taken from the repository root. BULWARK_DEMO_AFTER (a
 // Go duration) changes the wait.
@@ -140,26 +144,42 @@ func TestDemoScreenshot(t *testing.T) {
 	if !filepath.IsAbs(out) {
 		out = filepath.Join("..", out) // tests run in browsertest/, the repository root is its parent
 	}
-	after := 50 * time.Second
+	tableOut := strings.TrimSuffix(out, filepath.Ext(out)) + "-table" + filepath.Ext(out)
+	after := 3*time.Minute + 50*time.Second
 	if v := os.Getenv("BULWARK_DEMO_AFTER"); v != "" {
 		var err error
 		after, err = time.ParseDuration(v)
 		require.NoError(t, err, "BULWARK_DEMO_AFTER")
 	}
-	d := startDemo(t, buildDemo(t), "-duration", (after + time.Minute).String())
-	ctx := startChromium(t)
-
-	// The page opens at once, so its sparklines cover the whole run.
-	require.NoError(t, chromedp.Do(ctx,
-		chromedp.EmulateViewport(1440, 900),
-		chromedp.Navigate(d.url+"?sort=name"),
-	))
+	bin := buildDemo(t)
+	run := (after + time.Minute).String()
+	small := startDemo(t, bin, "-duration", run)
+	large := startDemo(t, bin, "-duration", run, "-commands", "300")
 	time.Sleep(after)
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(out, png, 0o644))
-	t.Logf("screenshot after %v: %s (%d bytes)", after, out, len(png))
 
-	d.stop(t, os.Interrupt, 30*time.Second)
-	require.NoError(t, d.err, "demo exit after Ctrl-C:\n%s\n%s", d.stdout, d.stderr.String())
+	ctx := startChromium(t)
+	// The pages open at the end: the history the demos kept fills their
+	// sparklines at once.
+	shoot := func(url, file string, full bool) {
+		t.Helper()
+		require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1440, 900), chromedp.Navigate(url)))
+		time.Sleep(3 * time.Second) // a few frames: rates and states settle
+		var png []byte
+		var err error
+		if full {
+			png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		} else {
+			png, err = chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		}
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(file, png, 0o644))
+		t.Logf("screenshot after %v: %s (%d bytes)", after, file, len(png))
+	}
+	shoot(small.url+"?sort=name", out, true)
+	shoot(large.url+"?view=table&group=1", tableOut, false)
+
+	for _, d := range []*demo{small, large} {
+		d.stop(t, os.Interrupt, 30*time.Second)
+		require.NoError(t, d.err, "demo exit after Ctrl-C:\n%s\n%s", d.stdout, d.stderr.String())
+	}
 }

@@ -161,10 +161,39 @@
 // in state and last trip reason, latency percentiles, the degraded rate and,
 // when there are any, its detached calls (timed out, still running); per
 // group, the bulkhead's active, queued, size, rejected and detached counts
-// and the group breaker. It sorts by error %, volume or name and
-// filters by name. Every name is inserted as text, never as HTML. Tiles
-// carry data-command, data-group and data-state attributes (and pool tiles
-// data-pool) for scripts and browser tests, e.g.
+// and the group breaker. Every name is inserted as text, never as HTML.
+//
+// It is built for hundreds of commands. Tiles or a compact table (one row
+// per command, sorted by the column clicked) show the same commands, which
+// can be filtered by name and by state and grouped by group in sections
+// that fold away, each headed by a summary of its breakers and bulkhead.
+//
+// The order holds still while values only jitter. By error % (the default)
+// commands are ordered by state, worst first: their breaker's, then the
+// health colour of their error % (10, 25, 40, 50 %), and by volume within
+// one; a command moves when its breaker or its colour changes, not at each
+// step of an error % that climbs. The values a sort compares follow the
+// live ones only once these have moved by more than chance would (three
+// standard deviations of the window's counts, for error % and rates), by
+// a quarter, and by 5 points of error % or 0.5 req/s.
+//
+// A counter shows once the command uses its feature: always success,
+// failure and rejected; timeout with a timeout set, short-circuited with a
+// breaker that can refuse, the others once they have counted (the stream
+// does not say whether a rate limiter, retries or a fallback are
+// configured). Where there is no data (a command with no calls in the
+// window has no latency, one with no breaker requests no error %) it shows
+// "–". The page reads the stream with fetch rather than EventSource (which
+// makes a task of each event, thousands a second with hundreds of
+// commands), draws once per frame of the stream (at its ping), and only
+// the commands whose events changed and the tiles and rows on screen. The
+// URL can preselect the view:
+// ?view=table, ?group=1, ?sort=error|volume|name|state|latency,
+// ?state=all|attention|open|half-open|forced|closed, ?filter=<text>.
+//
+// Tiles carry data-command, data-group and data-state attributes, table
+// rows data-row, data-group and data-state (and pool tiles data-pool,
+// group sections data-section) for scripts and browser tests, e.g.
 // [data-command="GetUser"] .state. The page reconnects by itself and shows
 // a "reconnecting" badge while the stream is down. It offers control
 // actions (force open or closed, reset, apply rules) only when the handler

@@ -20,7 +20,7 @@ func TestPageServesEmbeddedAssets(t *testing.T) {
 		{"/", "text/html; charset=utf-8", `<meta name="bulwark-stream" content="hystrix.stream">`},
 		{"/index.html", "text/html; charset=utf-8", `<script src="app.js"`},
 		{"/ops/", "text/html; charset=utf-8", `<link rel="stylesheet" href="style.css">`},
-		{"/app.js", "text/javascript; charset=utf-8", "new EventSource(url)"},
+		{"/app.js", "text/javascript; charset=utf-8", "await fetch(url"},
 		{"/ops/app.js", "text/javascript; charset=utf-8", "textContent"},
 		{"/style.css", "text/css; charset=utf-8", ".tile"},
 	} {

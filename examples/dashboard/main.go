@@ -6,6 +6,7 @@
 //	go run ./examples/dashboard -duration 2m -addr 127.0.0.1:8080
 //	go run ./examples/dashboard -h               # the flags
 //	go run ./examples/dashboard -rules rules.json   # live settings from a watched file
+//	go run ./examples/dashboard -commands 300       # a large service: 294 more commands
 //	BULWARK_CONTROL_TOKEN=$(openssl rand -hex 16) go run ./examples/dashboard   # with controls
 //
 // Ctrl-C (SIGINT) or SIGTERM stops it cleanly: it stops the load, shuts
@@ -28,10 +29,16 @@
 //     breaker's threshold), answered with the last good value, so the
 //     degraded rate shows.
 //
-// It binds only to -addr, which is loopback by default. docs/dashboard.png is
-// this demo after 50 s, made from the repository root by
+// -commands N (default 6: these six) adds N-6 generated commands in groups
+// of up to twelve (see large.go), a large service: most healthy, some
+// flaky, slow, rate limited or given bad requests, some with outages that
+// come and go each at its own time, some declared and never called.
 //
-//	BULWARK_DEMO_SCREENSHOT=docs/dashboard.png go -C browsertest test -run TestDemoScreenshot -timeout 5m .
+// It binds only to -addr, which is loopback by default. docs/dashboard.png
+// is this demo after 3 minutes, and docs/dashboard-table.png the table
+// view of -commands 300 after as long, made from the repository root by
+//
+//	BULWARK_DEMO_SCREENSHOT=docs/dashboard.png go -C browsertest test -run TestDemoScreenshot -timeout 10m .
 package main
 
 import (
@@ -78,6 +85,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	load := fs.Float64("load", 1, "load multiplier (1: about 130 calls/s in all)")
 	quiet := fs.Bool("quiet", false, "log warnings only")
 	rulesFile := fs.String("rules", "", "JSON rules file (package rules) applied at start and whenever it changes")
+	commands := fs.Int("commands", storyCommands, fmt.Sprintf("commands in all: the %d stories, then generated ones (a large service)", storyCommands))
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return nil
 	} else if err != nil {
@@ -88,6 +96,9 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	}
 	if *load <= 0 {
 		return fmt.Errorf("-load %v must be positive", *load)
+	}
+	if *commands < storyCommands || *commands > maxCommands {
+		return fmt.Errorf("-commands %d: must be between %d (the stories) and %d", *commands, storyCommands, maxCommands)
 	}
 	if *duration > 0 {
 		var cancel context.CancelFunc
@@ -114,6 +125,9 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	}()
 	svc, err := newService(reg, time.Now())
 	if err != nil {
+		return err
+	}
+	if svc.generated, err = addGenerated(reg, *commands-storyCommands, svc.start); err != nil {
 		return err
 	}
 	live, err := rules.NewManager(reg, logger)
@@ -174,6 +188,8 @@ type service struct {
 	users, payments, search, inventory, reports, recs *command.Group
 
 	lastRecs *command.LastGood[[]string] // last good recommendations, up to a minute old
+
+	generated []generatedLoad // the commands -commands adds
 }
 
 func newService(reg *command.Registry, start time.Time) (*service, error) {
@@ -360,6 +376,10 @@ func (s *service) drive(ctx context.Context, wg *sync.WaitGroup, load float64) {
 	}
 	for _, l := range loads {
 		wg.Go(func() { generateLoad(ctx, wg, l.rate*load, l.call) })
+	}
+	for _, l := range s.generated {
+		call := func(ctx context.Context) { _, _ = command.Execute(ctx, l.group, l.call) }
+		wg.Go(func() { generateLoad(ctx, wg, l.rate*load, call) })
 	}
 }
 

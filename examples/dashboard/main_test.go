@@ -198,6 +198,8 @@ func TestDemoRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-duration", "-1s"},
 		{"-load", "0"},
+		{"-commands", "5"},
+		{"-commands", "2001"},
 		{"-nope"},
 		{"-addr", "256.0.0.1:1"},
 	} {
@@ -273,6 +275,39 @@ func TestDemoFirstViewerGetsHistory(t *testing.T) {
 	hist := latest(events, dashboard.TypeBulwarkHistory, "GetUser")
 	require.NotNil(t, hist, "a BulwarkHistory event for GetUser before the first frame")
 	assert.GreaterOrEqual(t, len(hist["points"].([]any)), 2, "points recorded while no one watched")
+
+	d.stop()
+	require.NoError(t, d.wait(t, 15*time.Second))
+}
+
+// TestDemoLargeService: -commands 40 serves 40 commands: the six stories
+// and 34 generated ones in groups of up to twelve, each named once, the
+// declared idle ones with no calls.
+func TestDemoLargeService(t *testing.T) {
+	d := startDemo(t, "-duration", "1m", "-commands", "40")
+	names := map[string]map[string]any{}
+	readEvents(t, d.url+"hystrix.stream?delay=200", 20*time.Second, func(evs []map[string]any) bool {
+		for _, ev := range evs {
+			if ev["type"] == dashboard.TypeHystrixCommand {
+				names[ev["group"].(string)+"/"+ev["name"].(string)] = ev
+			}
+		}
+		return len(names) >= 40
+	})
+	assert.Len(t, names, 40)
+	groups := map[string]int{}
+	for _, ev := range names {
+		groups[ev["group"].(string)]++
+	}
+	for g, n := range groups {
+		assert.LessOrEqual(t, n, 12, g)
+	}
+	assert.Equal(t, 6+3, len(groups), "the six stories' groups and three of generated ones (34 = 12+12+10)")
+	// The eighth generated command of a group is declared and never called.
+	idle := names["catalog/"+verbs[7]+nouns[7]]
+	require.NotNil(t, idle, "catalog's idle command")
+	assert.Zero(t, idle["requestCount"])
+	assert.Zero(t, idle["rollingCountSuccess"])
 
 	d.stop()
 	require.NoError(t, d.wait(t, 15*time.Second))
