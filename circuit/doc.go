@@ -143,25 +143,26 @@
 // number of them, each removed by the stop function Observe returns),
 // after the log record and before OnTransition, under the same rules.
 //
-// Shared judgment. An outside party, such as the fleet state of the
-// redis/fleet module, may take part in a breaker's judgment: it gates the
-// half-open probes (so that a fleet sends a few, not one set per instance),
-// reports a status (Snapshot.Shared), and opens or closes the breaker with
-// reasons fleet_open and fleet_close, each move tied to the state it was
-// decided on, so that a fleet verdict from before a close can never apply
-// after it. The breaker's own window is never mixed with the party's data:
-// it trips on its own evidence only. A closed breaker's Allow and a
-// successful Record read none of this.
+// Shared judgment. An outside party (a Party), such as the fleet state of
+// the redis/fleet module, may take part in a breaker's judgment through
+// Breaker.Join: it gates the half-open probes (so that a fleet sends a few,
+// not one set per instance), reports a status (Snapshot.Shared), and opens
+// or closes the breaker through its Member with reasons fleet_open and
+// fleet_close, each move tied to the Look it was decided on, so that a fleet
+// verdict from before a close can never apply after it. The breaker's own
+// window is never mixed with the party's data: it trips on its own evidence
+// only. A closed breaker's Allow and a successful Record read none of this.
 //
 // # The engine
 //
 // The state machine lives in bulwark's internal/breaker package; Breaker is
 // that engine's type, with the methods a user may call, and converting one
-// to the other costs nothing. Bulwark's own packages use the engine for
-// what users must not: package command hands it the clock readings it takes
-// anyway (at the start and the end of a call) instead of letting it read the
-// clock again, which is right only for a breaker created on the caller's
-// own clock and for a reading taken for that call; and a fleet takes part
-// in its judgment. Neither package holds state of its own: everything
-// hangs off the Breaker value.
+// to the other costs nothing. Package command uses the engine for what
+// users must not: it hands it the clock readings it takes anyway (at the
+// start and the end of a call) instead of letting it read the clock again,
+// which is right only for a breaker created on the caller's own clock and
+// for a reading taken for that call. Everything else, the fleet included,
+// goes through the exported API, so no other module depends on an internal
+// package. Neither package holds state of its own: everything hangs off the
+// Breaker value.
 package circuit

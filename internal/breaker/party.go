@@ -6,17 +6,18 @@ import (
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
-// An outside party, such as the fleet state of the redis/fleet module, takes
-// part in a breaker's judgment through one small interface: it implements
-// Party, joins with Breaker.Join, and acts through the Member it gets back.
+// An outside party takes part in a breaker's judgment through one small
+// interface: it implements Party, joins with Breaker.Join, and acts through
+// the Member it gets back. Package circuit's Party, Join, Member and Look
+// are these, documented for users (the fleet of module redis uses them).
 // A closed breaker's Allow and a successful Record read nothing of it: the
 // party's probe gate is asked only in the half-open slow path, its status
 // only by Snapshot.
 
 // Reasons of the transitions a Party makes through its Member.
 const (
-	ReasonFleetOpen  Reason = "fleet_open"  // closed → open: the party's fleet opened (Member.Open); no local failure counted
-	ReasonFleetClose Reason = "fleet_close" // open or half-open → closed: the fleet's probes closed it (Member.Close)
+	ReasonFleetOpen  Reason = "fleet_open"  // closed → open (Member.Open)
+	ReasonFleetClose Reason = "fleet_close" // open or half-open → closed (Member.Close)
 )
 
 // Party is an outside party taking part in a breaker's judgment.

@@ -12,7 +12,6 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/bulwark-go/bulwark/circuit"
-	"github.com/bulwark-go/bulwark/internal/breaker"
 )
 
 // ErrClosed is returned by Attach and Start after Close.
@@ -42,18 +41,18 @@ type Fleet struct {
 const (
 	// ReasonOpen: closed → open because the fleet opened; no local failure
 	// is counted.
-	ReasonOpen = circuit.Reason(breaker.ReasonFleetOpen)
+	ReasonOpen = circuit.ReasonFleetOpen
 	// ReasonClose: open or half-open → closed because the fleet's probes
 	// found the dependency healthy.
-	ReasonClose = circuit.Reason(breaker.ReasonFleetClose)
+	ReasonClose = circuit.ReasonFleetClose
 )
 
-// member is one attached breaker: the party (breaker.Party, bulwark's
-// internal engine) the fleet joins it as. The fields under "sync state" belong to the sync goroutine alone.
+// member is one attached breaker: the party (circuit.Party) the fleet
+// joins it as. The fields under "sync state" belong to the sync goroutine alone.
 type member struct {
 	f          *Fleet
 	b          *circuit.Breaker
-	h          *breaker.Member
+	h          *circuit.Member
 	stop       func() // ends the observation of b's transitions
 	group, cmd string
 	base       string // key prefix of its keys
@@ -115,7 +114,7 @@ func (f *Fleet) Attach(b *circuit.Breaker, group, cmd string) error {
 	}
 	m := &member{f: f, b: b, group: group, cmd: cmd,
 		base: f.cfg.Prefix + ":" + key(f.cfg.Service) + ":" + key(group) + ":" + key(cmd)}
-	h, err := (*breaker.Breaker)(b).Join(m)
+	h, err := b.Join(m)
 	if err != nil {
 		return fmt.Errorf("fleet: attach %q/%q: %w", group, cmd, err)
 	}
@@ -125,7 +124,7 @@ func (f *Fleet) Attach(b *circuit.Breaker, group, cmd string) error {
 	return nil
 }
 
-// MayProbe is the breaker's probe gate (breaker.Party): while the fleet
+// MayProbe is the breaker's probe gate (circuit.Party): while the fleet
 // coordinates probes, only the holder of the probe lease sends them;
 // otherwise (before the first sync, degraded, a broken key) the breaker
 // probes alone. Being asked tells the next sync that this instance has
@@ -137,7 +136,7 @@ func (m *member) MayProbe() bool {
 	return !m.coordinated.Load() || m.prober.Load()
 }
 
-// Status is the breaker's shared-state status (breaker.Party), shown by
+// Status is the breaker's shared-state status (circuit.Party), shown by
 // dashboards beside it.
 func (m *member) Status() string {
 	s := m.f.Status().String()

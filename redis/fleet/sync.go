@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bulwark-go/bulwark/circuit"
-	"github.com/bulwark-go/bulwark/internal/breaker"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -110,7 +109,7 @@ const (
 // plan is one breaker's part of a sync: what was read of it before the
 // round trip, and the round trip's commands.
 type plan struct {
-	look  breaker.Look
+	look  circuit.Look
 	op    string
 	hset  *redis.IntCmd
 	all   *redis.MapStringStringCmd
@@ -175,7 +174,7 @@ func (m *member) plan(ctx context.Context, pipe redis.Pipeliner, nowMs int64) pl
 		if m.announce {
 			p.op = opOpen
 		}
-	case p.look.LastClose == breaker.ReasonProbesSucceeded && m.fleetOpen:
+	case p.look.LastClose == circuit.ReasonProbesSucceeded && m.fleetOpen:
 		p.op = opClose
 	default:
 		p.op = opBump // closed on its own: only this breaker starts afresh
@@ -189,7 +188,7 @@ func (m *member) plan(ctx context.Context, pipe redis.Pipeliner, nowMs int64) pl
 	pipe.PExpire(ctx, m.base+":w", ttl)
 	p.all = pipe.HGetAll(ctx, m.base+":w")
 	want := "0"
-	if m.asked.Swap(false) && p.look.State == breaker.HalfOpen {
+	if m.asked.Swap(false) && p.look.State == circuit.HalfOpen {
 		want = "1"
 	}
 	stateTTL := 2*max(cfg.Window.Length, cfg.Open.Max) + 3*f.interval
@@ -264,7 +263,7 @@ func (m *member) apply(p *plan, nowMs int64) int {
 	ev := judge(cfg, f.cfg.Quorum, windows)
 	m.fleetOpen = s.state.Open || ev.open
 	m.announce = ev.open && !s.state.Open
-	if ev.open && p.look.State == breaker.Closed && (f.cfg.Quorum.Follow || !healthy(cfg, p.look.Window)) {
+	if ev.open && p.look.State == circuit.Closed && (f.cfg.Quorum.Follow || !healthy(cfg, p.look.Window)) {
 		m.h.Open(p.look) // refused if the breaker moved since the look
 	}
 	m.setNote(ev)
@@ -293,7 +292,7 @@ func (m *member) adopt(p *plan, s state, nowMs int64, cfg circuit.Config) {
 		// it, and a breaker still out closes with the fleet.
 		m.cutoff = max(m.cutoff, s.Closed)
 		switch {
-		case p.look.State == breaker.Closed:
+		case p.look.State == circuit.Closed:
 			m.followed = s.Closed
 		case m.h.Close(p.look):
 			m.followed = s.Closed
