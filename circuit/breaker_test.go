@@ -372,6 +372,34 @@ func TestSnapshotKeepsLastEightTransitions(t *testing.T) {
 	assert.Equal(t, r.transitions()[2:], s.Transitions)
 }
 
+// TestSnapshotCountsEveryTransitionByKind: the counts cover every
+// transition since creation, far beyond the eight the history keeps, and
+// agree with the transitions the breaker reported, kind by kind.
+func TestSnapshotCountsEveryTransitionByKind(t *testing.T) {
+	r := newRig(t, base())
+	require.Empty(t, r.b.Snapshot().TransitionCounts, "a breaker that never moved counts nothing")
+	for range 6 {
+		r.run("4*f +1s s f =open +1s s =half-open s =closed")
+	}
+	r.run("@forced-open @normal")
+	want := map[TransitionCount]uint64{}
+	for _, tr := range r.transitions() {
+		want[TransitionCount{From: tr.From, To: tr.To, Reason: tr.Reason}]++
+	}
+	got := map[TransitionCount]uint64{}
+	var kinds []Reason
+	for _, c := range r.b.Snapshot().TransitionCounts {
+		n := c.N
+		c.N = 0
+		got[c] = n
+		kinds = append(kinds, c.Reason)
+	}
+	assert.Equal(t, want, got)
+	assert.Equal(t, uint64(12), got[TransitionCount{From: Open, To: HalfOpen, Reason: ReasonOpenElapsed}])
+	assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonProbeFailed, ReasonProbesSucceeded, ReasonForced, ReasonForced},
+		kinds, "in the order each kind first happened")
+}
+
 func TestTransitionLogRecord(t *testing.T) {
 	var buf bytes.Buffer
 	clock := new(metrics.ManualClock)

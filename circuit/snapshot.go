@@ -28,6 +28,12 @@ type Snapshot struct {
 	RampShare   float64      // share of calls admitted now; 1 when not ramping up
 	Health      Health       // the window now
 	Transitions []Transition // the last few transitions, oldest first, at most 8
+	// TransitionCounts counts every transition since the breaker was
+	// created, one entry per kind (from, to, reason) that has happened,
+	// in the order each kind first happened: what a counter such as
+	// Prometheus's bulwark_breaker_transitions_total exports, which sees
+	// flaps that a state sampled now and then misses.
+	TransitionCounts []TransitionCount
 
 	// WarmUpLeft is how long outcomes are not counted yet (Config.WarmUp
 	// after creation, or a WarmUp call); 0 when they are.
@@ -75,27 +81,39 @@ type Transition struct {
 func (b *Breaker) Snapshot() Snapshot {
 	s := b.engine().Snapshot()
 	out := Snapshot{
-		Config:         configOf(s.Settings),
-		State:          State(s.State),
-		Mode:           Mode(s.Mode),
-		Since:          s.Since,
-		LastReason:     Reason(s.LastReason),
-		OpenDuration:   s.OpenDuration,
-		RetryAfter:     s.RetryAfter,
-		Probes:         s.Probes,
-		ProbeSuccesses: s.ProbeSuccesses,
-		ProbeFailures:  s.ProbeFailures,
-		RampShare:      s.RampShare,
-		Health:         Health(s.Health),
-		Transitions:    make([]Transition, len(s.Transitions)),
-		WarmUpLeft:     s.WarmUpLeft,
-		HealthCheck:    HealthCheckStatus(s.HealthCheck),
-		Shared:         s.Shared,
+		Config:           configOf(s.Settings),
+		State:            State(s.State),
+		Mode:             Mode(s.Mode),
+		Since:            s.Since,
+		LastReason:       Reason(s.LastReason),
+		OpenDuration:     s.OpenDuration,
+		RetryAfter:       s.RetryAfter,
+		Probes:           s.Probes,
+		ProbeSuccesses:   s.ProbeSuccesses,
+		ProbeFailures:    s.ProbeFailures,
+		RampShare:        s.RampShare,
+		Health:           Health(s.Health),
+		Transitions:      make([]Transition, len(s.Transitions)),
+		TransitionCounts: make([]TransitionCount, len(s.Counts)),
+		WarmUpLeft:       s.WarmUpLeft,
+		HealthCheck:      HealthCheckStatus(s.HealthCheck),
+		Shared:           s.Shared,
 	}
 	for i, t := range s.Transitions {
 		out.Transitions[i] = transitionOf(t)
 	}
+	for i, c := range s.Counts {
+		out.TransitionCounts[i] = TransitionCount{From: State(c.From), To: State(c.To), Reason: Reason(c.Reason), N: c.N}
+	}
 	return out
+}
+
+// TransitionCount is how many transitions a breaker has made from one
+// state to another for one reason since it was created.
+type TransitionCount struct {
+	From, To State
+	Reason   Reason
+	N        uint64
 }
 
 // transitionOf returns the public form of the engine's transition t.

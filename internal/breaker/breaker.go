@@ -61,8 +61,9 @@ type Breaker struct {
 	failures int          // consecutive probe failures in the current half-open state, under mu
 	health   healthChecker
 
-	closes    uint64 // transitions to Closed so far, under mu (Member.Look)
-	lastClose Reason // reason of the last of them, under mu
+	closes    uint64            // transitions to Closed so far, under mu (Member.Look)
+	lastClose Reason            // reason of the last of them, under mu
+	counts    []TransitionCount // transitions so far by from, to and reason, under mu
 
 	party     atomic.Pointer[Member]      // the outside party that joined, if any (party.go)
 	observers atomic.Pointer[[]*observer] // Observe's functions; replaced whole under mu
@@ -507,10 +508,11 @@ type Snapshot struct {
 	// flight, and consecutive probe successes and failures so far.
 	Probes, ProbeSuccesses, ProbeFailures int
 
-	RampShare   float64       // share of calls admitted now; 1 when not ramping up
-	Health      Health        // the window now
-	Transitions []Transition  // the last few transitions, oldest first, at most 8
-	WarmUpLeft  time.Duration // how long outcomes are not counted yet (warm-up); 0: counted
+	RampShare   float64           // share of calls admitted now; 1 when not ramping up
+	Health      Health            // the window now
+	Transitions []Transition      // the last few transitions, oldest first, at most 8
+	Counts      []TransitionCount // every transition since creation, by kind, in order of first occurrence
+	WarmUpLeft  time.Duration     // how long outcomes are not counted yet (warm-up); 0: counted
 	HealthCheck HealthCheckStatus
 	Shared      string // the party's status (Party.Status); "" when the breaker judges alone
 }
@@ -534,6 +536,7 @@ func (b *Breaker) Snapshot() Snapshot {
 		RampShare:    1,
 		Health:       c.health(now),
 		Transitions:  append([]Transition(nil), b.history...),
+		Counts:       append([]TransitionCount(nil), b.counts...),
 	}
 	if n := len(b.history); n > 0 {
 		s.LastReason = b.history[n-1].Reason

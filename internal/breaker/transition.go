@@ -57,6 +57,27 @@ func (c *settings) health(now time.Duration) Health {
 	return healthOf(c.window.CountsOf(now, healthEvents))
 }
 
+// TransitionCount is how many transitions a breaker has made from one
+// state to another for one reason since it was created.
+type TransitionCount struct {
+	From, To State
+	Reason   Reason
+	N        uint64
+}
+
+// countLocked adds one to the count of transitions from → to for reason.
+// b.mu must be held. The few kinds a breaker ever makes are kept in the
+// order they first happened; a breaker that never moves allocates nothing.
+func (b *Breaker) countLocked(from, to State, reason Reason) {
+	for i := range b.counts {
+		if c := &b.counts[i]; c.From == from && c.To == to && c.Reason == reason {
+			c.N++
+			return
+		}
+	}
+	b.counts = append(b.counts, TransitionCount{From: from, To: to, Reason: reason, N: 1})
+}
+
 // historySize is how many transitions a Snapshot keeps.
 const historySize = 8
 
@@ -74,6 +95,7 @@ func (b *Breaker) transitionLocked(now time.Duration, to State, m Mode, reason R
 		return
 	}
 	gen := old.gen() + 1
+	b.countLocked(from, to, reason)
 	c := b.cfg()
 	health := c.health(now)
 	b.since = now
