@@ -75,13 +75,14 @@ var (
 	bhDetachedDesc = desc("bulkhead_detached", "Work still running in the bulkhead whose caller already left.", "group")
 	rejectedDesc   = desc("bulkhead_rejected_total", "Calls the bulkhead refused because it was full.", "group")
 	completedDesc  = desc("bulkhead_completed_total", "Work that returned from the bulkhead (or permits released).", "group")
+	transitionDesc = desc("breaker_transitions_total", "Transitions of a breaker since it was created, by from state, to state and reason (command=\"\" for the group's breaker).", "group", "command", "from", "to", "reason")
 	renamedDesc    = desc("group_renamed_commands", "Commands of the group named by the renamed form of their name (not valid UTF-8, or longer than command.MaxNameLength).", "group")
 	droppedDesc    = desc("collector_dropped_series_total", "Series the collector left out of scrapes because they could not be built (a label value not valid UTF-8).")
 
 	allDescs = []*prometheus.Desc{
 		eventsDesc, callsDesc, inFlightDesc, detachedDesc, degradedDesc, histogramDesc, latencyDesc, latencyAvgDesc,
 		cmdStateDesc, cmdSinceDesc, grpStateDesc, grpSinceDesc, cmdModeDesc, grpModeDesc,
-		cmdAlertDesc, grpAlertDesc, alarmDesc, generationDesc,
+		transitionDesc, cmdAlertDesc, grpAlertDesc, alarmDesc, generationDesc,
 		activeDesc, queuedDesc, capacityDesc, queueCapDesc, bhDetachedDesc, rejectedDesc, completedDesc,
 		renamedDesc, droppedDesc,
 	}
@@ -193,6 +194,7 @@ func (o out) group(g command.GroupSnapshot) {
 	o.gauge(generationDesc, float64(g.ConfigGeneration), g.Name)
 	o.gauge(renamedDesc, float64(g.RenamedCommands), g.Name)
 	o.breaker(breakerDescs{grpStateDesc, grpSinceDesc, grpModeDesc}, g.Breaker, g.Name)
+	o.transitions(g.Breaker, g.Name, "")
 	o.tier(grpAlertDesc, g.AlertTier, g.Name)
 }
 
@@ -216,6 +218,7 @@ func (o out) command(c command.CommandSnapshot, lat command.CommandLatency) {
 		o.window(c, l.phase, l.win, l.since)
 	}
 	o.breaker(breakerDescs{cmdStateDesc, cmdSinceDesc, cmdModeDesc}, c.Breaker, c.Group, c.Name)
+	o.transitions(c.Breaker, c.Group, c.Name)
 	o.tier(cmdAlertDesc, c.AlertTier, c.Group, c.Name)
 }
 
@@ -251,6 +254,15 @@ func (o out) breaker(d breakerDescs, b circuit.Snapshot, labels ...string) {
 	o.gauge(d.since, b.Since.Seconds(), labels...)
 	for _, m := range modes {
 		o.gauge(d.mode, oneIf(b.Mode == m), append(labels, m.String())...)
+	}
+}
+
+// transitions sends b's transition counts, one series per kind that has
+// happened (a breaker that never moved has none), labelled with group and
+// command ("" for a group's breaker).
+func (o out) transitions(b circuit.Snapshot, group, cmd string) {
+	for _, t := range b.TransitionCounts {
+		o.counter(transitionDesc, float64(t.N), group, cmd, t.From.String(), t.To.String(), string(t.Reason))
 	}
 }
 

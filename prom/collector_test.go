@@ -387,3 +387,53 @@ func TestCollectorExportsRetried(t *testing.T) {
 	assert.Equal(t, 6.0, value(t, fams, "bulwark_command_events_total", append(l, "event", "failure")...), "every attempt")
 	assert.Equal(t, 2.0, value(t, fams, "bulwark_command_calls_total", l...), "each call once")
 }
+
+// TestCollectorExportsFlapsBetweenScrapes: a breaker that trips, fails a
+// trial and recovers between two scrapes looks closed to both, yet the
+// transitions counter tells every move, by kind; the group's breaker is
+// counted with command="".
+func TestCollectorExportsFlapsBetweenScrapes(t *testing.T) {
+	clock := new(metrics.ManualClock)
+	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+	pay, err := reg.NewGroup("pay", command.GroupConfig{Strategy: command.Semaphore, Timeout: command.NoTimeout,
+		CommandBreaker: circuit.Config{MinRequests: 2, FailureRatio: 0.5, Open: circuit.OpenConfig{Duration: time.Second},
+			HalfOpen: circuit.HalfOpenConfig{Successes: 1}}})
+	require.NoError(t, err)
+	c, err := New(reg)
+	require.NoError(t, err)
+	ctx := context.Background()
+	run := func(fail bool) {
+		var e error
+		if fail {
+			e = errors.New("down")
+		}
+		_, _ = command.Execute(ctx, pay, call{name: "charge", err: e, clock: clock})
+	}
+	run(false)
+	fams := scrape(t, c)
+	_, ok := fams["bulwark_breaker_transitions_total"]
+	assert.False(t, ok, "no transition yet, no series")
+
+	run(true)
+	run(true) // trips: error_ratio
+	clock.Advance(time.Second)
+	run(true) // half-open probe fails: probe_failed
+	clock.Advance(2 * time.Second)
+	run(false) // half-open probe succeeds: probes_succeeded
+	pay.Breaker().SetMode(circuit.ForcedOpen)
+	pay.Breaker().SetMode(circuit.Normal)
+
+	fams = scrape(t, c)
+	assert.Equal(t, 1.0, value(t, fams, "bulwark_command_circuit_state", "group", "pay", "command", "charge", "state", "closed"), "closed at both scrapes")
+	tr := func(cmd, from, to, reason string) float64 {
+		return value(t, fams, "bulwark_breaker_transitions_total", "group", "pay", "command", cmd, "from", from, "to", to, "reason", reason)
+	}
+	assert.Equal(t, 1.0, tr("charge", "closed", "open", "error_ratio"))
+	assert.Equal(t, 2.0, tr("charge", "open", "half-open", "open_elapsed"))
+	assert.Equal(t, 1.0, tr("charge", "half-open", "open", "probe_failed"))
+	assert.Equal(t, 1.0, tr("charge", "half-open", "closed", "probes_succeeded"))
+	assert.Equal(t, 1.0, tr("", "closed", "open", "forced"))
+	assert.Equal(t, 1.0, tr("", "open", "closed", "forced"))
+	assert.Len(t, fams["bulwark_breaker_transitions_total"].GetMetric(), 6, "one series per kind seen, no more")
+}

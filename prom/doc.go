@@ -32,6 +32,7 @@
 //	bulwark_group_circuit_state_seconds{group}          gauge
 //	bulwark_command_circuit_mode{group,command,mode}    gauge: 1 for the breaker's mode, 0 for the others
 //	bulwark_group_circuit_mode{group,mode}              gauge: the group-level breaker, as above
+//	bulwark_breaker_transitions_total{group,command,from,to,reason}  counter: transitions since created, one series per kind seen; command="" for the group's breaker
 //	bulwark_command_alert_tier{group,command,tier}      gauge: 1 for the alert tier reached; no series when none
 //	bulwark_group_alert_tier{group,tier}                gauge: the group-level breaker, as above
 //	bulwark_command_degraded_alarm{group,command}       gauge: 1 while the degraded alarm is raised, else 0
@@ -102,4 +103,17 @@
 // created). A window without calls exports no quantile (and no mean), and
 // the quantiles cannot be averaged or summed across instances (use max by
 // (group, command)).
+//
+// # Alerts and dashboards
+//
+// The module ships files to start from, each checked by its tests against
+// the real tools: alerts.yml (Prometheus alerting rules: a breaker not
+// closed for 1, 10 and 30 minutes as severities P3, P2 and P1, like
+// command.DefaultAlertTiers; a breaker tripping three times in 10 minutes,
+// from bulwark_breaker_transitions_total; more than 5% of calls degraded),
+// with its unit tests alerts_test.yml (promtool test rules);
+// alertmanager.yml (P3 recorded, P2 paged, P1 escalated, lower tiers of an
+// alert inhibited while a higher one fires; run by a real Alertmanager in
+// the tests); and grafana/bulwark.json (a Grafana dashboard whose every
+// query finds series in a live scrape by a real Prometheus).
 package prom

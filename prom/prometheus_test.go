@@ -300,13 +300,18 @@ func TestRealPrometheusScrapesTheCollector(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, open, "time in the open state")
 
-	// Every query of the Grafana dashboard runs on this data (label
-	// matching is checked only here, not by promtool), and its breaker
-	// state timeline reads pay/charge as open (2).
+	// Every query of the Grafana dashboard runs on this data and finds
+	// series (label matching is checked only here, not by promtool: a
+	// query naming a label or value the scrape lacks comes back empty),
+	// and its breaker state timeline reads pay/charge as open (2).
 	sawState := false
 	for _, q := range dashboardQueries(t) {
 		res, err := p.query(q.expr, 0)
-		if !assert.NoError(t, err, "panel %q", q.panel) || q.panel != "Breaker state" {
+		if !assert.NoError(t, err, "panel %q", q.panel) {
+			continue
+		}
+		assert.NotEmpty(t, res, "panel %q: %s finds no series in a live scrape", q.panel, q.expr)
+		if q.panel != "Breaker state" {
 			continue
 		}
 		for _, r := range res {

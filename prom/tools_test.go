@@ -14,7 +14,11 @@ func tool(t *testing.T, name string) string {
 	t.Helper()
 	bin, err := exec.LookPath(name)
 	if err != nil {
-		hint := name + " not found; install it with: apt-get install prometheus"
+		pkg := "prometheus"
+		if name == "amtool" || name == "prometheus-alertmanager" {
+			pkg = "prometheus-alertmanager"
+		}
+		hint := name + " not found; install it with: apt-get install " + pkg
 		if os.Getenv("CI") != "" {
 			t.Fatal(hint)
 		}

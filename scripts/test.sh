@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every check bulwark has, on a fresh machine too. It installs what the tests run for real
-# when it is missing (Debian packages: chromium for the browser tests, redis-server, prometheus),
+# when it is missing (Debian packages: chromium for the browser tests, redis-server, prometheus,
+# prometheus-alertmanager),
 # starts a private redis-server on a free loopback port for the tests (BULWARK_REDIS_ADDR; stopped
 # at the end), checks gofmt, then in each module (every directory with a go.mod: the library,
 # browsertest/, bench/ and the integration modules) runs go mod tidy -diff, go vet, staticcheck
@@ -106,7 +107,7 @@ check_gofmt() {
 
 echo "bulwark checks: $(go env GOVERSION), $(nproc) CPUs; a stage's output is shown only if it fails"
 missing=()
-for tool in chromium:chromium redis-server:redis-server redis-cli:redis-tools prometheus:prometheus promtool:prometheus; do
+for tool in chromium:chromium redis-server:redis-server redis-cli:redis-tools prometheus:prometheus promtool:prometheus amtool:prometheus-alertmanager prometheus-alertmanager:prometheus-alertmanager; do
 	if ! command -v "${tool%%:*}" >/dev/null 2>&1; then missing+=("${tool#*:}"); fi
 done
 if [ ${#missing[@]} -gt 0 ]; then
