@@ -41,6 +41,7 @@ type procEvent struct {
 	Returned int64  `json:"returned"`
 	Outcomes int64  `json:"outcomes"`
 	MaxNs    int64  `json:"maxNs"`
+	LagNs    int64  `json:"lagNs"`
 	Syncs    uint64 `json:"syncs"`
 	Failures uint64 `json:"failures"`
 }
@@ -346,8 +347,13 @@ func TestFleetProcessesUnderRedisFaults(t *testing.T) {
 		require.Positive(t, final.Calls)
 		require.Equal(t, final.Calls, final.Returned, "%s: a call never returned", p.name)
 		require.Equal(t, final.Calls, final.Outcomes, "%s: calls vs the group's primary outcomes", p.name)
-		require.Less(t, time.Duration(final.MaxNs), procCallTimeout+procCallSlack, "%s: a call outlived its timeout", p.name)
-		t.Logf("%s: %d calls, longest %v, %d transitions, %d syncs, %d failed", p.name, final.Calls,
-			time.Duration(final.MaxNs).Round(time.Microsecond), len(p.transitions()), final.Syncs, final.Failures)
+		// A caller learns of its deadline from a timer: on a machine so
+		// loaded that the process's own timers fire late (LagNs: the
+		// longest a 10 ms sleep overran), a call may be late by as much.
+		lag := time.Duration(final.LagNs)
+		require.Less(t, time.Duration(final.MaxNs), procCallTimeout+procCallSlack+lag,
+			"%s: a call outlived its timeout by more than the process's timers were late (%v)", p.name, lag)
+		t.Logf("%s: %d calls, longest %v, timers late by up to %v, %d transitions, %d syncs, %d failed", p.name, final.Calls,
+			time.Duration(final.MaxNs).Round(time.Microsecond), lag.Round(time.Microsecond), len(p.transitions()), final.Syncs, final.Failures)
 	}
 }

@@ -56,6 +56,7 @@ type event struct {
 	OK       int64  `json:"ok,omitempty"`
 	Outcomes int64  `json:"outcomes,omitempty"`
 	MaxNs    int64  `json:"maxNs,omitempty"`
+	LagNs    int64  `json:"lagNs,omitempty"`
 	Syncs    uint64 `json:"syncs,omitempty"`
 	Failures uint64 `json:"failures,omitempty"`
 }
@@ -163,6 +164,19 @@ func run(o options, in io.Reader, w io.Writer) error {
 		return 0, errDown
 	}
 	var wg sync.WaitGroup
+	// lag is the longest a 10 ms sleep overran: how late this process's
+	// timers fired, which bounds how late a caller can learn of its
+	// deadline whatever bulwark does.
+	var lag atomic.Int64
+	wg.Go(func() {
+		for !stopped.Load() {
+			t0 := time.Now()
+			time.Sleep(10 * time.Millisecond)
+			if d := int64(time.Since(t0) - 10*time.Millisecond); d > lag.Load() {
+				lag.Store(d)
+			}
+		}
+	})
 	for range o.workers {
 		wg.Go(func() {
 			for !stopped.Load() {
@@ -211,6 +225,6 @@ func run(o options, in io.Reader, w io.Writer) error {
 	}
 	s := f.Status()
 	ev.emit(event{Ev: "final", Calls: calls.Load(), Returned: returned.Load(), OK: ok.Load(), Outcomes: outcomes,
-		MaxNs: maxNs.Load(), Syncs: s.Syncs, Failures: s.Failures})
+		MaxNs: maxNs.Load(), LagNs: lag.Load(), Syncs: s.Syncs, Failures: s.Failures})
 	return sc.Err()
 }
