@@ -2,6 +2,7 @@ package prom
 
 import (
 	"errors"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -30,16 +31,30 @@ type Source interface {
 // safe for concurrent use (concurrent scrapes take a snapshot each).
 type Collector struct {
 	src     Source
+	detail  bool          // WithDetail
 	dropped atomic.Uint64 // series left out of scrapes: see bulwark_collector_dropped_series_total
 }
 
+// Option is a setting of New.
+type Option func(*Collector)
+
+// WithDetail makes the collector export every series of the package doc
+// for every command (about 90 per command), where by default it exports
+// the few an operator reads first (at most 15 per command; see Series per
+// command in the package doc).
+func WithDetail() Option { return func(c *Collector) { c.detail = true } }
+
 // New returns a collector that reads src at every scrape. The error
 // matches ErrNilSource when src is nil.
-func New(src Source) (*Collector, error) {
+func New(src Source, opts ...Option) (*Collector, error) {
 	if src == nil {
 		return nil, ErrNilSource
 	}
-	return &Collector{src: src}, nil
+	c := &Collector{src: src}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
 }
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -111,6 +126,10 @@ var quantiles = func() (q [len(metrics.Latency{}.Percentiles)]float64) {
 	return q
 }()
 
+// leanQuantiles are the indexes in quantiles of those exported without
+// WithDetail: the median and the 99th percentile.
+var leanQuantiles = []int{slices.Index(quantiles[:], 0.5), slices.Index(quantiles[:], 0.99)}
+
 // Describe sends the descriptions of every metric the collector exports.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range allDescs {
@@ -124,12 +143,14 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // out and counted in bulwark_collector_dropped_series_total: one bad name
 // never fails the whole scrape.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	o := out{ch: ch, dropped: &c.dropped}
+	o := out{ch: ch, dropped: &c.dropped, detail: c.detail}
 	lats := map[[2]string]command.CommandLatency{}
 	for _, l := range c.src.CumulativeLatencies() {
 		lats[[2]string{l.Group, l.Command}] = l
-		o.histogram(l.Run, l.Group, l.Command, "run")
-		o.histogram(l.Total, l.Group, l.Command, "total")
+		if c.detail {
+			o.histogram(l.Run, l.Group, l.Command, "run")
+			o.histogram(l.Total, l.Group, l.Command, "total")
+		}
 	}
 	for _, g := range c.src.Snapshot().Groups {
 		o.group(g)
@@ -145,6 +166,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 type out struct {
 	ch      chan<- prometheus.Metric
 	dropped *atomic.Uint64
+	detail  bool // every series, not only the lean set (WithDetail)
 }
 
 // send sends m, or counts err.
@@ -203,39 +225,49 @@ func (o out) group(g command.GroupSnapshot) {
 func (o out) command(c command.CommandSnapshot, lat command.CommandLatency) {
 	m := c.Metrics
 	for e := range metrics.NumEvents {
-		o.counter(eventsDesc, float64(m.Cumulative[e]), c.Group, c.Name, e.Label())
+		if n := m.Cumulative[e]; n > 0 || o.detail {
+			o.counter(eventsDesc, float64(n), c.Group, c.Name, e.Label())
+		}
 	}
 	o.counter(callsDesc, float64(command.Calls(m.Cumulative)), c.Group, c.Name)
 	o.gauge(inFlightDesc, float64(c.InFlight), c.Group, c.Name)
+	o.gauge(alarmDesc, oneIf(c.DegradedAlarm), c.Group, c.Name)
+	o.window(c, "total", m.Total, lat.Total)
+	o.tier(cmdAlertDesc, c.AlertTier, c.Group, c.Name)
+	o.transitions(c.Breaker, c.Group, c.Name)
+	if !o.detail {
+		for _, s := range states {
+			o.gauge(cmdStateDesc, oneIf(c.Breaker.State == s), c.Group, c.Name, s.String())
+		}
+		return
+	}
 	o.gauge(detachedDesc, float64(c.Detached), c.Group, c.Name)
 	o.gauge(degradedDesc, c.DegradedRate, c.Group, c.Name)
-	o.gauge(alarmDesc, oneIf(c.DegradedAlarm), c.Group, c.Name)
-	for _, l := range []struct {
-		phase string
-		win   metrics.Latency
-		since *metrics.Distribution
-	}{{"run", m.Run, lat.Run}, {"total", m.Total, lat.Total}} {
-		o.window(c, l.phase, l.win, l.since)
-	}
+	o.window(c, "run", m.Run, lat.Run)
 	o.breaker(breakerDescs{cmdStateDesc, cmdSinceDesc, cmdModeDesc}, c.Breaker, c.Group, c.Name)
-	o.transitions(c.Breaker, c.Group, c.Name)
-	o.tier(cmdAlertDesc, c.AlertTier, c.Group, c.Name)
 }
 
 // window sends the latency summary of one phase of command c: the
-// quantiles of its window win (none when the window has no call), with the
-// count and sum of since, every latency since the command was created (no
-// summary without it); and the window's mean.
+// quantiles of its window win (none when the window has no call; the
+// median and the 99th percentile only without WithDetail), with the count
+// and sum of since, every latency since the command was created (no
+// summary without it); and, with WithDetail, the window's mean.
 func (o out) window(c command.CommandSnapshot, phase string, win metrics.Latency, since *metrics.Distribution) {
 	if since == nil {
 		return
 	}
 	qs := make(map[float64]float64, len(quantiles))
 	if win.Count > 0 {
-		for i, q := range quantiles {
-			qs[q] = win.Percentiles[i].Seconds()
+		if o.detail {
+			for i, q := range quantiles {
+				qs[q] = win.Percentiles[i].Seconds()
+			}
+			o.gauge(latencyAvgDesc, win.Mean.Seconds(), c.Group, c.Name, phase)
+		} else {
+			for _, i := range leanQuantiles {
+				qs[quantiles[i]] = win.Percentiles[i].Seconds()
+			}
 		}
-		o.gauge(latencyAvgDesc, win.Mean.Seconds(), c.Group, c.Name, phase)
 	}
 	o.send(prometheus.NewConstSummary(latencyDesc, uint64(since.Count()), since.Sum().Seconds(), qs, c.Group, c.Name, phase))
 }

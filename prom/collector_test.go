@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -136,7 +137,7 @@ func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels 
 }
 
 func TestCollectorExportsWhatTheServiceDid(t *testing.T) {
-	c, err := New(service(t))
+	c, err := New(service(t), WithDetail())
 	require.NoError(t, err)
 	fams := scrape(t, c)
 
@@ -233,7 +234,7 @@ func quantile(t *testing.T, s *dto.Summary, q float64) float64 {
 // TestCollectorExportsEveryEventKind: the events counter is generic over
 // metrics.Event, so an event kind added to bulwark is exported at once.
 func TestCollectorExportsEveryEventKind(t *testing.T) {
-	c, err := New(service(t))
+	c, err := New(service(t), WithDetail())
 	require.NoError(t, err)
 	fams := scrape(t, c)
 	var got []string
@@ -260,7 +261,7 @@ func TestCollectorCountersNeverDecrease(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
 	g, err := reg.NewGroup("users", command.GroupConfig{Strategy: command.Semaphore, Timeout: command.NoTimeout})
 	require.NoError(t, err)
-	c, err := New(reg)
+	c, err := New(reg, WithDetail())
 	require.NoError(t, err)
 	get := []string{"group", "users", "command", "get"}
 	for i := range 3 {
@@ -329,7 +330,7 @@ func TestCollectorExportsModesAlertsAndGeneration(t *testing.T) {
 	clock.Advance(3 * time.Second)
 	pay.CheckAlerts()
 
-	c, err := New(reg)
+	c, err := New(reg, WithDetail())
 	require.NoError(t, err)
 	fams := scrape(t, c)
 	chargeL := []string{"group", "pay", "command", "charge"}
@@ -436,4 +437,80 @@ func TestCollectorExportsFlapsBetweenScrapes(t *testing.T) {
 	assert.Equal(t, 1.0, tr("", "closed", "open", "forced"))
 	assert.Equal(t, 1.0, tr("", "open", "closed", "forced"))
 	assert.Len(t, fams["bulwark_breaker_transitions_total"].GetMetric(), 6, "one series per kind seen, no more")
+}
+
+// seriesByCommand returns, per group/command, the samples of fams as the
+// text exposition writes them (a summary's quantiles, _sum and _count each
+// count, as they are series to Prometheus), keyed by name and labels.
+func seriesByCommand(fams map[string]*dto.MetricFamily) map[string]map[string]float64 {
+	out := map[string]map[string]float64{}
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			var key, cmd string
+			for _, l := range m.GetLabel() {
+				key += "," + l.GetName() + "=" + l.GetValue()
+				if l.GetName() == "command" {
+					cmd = l.GetValue()
+				}
+			}
+			if cmd == "" {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "group" {
+					cmd = l.GetValue() + "/" + cmd
+				}
+			}
+			if out[cmd] == nil {
+				out[cmd] = map[string]float64{}
+			}
+			add := func(suffix string, v float64) { out[cmd][name+suffix+key] = v }
+			switch {
+			case m.Summary != nil:
+				for _, q := range m.Summary.GetQuantile() {
+					add(fmt.Sprintf(",quantile=%v", q.GetQuantile()), q.GetValue())
+				}
+				add("_sum", m.Summary.GetSampleSum())
+				add("_count", float64(m.Summary.GetSampleCount()))
+			case m.Histogram != nil:
+				for _, b := range m.Histogram.GetBucket() {
+					add(fmt.Sprintf("_bucket,le=%v", b.GetUpperBound()), float64(b.GetCumulativeCount()))
+				}
+				add("_sum", m.Histogram.GetSampleSum())
+				add("_count", float64(m.Histogram.GetSampleCount()))
+			case m.Counter != nil:
+				add("", m.Counter.GetValue())
+			default:
+				add("", m.Gauge.GetValue())
+			}
+		}
+	}
+	return out
+}
+
+// TestCollectorIsLeanByDefault: without WithDetail a command has at most
+// 15 series (pay/charge, which failed, tripped and was short-circuited,
+// has the most), each with the value WithDetail gives it; an event kind
+// that never happened has no series; WithDetail has every kind.
+func TestCollectorIsLeanByDefault(t *testing.T) {
+	reg := service(t)
+	lean, err := New(reg)
+	require.NoError(t, err)
+	detail, err := New(reg, WithDetail())
+	require.NoError(t, err)
+	l, d := seriesByCommand(scrape(t, lean)), seriesByCommand(scrape(t, detail))
+	require.Len(t, l, 2)
+	for cmd, series := range l {
+		assert.LessOrEqual(t, len(series), 15, "%s: %d series by default", cmd, len(series))
+		assert.Greater(t, len(d[cmd]), 3*len(series), "%s: WithDetail exports much more", cmd)
+		for k, v := range series {
+			if assert.Contains(t, d[cmd], k, "%s: a lean series is one of the detailed ones", cmd) {
+				assert.Equal(t, d[cmd][k], v, "%s: %s", cmd, k)
+			}
+		}
+	}
+	assert.Equal(t, 15, len(l["pay/charge"]))
+	timeout := ",command=charge,event=timeout,group=pay"
+	assert.NotContains(t, l["pay/charge"], "bulwark_command_events_total"+timeout, "no timeout ever: no series")
+	assert.Contains(t, d["pay/charge"], "bulwark_command_events_total"+timeout)
 }

@@ -3,7 +3,7 @@
 // so nothing is added to the call path. It lives in its own module so that
 // applications that do not use Prometheus never pull in client_golang.
 //
-//	c, err := prom.New(reg) // reg is the *command.Registry
+//	c, err := prom.New(reg) // reg is the *command.Registry; prom.New(reg, prom.WithDetail()) for every series
 //	if err != nil { ... }
 //	pr := prometheus.NewRegistry()
 //	pr.MustRegister(c)
@@ -47,6 +47,23 @@
 //	bulwark_group_renamed_commands{group}               gauge: commands named by a renamed form (see below)
 //	bulwark_collector_dropped_series_total              counter: series left out of scrapes (see below)
 //
+// # Series per command
+//
+// By default a command has the series an operator reads first, at most 15
+// for a command that failed, tripped and was short-circuited (11 for one
+// that only succeeded): events_total for the kinds that have happened
+// (a kind appears when it first counts; Prometheus's rate and increase
+// miss the increments of a series' first scrape, so WithDetail exports
+// every kind from zero), calls_total, in_flight, degraded_alarm,
+// circuit_state (three series), the window summary of phase "total" at
+// quantiles 0.5 and 0.99 with its _count and _sum, alert_tier while a tier
+// is reached and breaker_transitions_total for the kinds seen. WithDetail
+// adds the rest of the list above: every event kind, detached,
+// degraded_ratio, the cumulative latency histograms (the ones that sum
+// across instances), phase "run", every quantile and the window mean,
+// circuit_state_seconds and circuit_mode. Group and bulkhead series are
+// the same in both (a few per group).
+//
 // Every name the labels carry is valid UTF-8 and at most
 // command.MaxNameLength bytes: the registry renames a command name that
 // is not (once, when first seen; its own renamed form keeps it apart from
@@ -82,7 +99,7 @@
 // phase "run" is Run alone; phase "total" is what the caller waited,
 // queue and fallback included. Two views:
 //
-// bulwark_command_latency_seconds is a cumulative histogram since the
+// bulwark_command_latency_seconds (WithDetail) is a cumulative histogram since the
 // command was created (metrics.Rolling.CumulativeLatency), with buckets at
 // 1, 2.5, 5, 10, 25, 50, 100, 250 and 500 ms, 1, 2.5, 5 and 10 s. bulwark
 // keeps latencies in log-linear bins at most 1/32 of their lower bound

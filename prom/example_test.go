@@ -55,7 +55,7 @@ func ExampleNew() {
 	// # HELP bulwark_command_calls_total Callers' calls since the command was created: attempts (one primary outcome each) less retried ones.
 	// # TYPE bulwark_command_calls_total counter
 	// bulwark_command_calls_total{command="getUser",group="users"} 3
-	// families: 25
+	// families: 19
 }
 
 // Export deferred-write queues' figures. With module durable, the

@@ -23,9 +23,9 @@ import (
 // serveMetrics serves src's collector as a /metrics endpoint would (the
 // default promhttp options: an error answers 500) and returns the body of
 // one scrape, failing the test unless it answered 200.
-func serveMetrics(t *testing.T, src Source) string {
+func serveMetrics(t *testing.T, src Source, opts ...Option) string {
 	t.Helper()
-	c, err := New(src)
+	c, err := New(src, opts...)
 	require.NoError(t, err)
 	pr := prometheus.NewRegistry()
 	require.NoError(t, pr.Register(c))
@@ -85,17 +85,25 @@ func TestCollectorDropsSeriesItCannotBuild(t *testing.T) {
 }
 
 // TestPromtoolCheckMetricsIsSilent: promtool's linter finds nothing to say
-// about a live scrape of a service with every kind of series (it said, of
-// every latency series, `non-summary metrics should not have "quantile"
-// label`: the window's quantiles were gauges).
+// about a live scrape of a service with every kind of series, lean or in
+// detail (it said, of every latency series, `non-summary metrics should
+// not have "quantile" label`: the window's quantiles were gauges).
 func TestPromtoolCheckMetricsIsSilent(t *testing.T) {
-	body := serveMetrics(t, service(t))
-	require.Contains(t, body, `quantile="0.995"`)
-	cmd := exec.Command(tool(t, "promtool"), "check", "metrics")
-	cmd.Stdin = strings.NewReader(body)
-	var outb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &outb, &outb
-	err := cmd.Run()
-	assert.Empty(t, outb.String(), "promtool check metrics")
-	assert.NoError(t, err, "promtool check metrics")
+	for _, mode := range []struct {
+		name     string
+		opts     []Option
+		quantile string
+	}{{"lean", nil, `quantile="0.99"`}, {"detail", []Option{WithDetail()}, `quantile="0.995"`}} {
+		t.Run(mode.name, func(t *testing.T) {
+			body := serveMetrics(t, service(t), mode.opts...)
+			require.Contains(t, body, mode.quantile)
+			cmd := exec.Command(tool(t, "promtool"), "check", "metrics")
+			cmd.Stdin = strings.NewReader(body)
+			var outb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &outb, &outb
+			err := cmd.Run()
+			assert.Empty(t, outb.String(), "promtool check metrics")
+			assert.NoError(t, err, "promtool check metrics")
+		})
+	}
 }
