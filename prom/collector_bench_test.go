@@ -1,0 +1,58 @@
+package prom
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bulwark-go/bulwark/command"
+)
+
+// BenchmarkCollectGather measures one scrape (Collect and Gather, as
+// promhttp does) of a registry of 10 groups holding n commands in all, each
+// called once, lean (the default) and WithDetail.
+//
+//	go test -run '^$' -bench CollectGather -benchtime 5x ./
+func BenchmarkCollectGather(b *testing.B) {
+	for _, n := range []int{1_000, 10_000} {
+		reg := command.NewRegistry(command.RegistryConfig{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		b.Cleanup(func() { require.NoError(b, reg.Close(context.Background())) })
+		var groups []*command.Group
+		for i := range 10 {
+			g, err := reg.NewGroup(fmt.Sprintf("g%d", i), command.GroupConfig{Strategy: command.Semaphore, MaxCommands: n})
+			require.NoError(b, err)
+			groups = append(groups, g)
+		}
+		for i := range n {
+			_, err := command.Execute(context.Background(), groups[i%10], testCmd{name: fmt.Sprintf("c%d", i)})
+			require.NoError(b, err)
+		}
+		for _, mode := range []struct {
+			name string
+			opts []Option
+		}{{"lean", nil}, {"detail", []Option{WithDetail()}}} {
+			c, err := New(reg, mode.opts...)
+			require.NoError(b, err)
+			pr := prometheus.NewRegistry()
+			require.NoError(b, pr.Register(c))
+			b.Run(fmt.Sprintf("commands=%d/%s", n, mode.name), func(b *testing.B) {
+				b.ReportAllocs()
+				series := 0
+				for b.Loop() {
+					fams, err := pr.Gather()
+					require.NoError(b, err)
+					series = 0
+					for _, f := range fams {
+						series += len(f.GetMetric())
+					}
+				}
+				b.ReportMetric(float64(series)/float64(n), "metrics/command")
+			})
+		}
+	}
+}
