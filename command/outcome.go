@@ -105,7 +105,8 @@ func (k *commandCall[T, C]) classify(runCtx context.Context, cancel context.Canc
 // still live) inline, and hands the rest, what the bulkhead and Run
 // returned, to outcome. A run context that had ended when Run
 // returned makes even a success a TIMEOUT or CANCELLED. (classify keeps
-// the success check inline because it runs on every successful call.)
+// the success check inline: PERFORMANCE.md counts what folding it into
+// outcome would cost.)
 func (g *Group) outcome(runCtx context.Context, run time.Duration, returned bool, err error) result {
 	switch {
 	case returned && runCtx.Err() != nil: // Run returned after runCtx ended
