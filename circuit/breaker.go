@@ -121,11 +121,8 @@ func (b *Breaker) Reset() { b.engine().Reset() }
 // a deploy or service-discovery hook calls it each time new instances
 // come in, and WarmUp(0) ends a warm-up at once. It changes no state: an
 // open breaker stays open. Snapshot reports WarmUpLeft. A negative d is an
-// error wrapping ErrInvalidConfig, and changes nothing.
-//
-// It prevents the incident where a deploy sent 20 % of the traffic to cold
-// instances, the error ratio reached 61 % and the breaker stayed open for
-// 40 minutes.
+// error wrapping ErrInvalidConfig, and changes nothing. docs/policies.md
+// tells the incident it prevents.
 func (b *Breaker) WarmUp(d time.Duration) error {
 	if d < 0 {
 		return fmt.Errorf("%w: WarmUp %v must not be negative", ErrInvalidConfig, d)

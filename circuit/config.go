@@ -171,9 +171,9 @@ type HalfOpenConfig struct {
 	// or slow with slow-call detection on) reopen the breaker; a
 	// successful probe in between starts the count again (and a failed
 	// probe starts the count of successes again). Default 1: any failed
-	// probe reopens it. Prevents the flapping seen when one probe fails at
-	// the exact moment of recovery and sends the breaker back to open for
-	// a whole open duration (a team uses 2).
+	// probe reopens it. Above 1, one probe that fails at the moment of
+	// recovery no longer reopens the breaker for a whole open duration
+	// (docs/policies.md).
 	Failures int
 
 	// MaxWait bounds how long the half-open state waits for a result
@@ -204,9 +204,7 @@ type RampConfig struct {
 
 	// Doubling, if set, doubles the share every Doubling instead of
 	// raising it linearly: 1 % doubling every 3 s reaches 100 % after
-	// 21 s, a slow start for a backend that a flood of queued traffic
-	// knocked down again right after it recovered. Must be zero without
-	// Duration, and with Func.
+	// 21 s. Must be zero without Duration, and with Func.
 	Doubling time.Duration
 
 	// Func, if set, is the schedule: the share of calls admitted elapsed

@@ -77,8 +77,8 @@
 //
 // # Operating policies
 //
-// Each is off by default (Hystrix's behaviour) and names the incident it
-// prevents in its Config field's documentation: HalfOpen.Failures (reopen
+// Each is off by default (Hystrix's behaviour); docs/policies.md tells the
+// incident behind each: HalfOpen.Failures (reopen
 // only after N failed probes in a row), Ramp.Doubling and Ramp.Func (how
 // traffic comes back after closing), Breaker.WarmUp (a restartable
 // warm-up), and HealthCheck (a Check bulwark runs every Interval while the

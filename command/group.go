@@ -120,13 +120,11 @@ type GroupConfig struct {
 	// metrics.Failure or metrics.Timeout, or any other event (such as
 	// metrics.Cancelled) for a probe that does not count. A TIMEOUT always fails a probe and a
 	// SUCCESS always passes; the caller's answer, the metrics' primary
-	// outcome and the breaker that did not probe are unchanged. It serves
-	// a team's rule from an incident review: during half-open, any answer
-	// from the dependency (even a 500) proves it reachable, and only a
-	// timeout or a connection failure fails a probe, so that one unlucky
-	// 500 does not keep a reachable dependency shut off for another open
-	// duration (httpguard.ProbeReachable implements the rule for HTTP). A
-	// panic in it, or an unknown event, leaves the probe a failure and
+	// outcome and the breaker that did not probe are unchanged. Use it
+	// where any answer from the dependency (even a 500) proves it
+	// reachable and only a timeout or a connection failure should fail a
+	// probe (httpguard.ProbeReachable is that rule for HTTP;
+	// docs/policies.md tells why a team wanted it). A panic in it, or an unknown event, leaves the probe a failure and
 	// is logged. Default: none, a probe is judged as any call.
 	ProbeClassifier func(err error) metrics.Event
 	// Alerts turns on alerts by how long a breaker has been open (tiers,

@@ -104,9 +104,9 @@ func (k *commandCall[T, C]) classify(runCtx context.Context, cancel context.Canc
 // succeed: classify decides a success (Run returned no error, its context
 // still live) inline, and hands the rest, what the bulkhead and Run
 // returned, to outcome. A run context that had ended when Run
-// returned makes even a success a TIMEOUT or CANCELLED. (Folding the
-// success check into outcome too cost about 3.5% of a semaphore call,
-// measured by instruction count.)
+// returned makes even a success a TIMEOUT or CANCELLED. (classify keeps
+// the success check inline: PERFORMANCE.md counts what folding it into
+// outcome would cost.)
 func (g *Group) outcome(runCtx context.Context, run time.Duration, returned bool, err error) result {
 	switch {
 	case returned && runCtx.Err() != nil: // Run returned after runCtx ended

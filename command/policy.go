@@ -14,11 +14,8 @@ import (
 // has just added cannot trip the breakers while their caches are cold.
 // Commands first used during the warm-up get the rest of it. Each call
 // replaces the warm-up in progress; WarmUp(0) ends it. A negative d is an
-// error wrapping ErrInvalidConfig, and changes nothing.
-//
-// It prevents the incident where a deploy sent 20 % of the traffic to cold
-// instances, the error ratio reached 61 % and the breaker stayed open for
-// 40 minutes.
+// error wrapping ErrInvalidConfig, and changes nothing. docs/policies.md
+// tells the incident it prevents.
 func (g *Group) WarmUp(d time.Duration) error {
 	if d < 0 {
 		return fmt.Errorf("%w: group %q: WarmUp %v must not be negative", ErrInvalidConfig, g.name, d)

@@ -19,7 +19,7 @@ const (
 	PresetNeverDegrade = "never-degrade" // writes that must fail loudly: payments
 )
 
-// presetNames lists the presets in the order of the README's table.
+// presetNames lists the presets in the order of docs/live-rules.md's table.
 var presetNames = []string{PresetL1, PresetL2, PresetL3, PresetStrong, PresetNeverDegrade}
 
 // PresetNames returns the names Preset knows.

@@ -105,13 +105,8 @@ const (
 	sizeRead                    // acquire: a slot looked free under the size read, not yet taken
 )
 
-// NewPool returns a Pool configured by cfg, or an error wrapping ErrInvalidConfig.
-//
-// The goroutines come from an ants pool. Admission is the Pool's own (an atomic slot count),
-// not ants' capacity: a worker frees its slot before ants puts it back on its idle list, so
-// ants' count lags behind and would refuse calls that have a free slot. The ants pool is
-// therefore unbounded and nonblocking: at most Size of its goroutines run work at once, a few
-// more may be on their way back to its idle list, and idle ones exit after about a second.
+// NewPool returns a Pool configured by cfg, or an error wrapping ErrInvalidConfig. At most
+// Size works run at once; a worker left idle exits after about a second.
 func NewPool(cfg PoolConfig) (*Pool, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -126,6 +121,11 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		return j
 	}
 	p.startQueue = func() { p.serve(nil) }
+	// Admission is the Pool's own (the slots word), not ants' capacity: a worker frees its
+	// slot before ants puts it back on its idle list, so ants' count lags behind and would
+	// refuse calls that have a free slot. The ants pool is therefore unbounded and
+	// nonblocking: at most Size of its goroutines run work at once, a few more may be on
+	// their way back to its idle list, and ants retires idle ones after about a second.
 	workers, err := ants.NewPool(-1, ants.WithNonblocking(true), ants.WithLogger(antsLogger{p}))
 	if err != nil {
 		return nil, fmt.Errorf("isolation: starting worker pool: %w", err)

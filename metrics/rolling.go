@@ -297,9 +297,7 @@ func (r *Rolling) live(ep, cur int64) bool {
 
 // Counts returns the event counts in the window that ends at now. It reads
 // every event's counter in every bucket of the window; a caller that needs
-// only a few events reads less with CountsOf or Count. (It keeps its own
-// loop: CountsOf(now, every event) walks the set bit by bit and measured
-// 410 ns against 272 on a full 10-bucket window, BenchmarkCounts.)
+// only a few events reads less with CountsOf or Count.
 func (r *Rolling) Counts(now time.Duration) Counts {
 	var c Counts
 	cur := r.epoch(now)

@@ -61,9 +61,7 @@ func tokenInterval(rate float64) float64 {
 //
 // It is the generic cell rate algorithm: one atomic word, the instant the
 // bucket would next be empty, moved by compare-and-swap, so Admit takes no
-// lock. (A first version on golang.org/x/time/rate measured about 2.5 times
-// the cost per call, a mutex and time.Time arithmetic, and needed float
-// tokens; that comparison was measured once and its version not kept.)
+// lock.
 type TokenBucket limiter.Bucket
 
 // NewTokenBucket returns a full token bucket, or an error wrapping

@@ -3,12 +3,14 @@
 # when it is missing (Debian packages: chromium for the browser tests, redis-server, prometheus,
 # prometheus-alertmanager),
 # starts a private redis-server on a free loopback port for the tests (BULWARK_REDIS_ADDR; stopped
-# at the end), checks gofmt, then in each module (every directory with a go.mod: the library,
-# browsertest/, bench/ and the integration modules) runs go mod tidy -diff, go vet, staticcheck
-# and go test -race -count=1, smoke-runs the benchmark programs once (bench/quick.sh), and
-# checks that each published module installs with go get at a pretend tag (scripts/publishtest,
-# docs/RELEASING.md). Last it prints, as information that never fails, how many identifiers each
-# package exports beside the targets of issue 23 (scripts/apicount).
+# at the end), checks gofmt and the docs (scripts/doclinks.sh: README.md at most 200 lines, no
+# broken relative link in README.md, PERFORMANCE.md and docs/*.md), then in each module (every
+# directory with a go.mod: the library, browsertest/, bench/ and the integration modules) runs
+# go mod tidy -diff, go vet, staticcheck and go test -race -count=1, smoke-runs the benchmark
+# programs once (bench/quick.sh), and checks that each published module installs with go get at a
+# pretend tag (scripts/publishtest, docs/RELEASING.md). Last it prints, as information that never
+# fails, how many identifiers each package exports beside the targets of issue 23
+# (scripts/apicount).
 #
 # Each stage prints one line with its duration; a stage that fails also prints its whole output,
 # and the stages after it still run. The last line is "summary: N passed, M failed" (stages);
@@ -116,6 +118,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 stage "start redis-server on loopback" start_redis
 stage "gofmt -l" check_gofmt
+stage "docs: README.md at most 200 lines, links resolve" scripts/doclinks.sh
 
 # staticcheck (pinned) catches what vet does not, dead code (U1000) above all.
 staticcheck="go run honnef.co/go/tools/cmd/staticcheck@v0.8.2"

@@ -10,7 +10,13 @@
 //	BULWARK_CONTROL_TOKEN=$(openssl rand -hex 16) go run ./examples/dashboard   # with controls
 //
 // Ctrl-C (SIGINT) or SIGTERM stops it cleanly: it stops the load, shuts
-// the server and its streams down, closes the registry and exits 0.
+// the server and its streams down, closes the registry and exits 0. Under
+// go run, Ctrl-C reaches the demo (it signals the terminal's whole process
+// group) but go run then exits 1, and a signal sent to the go run process
+// alone never reaches the demo (go run ignores SIGINT and dies of SIGTERM,
+// leaving the demo running): to stop it with kill, build it first,
+//
+//	go build -o /tmp/bulwark-demo ./examples/dashboard && /tmp/bulwark-demo
 //
 // The dependencies, one group each:
 //   - users/GetUser: healthy, 5-25 ms.

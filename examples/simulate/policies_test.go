@@ -18,7 +18,7 @@ func reasons(r Result) []string {
 	return out
 }
 
-// The figures of the README's "Operating policies" section.
+// The figures of docs/policies.md, "Health-check recovery".
 func TestHealthCheckShortensRecovery(t *testing.T) {
 	p := DefaultParams()
 	p.Open = 5 * time.Second

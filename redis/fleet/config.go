@@ -25,10 +25,9 @@ const (
 	DefaultInterval     = time.Second // one bucket of the breaker's default window (10 s / 10)
 	DefaultMaxSkew      = time.Second
 	DefaultMaxInstances = 256
-	// DefaultTimeout is the shortest default Timeout: on a loaded 2-core
-	// machine a round trip to a Redis on the same host was seen taking
-	// 100–150 ms, so a timeout of a few tens of milliseconds declares
-	// outages that are not there.
+	// DefaultTimeout is the shortest default Timeout: long enough that a
+	// slow round trip on a loaded host is not declared an outage
+	// (docs/fleet.md).
 	DefaultTimeout = 500 * time.Millisecond
 	// DefaultDegradeAfter is how many syncs in a row must fail before
 	// shared state is declared degraded.

@@ -85,10 +85,9 @@
 // breaker judges and probes alone until a sync works again; then the fleet
 // resynchronises, and a Redis restarted empty is brought back up to the
 // epochs the instances know. Until then a breaker keeps what the last good
-// sync told it. Timeout defaults to the larger of Interval and 500 ms: on
-// a loaded 2-core machine a round trip to a Redis on the same host was seen
-// taking 100–150 ms, and a shorter timeout declared outages that were not
-// there. Records that fail to parse, lie more than MaxSkew in the future
+// sync told it. Timeout defaults to the larger of Interval and 500 ms, so
+// that a slow round trip on a loaded host is not taken for an outage
+// (docs/fleet.md tells what shorter timeouts did). Records that fail to parse, lie more than MaxSkew in the future
 // (clock skew), are older than the window, or sit in a key of the wrong
 // type are rejected, counted in Status().Rejected and logged once per
 // episode; a key of the wrong type makes its breaker judge alone.

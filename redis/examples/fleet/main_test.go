@@ -38,7 +38,7 @@ func TestFleetExample(t *testing.T) {
 	t.Logf("shared %+v, independent %+v, after kill %+v", shared, alone, res)
 	require.Less(t, shared.reached, alone.reached)
 	require.GreaterOrEqual(t, alone.reached, int64(3*20), "each breaker alone needs MinRequests")
-	require.Less(t, shared.spread, o.interval+time.Second, "generous on a loaded machine; the README figure is measured")
+	require.Less(t, shared.spread, o.interval+time.Second, "generous on a loaded machine; docs/fleet.md has the measured figures")
 	require.True(t, res.pathTrip, "the instance whose path failed tripped on its own window")
 	require.Zero(t, res.othersOpen, "healthy instances kept serving")
 	require.Positive(t, res.calls)
