@@ -6,7 +6,7 @@
 # at the end), checks gofmt and the docs (scripts/doclinks.sh: README.md at most 200 lines, no
 # broken relative link in README.md, PERFORMANCE.md and docs/*.md), then in each module (every
 # directory with a go.mod: the library, browsertest/, bench/ and the integration modules) runs
-# go mod tidy -diff, go vet, staticcheck and go test -race -count=1, smoke-runs the benchmark
+# go mod tidy -diff, go vet, staticcheck and go test -race -count=1 (-timeout 30m: a package of the library takes over 10 minutes on a 2-core machine under heavy load), smoke-runs the benchmark
 # programs once (bench/quick.sh), and checks that each published module installs with go get at a
 # pretend tag (scripts/publishtest, docs/RELEASING.md). Last it prints, as information that never
 # fails, how many identifiers each package exports beside the targets of issue 23
@@ -128,7 +128,7 @@ for mod in $(git ls-files --cached --others --exclude-standard go.mod '*/go.mod'
 	stage "$name: go mod tidy -diff" indir "$mod" go mod tidy -diff
 	stage "$name: go vet ./..." indir "$mod" go vet ./...
 	stage "$name: staticcheck ./..." indir "$mod" $staticcheck ./...
-	stage "$name: go test -race -count=1 ./..." indir "$mod" go test -race -count=1 ./...
+	stage "$name: go test -race -count=1 ./..." indir "$mod" go test -race -count=1 -timeout 30m ./...
 done
 stage "bench: smoke run of every benchmark program (quick.sh)" bench/quick.sh
 stage "publish: go get of each published module (publishtest)" go -C scripts/publishtest run .
