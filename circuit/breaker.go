@@ -43,15 +43,20 @@ func (b *Breaker) engine() *breaker.Breaker { return (*breaker.Breaker)(b) }
 
 // New returns a breaker for cfg, or an error wrapping ErrInvalidConfig that
 // names the first invalid field. The breaker starts closed (open in
-// ForcedOpen mode) with an empty window.
+// ForcedOpen mode) with an empty window. A valid configuration that breaks
+// one of the anti-pattern rules (RuleOpenTooShort, RuleMinRequestsOne,
+// RuleHalfOpenFlood) is accepted and logged on Logger at Warn level, one
+// record per rule, with the attributes breaker and rule.
 func New(cfg Config) (*Breaker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b, err := breaker.New(cfg.withDefaults().settings())
+	eff := cfg.withDefaults()
+	b, err := breaker.New(eff.settings())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err) // Validate checked the window: unreachable
 	}
+	eff.warnAntiPatterns()
 	return (*Breaker)(b), nil
 }
 

@@ -41,6 +41,7 @@ func (k *call) admit() bool {
 			k.gp, k.cp = gp, cp
 			if gp.IsProbe() || cp.IsProbe() {
 				k.events.Add(metrics.Probe)
+				k.judge = true
 			}
 			return true
 		}
@@ -67,7 +68,8 @@ func (k *call) refuser() *circuit.Breaker {
 // that admitted it (they count only SUCCESS, FAILURE and TIMEOUT, the
 // calls that reached the dependency; any other outcome releases the
 // permits uncounted, a probe's slot included, a QUEUE_TIMEOUT's too: Run
-// never started), with a probe judged apart (judgeProbe); it adds the
+// never started), with a probe judged apart (judgeProbe) and a call to a
+// warming instance not counted at all (InstanceWarmUp); it adds the
 // outcome to the call's events, with SLOW for a slow success; and it keeps
 // a failure's error for the alerts.
 func (k *call) record() {
@@ -77,8 +79,15 @@ func (k *call) record() {
 		lat = k.now - k.t0
 	}
 	gout, cout := o, o
-	if k.events.Has(metrics.Probe) {
-		gout, cout = k.judgeProbe(o)
+	if k.judge {
+		if k.cold {
+			// An instance in its warm-up (InstanceWarmUp): both permits
+			// are released uncounted (CANCELLED is never counted), a
+			// probe's too, while o stays the outcome in the metrics.
+			gout, cout = metrics.Cancelled, metrics.Cancelled
+		} else {
+			gout, cout = k.judgeProbe(o)
+		}
 	}
 	k.gp.RecordAt(instant(g.breakerClock, k.now), gout, lat)
 	k.cp.RecordAt(instant(g.cmdBreakerClock, k.now), cout, lat)

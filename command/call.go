@@ -48,9 +48,10 @@ type call struct {
 
 	attempt // the attempt under way; a retry starts a new one
 
-	attempts           int32 // the attempts made, this one included
-	degraded, deferred bool  // the caller gets a fallback's value; the fallback deferred the work (Info)
-	err                error // the caller's error, once fallback or finish decided it
+	attempts    int32       // the attempts made, this one included
+	degraded    bool        // the caller gets a fallback's value (Info)
+	degradation Degradation // its kind (Info)
+	err         error       // the caller's error, once fallback or finish decided it
 }
 
 // attempt is what one attempt of a call decides, stage by stage. A retry
@@ -65,6 +66,9 @@ type attempt struct {
 
 	r      result           // the primary outcome: from classify, or from the stage that refused
 	events metrics.EventSet // the events emitted so far; PROBE from admit marks a half-open probe
+
+	judge bool // record judges the breakers' outcomes apart: a probe (admit), or cold
+	cold  bool // the call goes to an instance in its warm-up (limit; InstanceWarmUp)
 }
 
 // commandCall is a call of a command of type C whose Run returns a T: the
@@ -176,7 +180,7 @@ func (k *call) finish() {
 // RunLatency are the last attempt's.
 func (k *call) info() Info {
 	in := Info{Group: k.g.name, Event: k.r.event, Events: k.events, Degraded: k.degraded, Probe: k.events.Has(metrics.Probe),
-		Deferred: k.deferred, Latency: k.now - k.first, Attempts: int(k.attempts)}
+		Degradation: k.degradation, Deferred: k.degradation == DegradedDeferred, Latency: k.now - k.first, Attempts: int(k.attempts)}
 	if k.c != nil {
 		in.Command = k.c.name
 	}

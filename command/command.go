@@ -51,9 +51,11 @@ const NoTimeout time.Duration = -1
 // Option adjusts one call of Execute. Build it with WithTimeout or WithName;
 // it is a small value.
 type Option struct {
-	timeout time.Duration
-	name    string
-	key     string
+	timeout  time.Duration
+	name     string
+	key      string
+	instance string
+	write    bool
 }
 
 // WithTimeout overrides the command's timeout for this call. NoTimeout
@@ -74,7 +76,7 @@ type Info struct {
 	// Event is the call's primary outcome: EventSuccess, EventFailure,
 	// EventTimeout, EventBadRequest, EventShortCircuited,
 	// EventThreadPoolRejected, EventSemaphoreRejected, EventCancelled,
-	// EventQueueTimeout or EventRateLimited.
+	// EventQueueTimeout, EventRateLimited or EventReadOnly.
 	Event Event
 	// Events holds every event the call emitted: the primary outcome, Slow,
 	// one fallback event if a fallback was considered, ExceptionThrown if
@@ -83,6 +85,12 @@ type Info struct {
 	// Degraded is true when the value returned is a fallback's, never
 	// otherwise; Event then says why the primary path failed.
 	Degraded bool
+	// Degradation is the kind of a degraded answer, as the command's
+	// fallback declares it (see Degrader): DegradedStatic,
+	// DegradedLastGood, DegradedFeatureOff, DegradedDeferred, or
+	// DegradedOther for a fallback that declares none. DegradedNone when
+	// Degraded is false.
+	Degradation Degradation
 	// Latency is the time the call took as the caller saw it, fallback
 	// included. RunLatency is the time Run took, or zero when Run did not
 	// return before the caller was answered (rejected, short-circuited,
@@ -133,6 +141,7 @@ const (
 	EventCancelled          = metrics.Cancelled
 	EventQueueTimeout       = metrics.QueueTimeout
 	EventRateLimited        = metrics.RateLimited
+	EventReadOnly           = metrics.ReadOnly
 )
 
 // NameOf returns the name Execute gives cmd when the call sets none with

@@ -94,6 +94,16 @@
 //     (ratelimit.ErrLimited), and Error.RetryAfter says when to come back.
 //     A limiter that waits (a pacer) and sees the caller's context end
 //     makes the call CANCELLED instead.
+//   - READ_ONLY: the group was in read-only mode (GroupConfig.ReadOnly,
+//     Registry.SetReadOnly) and the call a write (a Write command, or
+//     WithWrite); it was refused first, before the limiters; Run did not
+//     run. It falls back (a fallback that defers the write fits); its error
+//     matches ErrReadOnly. Reads go on.
+//
+// A degraded answer (Info.Degraded) carries its kind, Info.Degradation:
+// static default, last good value, feature off, deferred, or other for a
+// fallback that declares none (see Degrader); each kind but other is also
+// counted, as an event beside FALLBACK_SUCCESS.
 //
 // The breakers count only the calls that reached the dependency: SUCCESS,
 // FAILURE and TIMEOUT. Refusals, rejections, queue timeouts, bad requests
@@ -210,7 +220,9 @@
 // Group.Reconfigure and Group.ReconfigureCommand change a running group's
 // bulkhead size, timeouts, fallback limit, breakers and per-command
 // settings, validated first and applied to the next call; Preset returns
-// ready-made configs (L1/L2/L3 tiers, strong, never-degrade); package
+// ready-made configs (L1/L2/L3 tiers, strong, never-degrade, the
+// recommended dependency preset for an HTTP or gRPC dependency, and the
+// source's govkit defaults); package
 // [github.com/bulwark-go/bulwark/rules] applies them from a watched file.
 //
 // # Closing

@@ -47,6 +47,11 @@ var (
 	// (RATE_LIMITED); the limiter's own error (a *ratelimit.LimitError)
 	// stays reachable, and Error.RetryAfter says when to come back.
 	ErrRateLimited error = &kindError{msg: "command: rate limited"}
+	// ErrReadOnly: the group was in read-only mode (GroupConfig.ReadOnly or
+	// Registry.SetReadOnly) and the call was a write (a Write command, or
+	// WithWrite): it was refused before anything else (READ_ONLY), and
+	// its fallback, if any, was tried.
+	ErrReadOnly error = &kindError{msg: "command: read-only"}
 )
 
 // kindError is a sentinel that also matches the lower layer's sentinel.
@@ -60,11 +65,12 @@ func (e *kindError) Unwrap() error { return e.base }
 
 // Error is the error Execute returns when a call produced no value: its
 // primary outcome was FAILURE, TIMEOUT, QUEUE_TIMEOUT, SHORT_CIRCUITED,
-// *_REJECTED, RATE_LIMITED or CANCELLED and no fallback value was served. (A BAD_REQUEST error is
+// *_REJECTED, RATE_LIMITED, READ_ONLY or CANCELLED and no fallback value was served. (A BAD_REQUEST error is
 // returned exactly as Run returned it.)
 //
 // errors.Is matches the outcome's sentinel (ErrTimeout, ErrShortCircuited,
-// ErrRejected, or ErrClosed for a closed group's rejection, ErrRateLimited;
+// ErrRejected, or ErrClosed for a closed group's rejection, ErrRateLimited,
+// ErrReadOnly;
 // the context's error for CANCELLED), the cause and the
 // fallback's error; errors.As reaches Run's own error (or the
 // *isolation.PanicError of a panic) through Err.
@@ -82,7 +88,7 @@ type Error struct {
 	// CANCELLED, which never falls back.
 	FallbackErr error
 
-	kind    error            // ErrTimeout, ErrShortCircuited, ErrRejected, ErrClosed, ErrRateLimited, a context error, or nil
+	kind    error            // ErrTimeout, ErrShortCircuited, ErrRejected, ErrClosed, ErrRateLimited, ErrReadOnly, a context error, or nil
 	refuser *circuit.Breaker // the breaker that refused a SHORT_CIRCUITED call
 }
 

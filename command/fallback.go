@@ -35,7 +35,8 @@ func (k *commandCall[T, C]) fallback() {
 // off the successful path.
 func (k *commandCall[T, C]) serveFallback(e *Error) (T, error) {
 	var zero T
-	fb, ok := FallbackOf[T](any(k.cmd))
+	cmd := any(k.cmd)
+	fb, ok := FallbackOf[T](cmd)
 	if !ok || k.cs.noFallback {
 		k.events.Add(metrics.FallbackMissing)
 		e.FallbackErr = ErrFallbackMissing
@@ -49,7 +50,10 @@ func (k *commandCall[T, C]) serveFallback(e *Error) (T, error) {
 	switch {
 	case serr == nil && (ferr == nil || errors.Is(ferr, ErrDeferred)):
 		k.events.Add(metrics.FallbackSuccess)
-		k.degraded, k.deferred = true, ferr != nil
+		k.degraded, k.degradation = true, k.g.degradationOf(cmd, ferr != nil)
+		if e, ok := k.degradation.Event(); ok {
+			k.events.Add(e)
+		}
 		return v, nil
 	case errors.Is(serr, isolation.ErrRejected):
 		k.events.Add(metrics.FallbackRejection)

@@ -165,6 +165,26 @@ type GroupConfig struct {
 	// budget shared by the group's commands; see RetryConfig. It changes
 	// live through Reconfigure. Default: off.
 	Retry RetryConfig
+	// ReadOnly puts the group in read-only mode: a write (a command whose
+	// Write method says true, or a call with WithWrite) is refused before
+	// the limiters, the breakers and the bulkhead, as READ_ONLY with
+	// ErrReadOnly, and its fallback (one that defers the write, say) is
+	// tried; reads go on. It changes live through Reconfigure (and a
+	// rules file); Registry.SetReadOnly switches every group at once.
+	// Default false.
+	ReadOnly bool
+	// InstanceWarmUp turns on warm-up per instance of the dependency: the
+	// breakers do not count the outcomes of a call to an instance
+	// (WithInstance) during its first InstanceWarmUp, counted from the
+	// group's first call to it, so a new instance's cold caches cannot trip
+	// the breakers, while the instances already warm still count and an
+	// outage across the dependency still trips them. The metrics count every
+	// outcome. Calls without an instance are always counted. At most
+	// MaxWarmInstances instances are remembered. It changes live through
+	// Reconfigure (an instance's warm-up still counts from its first call).
+	// Default 0: off. (Breaker.WarmUp and Group.WarmUp warm the whole
+	// breaker instead.)
+	InstanceWarmUp time.Duration
 }
 
 // CommandConfig holds the settings of one command name in a group. Its zero
@@ -236,6 +256,8 @@ func (c GroupConfig) Validate() error {
 		return invalid("FallbackLimit %d must be between 0 and %d", c.FallbackLimit, math.MaxInt32)
 	case e.MaxCommands < 0:
 		return invalid("MaxCommands %d must not be negative", c.MaxCommands)
+	case e.InstanceWarmUp < 0:
+		return invalid("InstanceWarmUp %v must not be negative", c.InstanceWarmUp)
 	case e.MaxCommands < len(c.Commands):
 		return invalid("MaxCommands %d is less than the %d declared Commands", c.MaxCommands, len(c.Commands))
 	case e.SlowCallDuration < 0:
@@ -316,6 +338,8 @@ type Group struct {
 	alerts *alerter // nil: alerts off
 
 	warmEnd atomic.Int64 // group clock: end of the last WarmUp; new commands inherit the rest
+
+	instances instances // first calls per instance, for InstanceWarmUp
 
 	retries retryBudget // the retries made, for RetryConfig's budget
 }
@@ -640,7 +664,7 @@ func (g *Group) overflowLocked(next *commandTable) *commandState {
 func (g *Group) newCommand(name string) *commandState {
 	cfg := g.cfg()
 	c := &commandState{name: name, group: g}
-	c.settings.Store(cfg.commandSettings(name, g.clock))
+	c.settings.Store(cfg.commandSettings(name, g.clock, g.reg.readOnly.Load()))
 	if a := g.alerts; a != nil {
 		c.errors = newErrorRing(a.cfg.ErrorSamples, a.cfg.ErrorSampleLen)
 	}

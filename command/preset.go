@@ -17,16 +17,19 @@ const (
 	PresetL3           = "l3"            // near-core: risk checks, pricing
 	PresetStrong       = "strong"        // a dependency the request cannot do without
 	PresetNeverDegrade = "never-degrade" // writes that must fail loudly: payments
+	PresetDependency   = "dependency"    // recommended: an HTTP or gRPC dependency
+	PresetGovkit       = "govkit"        // the source's "govkit" defaults
 )
 
 // presetNames lists the presets in the order of docs/live-rules.md's table.
-var presetNames = []string{PresetL1, PresetL2, PresetL3, PresetStrong, PresetNeverDegrade}
+var presetNames = []string{PresetL1, PresetL2, PresetL3, PresetStrong, PresetNeverDegrade, PresetDependency, PresetGovkit}
 
 // PresetNames returns the names Preset knows.
 func PresetNames() []string { return slices.Clone(presetNames) }
 
 // Preset returns the GroupConfig of the named preset (PresetL1 ...
-// PresetNeverDegrade). A preset is a plain GroupConfig: change any field
+// PresetGovkit). PresetDependency is the recommended configuration for a
+// call to an HTTP or gRPC dependency. A preset is a plain GroupConfig: change any field
 // before passing it to NewGroup or Reconfigure. The error of an unknown
 // name wraps ErrInvalidConfig and lists the known ones.
 func Preset(name string) (GroupConfig, error) {
@@ -41,6 +44,10 @@ func Preset(name string) (GroupConfig, error) {
 		return strongPreset(), nil
 	case PresetNeverDegrade:
 		return neverDegradePreset(), nil
+	case PresetDependency:
+		return dependencyPreset(), nil
+	case PresetGovkit:
+		return govkitPreset(), nil
 	}
 	return GroupConfig{}, fmt.Errorf("%w: unknown preset %q (known: %s)", ErrInvalidConfig, name, strings.Join(presetNames, ", "))
 }
@@ -91,4 +98,43 @@ func neverDegradePreset() GroupConfig {
 		Open:         circuit.OpenConfig{Duration: 5 * time.Second},
 	}
 	return GroupConfig{Timeout: 2 * time.Second, Breaker: b, CommandBreaker: b, NoFallback: true}
+}
+
+// dependencyPreset is the recommended configuration for an HTTP or gRPC
+// dependency: it trips early and recovers within about half a second of
+// the dependency healing, with a bounded cost while it stays sick. Both
+// breakers judge a 1 s window (old successes do not dilute a fresh
+// outage; a dependency called fewer than 20 times a second never gathers
+// the minimum of 20, so raise Window for such one) at a 0.5 failure
+// ratio. A trip opens for 200 ms; each failed trial doubles that up to a
+// cap of 400 ms, so probes come often enough to find a healed dependency
+// at once and rarely enough that a sick one sees about three trials a
+// second. Two consecutive failed probes reopen it (HalfOpen.Failures 2:
+// one unlucky probe at the moment of recovery does not cost another open
+// period) and three successes close it. The timeout is the default 1 s:
+// set it from the dependency's p99.
+func dependencyPreset() GroupConfig {
+	b := circuit.Config{
+		Window:       metrics.Window{Length: time.Second, Buckets: 10},
+		MinRequests:  20,
+		FailureRatio: 0.5,
+		Open:         circuit.OpenConfig{Duration: 200 * time.Millisecond, Backoff: 2, Max: 400 * time.Millisecond},
+		HalfOpen:     circuit.HalfOpenConfig{Probes: 1, Successes: 3, Failures: 2},
+	}
+	return GroupConfig{Timeout: DefaultTimeout, Breaker: b, CommandBreaker: b}
+}
+
+// govkitPreset is the source's "govkit" defaults: a 5 s window, at least
+// 20 calls, a 0.5 failure ratio, 30 s open doubling after each failed
+// trial up to 60 s, and 3 probes (in flight at once, and successes to
+// close).
+func govkitPreset() GroupConfig {
+	b := circuit.Config{
+		Window:       metrics.Window{Length: 5 * time.Second, Buckets: 5},
+		MinRequests:  20,
+		FailureRatio: 0.5,
+		Open:         circuit.OpenConfig{Duration: 30 * time.Second, Backoff: 2, Max: time.Minute},
+		HalfOpen:     circuit.HalfOpenConfig{Probes: 3, Successes: 3},
+	}
+	return GroupConfig{Timeout: DefaultTimeout, Breaker: b, CommandBreaker: b}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -44,7 +45,7 @@ func TestPresetValues(t *testing.T) {
 	assert.True(t, nd.NoFallback)
 	_, err := Preset("l4")
 	require.ErrorIs(t, err, ErrInvalidConfig)
-	require.ErrorContains(t, err, "l1, l2, l3, strong, never-degrade")
+	require.ErrorContains(t, err, "l1, l2, l3, strong, never-degrade, dependency, govkit")
 }
 
 // TestNoFallbackFailsLoudly: in a NoFallback group a command's Fallback is
@@ -71,4 +72,67 @@ func TestNoFallbackFailsLoudly(t *testing.T) {
 	v, err = Execute(context.Background(), g, charge)
 	require.NoError(t, err)
 	assert.Equal(t, 1, v)
+}
+
+// TestPresetDependencyRecoversFast runs the breaker of PresetDependency on
+// a virtual clock: it trips on 20 calls at 50% failures, its open period
+// doubles from 200 ms to a cap of 400 ms while trials fail, one failed
+// probe alone does not reopen it, and once the dependency heals it closes
+// within one capped open period plus three probes.
+func TestPresetDependencyRecoversFast(t *testing.T) {
+	cfg, err := Preset(PresetDependency)
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	assert.Equal(t, cfg.Breaker, cfg.CommandBreaker)
+	clock := new(metrics.ManualClock)
+	bc := cfg.Breaker
+	bc.Clock, bc.Logger = clock, discardLogger
+	b, err := circuit.New(bc)
+	require.NoError(t, err)
+	call := func(o metrics.Event) error {
+		p, err := b.Allow()
+		if err != nil {
+			return err
+		}
+		p.Record(o, time.Millisecond)
+		return nil
+	}
+	for i := range 19 {
+		require.NoError(t, call([]metrics.Event{metrics.Success, metrics.Failure}[i%2]))
+	}
+	require.Equal(t, circuit.Closed, b.State(), "19 calls: below the minimum")
+	require.NoError(t, call(metrics.Failure))
+	require.Equal(t, circuit.Open, b.State(), "20 calls, 10 failed: tripped")
+
+	// Failed trials: 200 ms, then 400 ms, then still 400 ms (the cap).
+	for _, open := range []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 400 * time.Millisecond} {
+		clock.Advance(open - time.Millisecond)
+		require.ErrorIs(t, call(metrics.Success), circuit.ErrOpen, "still open just before %v", open)
+		clock.Advance(time.Millisecond)
+		require.NoError(t, call(metrics.Failure), "a probe after %v", open)
+		require.Equal(t, circuit.HalfOpen, b.State(), "one failed probe does not reopen it")
+		require.NoError(t, call(metrics.Failure))
+		require.Equal(t, circuit.Open, b.State(), "two failed probes reopen it")
+	}
+
+	// Healed: after at most the cap, three probes close it.
+	clock.Advance(400 * time.Millisecond)
+	for range 3 {
+		require.NoError(t, call(metrics.Success))
+	}
+	require.Equal(t, circuit.Closed, b.State())
+}
+
+// TestPresetGovkit: the source's defaults, field by field.
+func TestPresetGovkit(t *testing.T) {
+	cfg, err := Preset(PresetGovkit)
+	require.NoError(t, err)
+	b := cfg.Breaker
+	assert.Equal(t, metrics.Window{Length: 5 * time.Second, Buckets: 5}, b.Window)
+	assert.Equal(t, 20, b.MinRequests)
+	assert.Equal(t, 0.5, b.FailureRatio)
+	assert.Equal(t, circuit.OpenConfig{Duration: 30 * time.Second, Backoff: 2, Max: time.Minute}, b.Open)
+	assert.Equal(t, 3, b.HalfOpen.Probes)
+	assert.Equal(t, 3, b.HalfOpen.Successes)
+	assert.Equal(t, b, cfg.CommandBreaker)
 }

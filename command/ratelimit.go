@@ -95,17 +95,30 @@ type KeyedLimiter interface {
 func WithKey(key string) Option { return Option{key: key} }
 
 // limit is the first stage of an attempt: it refuses a call whose
-// WithTimeout is invalid (BAD_REQUEST: the caller's mistake) and has the
-// call's rate limiters, if any, admit it (limited), a KeyedRateLimit with
-// the key of opts, the call's options. It reports whether the attempt goes
-// on; if not, k.r says why. A call with neither pays two tests, inlined.
-func (k *call) limit(opts []Option) bool {
+// WithTimeout is invalid (BAD_REQUEST: the caller's mistake), refuses a
+// write in a read-only group (READ_ONLY), and has the call's rate
+// limiters, if any, admit it (limited), a KeyedRateLimit with the key of
+// opts, the call's options. It reports whether the attempt goes on; if
+// not, k.r says why. A call with none of these pays two tests, inlined;
+// whether the call is a write is asked only in a read-only group.
+func (k *commandCall[T, C]) limit(opts []Option) bool {
 	return !k.cs.limited && k.timeout >= NoTimeout || k.limited(opts)
 }
 
-// limited is limit for a call with an invalid WithTimeout or with rate
-// limiters. An invalid timeout (any negative one but NoTimeout) refuses
-// the attempt at once. Otherwise limited asks the call's limiters, in order (the group's RateLimit, its
+// limited is limit for a call with an invalid WithTimeout, in a read-only
+// group, to a warming instance or with rate limiters: it asks whether the
+// call is a write only in a read-only group (the question converts the
+// command to an interface), and hands the rest to passLimits.
+func (k *commandCall[T, C]) limited(opts []Option) bool {
+	return k.passLimits(opts, k.cs.readOnly && k.g.writes(any(k.cmd), opts))
+}
+
+// passLimits decides limited's call and reports whether the attempt goes
+// on. An invalid timeout (any negative one but NoTimeout) refuses the
+// attempt at once, and so does write, a write in a read-only group
+// (READ_ONLY), before any limiter spends its quota on it. A call to an
+// instance in its warm-up (InstanceWarmUp) is marked cold, for record.
+// Otherwise passLimits asks the call's limiters, in order (the group's RateLimit, its
 // KeyedRateLimit with the key of opts (WithKey), the command's
 // RateLimit), to admit an attempt that started at t0, before the breakers
 // see it, and reports whether they all did; if not, the attempt is
@@ -115,14 +128,20 @@ func (k *call) limit(opts []Option) bool {
 // limiters were done (a limiter may wait, as a pacer does): Run's latency
 // and the breakers' reckoning start there; the call's Latency still counts
 // from its start. If no limiter of the call may wait (see Limiter), t0
-// stays the attempt's start and the clock is not read. limit calls it only for a
-// command with a limiter (limited).
-func (k *call) limited(opts []Option) bool {
+// stays the attempt's start and the clock is not read.
+func (k *call) passLimits(opts []Option, write bool) bool {
 	if k.timeout < NoTimeout {
 		k.r = result{event: metrics.BadRequest, err: fmt.Errorf("%w: WithTimeout(%v): negative (NoTimeout disables the timeout)", ErrInvalidConfig, k.timeout)}
 		return false
 	}
+	if write {
+		k.r = result{event: metrics.ReadOnly, err: ErrReadOnly}
+		return false
+	}
 	cs, ctx := k.cs, k.ctx
+	if d := cs.instanceWarmUp; d > 0 && k.g.instances.cold(k.g, instanceOf(opts), k.t0, d) {
+		k.cold, k.judge = true, true
+	}
 	var err error
 	if cs.groupLimit.Limiter != nil {
 		err = cs.groupLimit.admit(ctx, k.t0)

@@ -31,7 +31,7 @@ type commandSettings struct {
 
 	probeClassifier func(err error) metrics.Event // judges failed probes; nil: as any call
 
-	// The call's rate limiters, asked in this order (see call.limited);
+	// The call's rate limiters, asked in this order (see call.passLimits);
 	// limited is set when there is any, limitWaits when one may wait (see
 	// Limiter).
 	groupLimit limitStage
@@ -42,18 +42,23 @@ type commandSettings struct {
 
 	retry      *RetryConfig // the group's Retry, defaults applied; nil: off
 	noFallback bool         // the group's NoFallback
+	readOnly   bool         // the group is read-only (GroupConfig.ReadOnly or its registry's switch); sets limited
+
+	instanceWarmUp time.Duration // the group's InstanceWarmUp; 0: off; sets limited
 }
 
 // cfg returns the group's config in force.
 func (g *Group) cfg() *liveConfig { return g.live.Load() }
 
 // commandSettings returns the settings of the command called name under c,
-// in a group whose clock is clock.
-func (c *GroupConfig) commandSettings(name string, clock metrics.Clock) *commandSettings {
+// in a group whose clock is clock and whose registry is read-only or not.
+func (c *GroupConfig) commandSettings(name string, clock metrics.Clock, readOnly bool) *commandSettings {
 	s := &commandSettings{timeout: c.Timeout, slowCall: c.SlowCallDuration, reserve: c.DeadlineReserve,
 		probeClassifier: c.ProbeClassifier, groupLimit: stageOf(c.RateLimit, clock), keyedLimit: c.KeyedRateLimit,
 		noFallback: c.NoFallback}
-	s.limited = c.RateLimit != nil || c.KeyedRateLimit != nil
+	s.readOnly = c.ReadOnly || readOnly
+	s.instanceWarmUp = c.InstanceWarmUp
+	s.limited = c.RateLimit != nil || c.KeyedRateLimit != nil || s.readOnly || s.instanceWarmUp > 0
 	s.limitWaits = mayWait(c.RateLimit) || mayWait(c.KeyedRateLimit)
 	if c.Retry.enabled() {
 		s.retry = &c.Retry
@@ -217,7 +222,7 @@ func (g *Group) reconfigureLocked(cfg GroupConfig) error {
 	g.declareLocked()
 	for name, c := range g.commands.Load().byName {
 		must(c.breaker.Reconfigure(g.commandBreakerConfig(&next.GroupConfig, name)))
-		c.settings.Store(next.commandSettings(name, g.clock))
+		c.settings.Store(next.commandSettings(name, g.clock, g.reg.readOnly.Load()))
 	}
 	attrs := append([]slog.Attr{slog.String("group", g.name), slog.Uint64("generation", next.generation)},
 		confdiff.Diff(old.GroupConfig, next.GroupConfig)...)

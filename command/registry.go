@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gometrics "github.com/rcrowley/go-metrics"
@@ -50,9 +51,10 @@ type Registry struct {
 	clock  metrics.Clock
 	logger *slog.Logger
 
-	mu     sync.RWMutex
-	groups map[string]*Group
-	closed bool // Close has begun: no group may be created
+	mu       sync.RWMutex
+	groups   map[string]*Group
+	closed   bool        // Close has begun: no group may be created
+	readOnly atomic.Bool // SetReadOnly's switch
 }
 
 // NewRegistry returns an empty registry configured by cfg.

@@ -259,6 +259,11 @@ func mergeNativeCommands(evs []*nativeCommand) *nativeCommand {
 	out.RollingCountProbeFailure = total(evs, func(e *nativeCommand) int64 { return e.RollingCountProbeFailure })
 	out.RollingCountRateLimited = total(evs, func(e *nativeCommand) int64 { return e.RollingCountRateLimited })
 	out.RollingCountRetried = total(evs, func(e *nativeCommand) int64 { return e.RollingCountRetried })
+	out.RollingCountReadOnly = total(evs, func(e *nativeCommand) int64 { return e.RollingCountReadOnly })
+	out.RollingCountDegradedStatic = total(evs, func(e *nativeCommand) int64 { return e.RollingCountDegradedStatic })
+	out.RollingCountDegradedLastGood = total(evs, func(e *nativeCommand) int64 { return e.RollingCountDegradedLastGood })
+	out.RollingCountDegradedFeatureOff = total(evs, func(e *nativeCommand) int64 { return e.RollingCountDegradedFeatureOff })
+	out.RollingCountDegradedDeferred = total(evs, func(e *nativeCommand) int64 { return e.RollingCountDegradedDeferred })
 	out.ReportingHosts = int64(total(evs, func(e *nativeCommand) int { return int(e.hosts()) }))
 	return &out
 }

@@ -146,6 +146,18 @@ type bulwarkCommand struct {
 	// (RETRIED, see command.RetryConfig); each is also counted with its
 	// own outcome (FAILURE or TIMEOUT). The Hystrix event has no key for it.
 	RollingCountRetried int64 `json:"rollingCountRetried"`
+	// RollingCountReadOnly counts writes that read-only mode refused
+	// (READ_ONLY, see command.GroupConfig.ReadOnly). The Hystrix event has
+	// no key for it.
+	RollingCountReadOnly int64 `json:"rollingCountReadOnly"`
+	// The fallback successes by kind of degradation (DEGRADED_STATIC,
+	// DEGRADED_LAST_GOOD, DEGRADED_FEATURE_OFF, DEGRADED_DEFERRED, see
+	// command.Degradation); the rest of rollingCountFallbackSuccess
+	// declared no kind.
+	RollingCountDegradedStatic     int64 `json:"rollingCountDegradedStatic"`
+	RollingCountDegradedLastGood   int64 `json:"rollingCountDegradedLastGood"`
+	RollingCountDegradedFeatureOff int64 `json:"rollingCountDegradedFeatureOff"`
+	RollingCountDegradedDeferred   int64 `json:"rollingCountDegradedDeferred"`
 }
 
 func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.CommandSnapshot) {
@@ -171,6 +183,11 @@ func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 	e.DegradedAlarm = c.DegradedAlarm
 	e.RollingCountRateLimited = c.Metrics.Counts[metrics.RateLimited]
 	e.RollingCountRetried = c.Metrics.Counts[metrics.Retried]
+	e.RollingCountReadOnly = c.Metrics.Counts[metrics.ReadOnly]
+	e.RollingCountDegradedStatic = c.Metrics.Counts[metrics.DegradedStatic]
+	e.RollingCountDegradedLastGood = c.Metrics.Counts[metrics.DegradedLastGood]
+	e.RollingCountDegradedFeatureOff = c.Metrics.Counts[metrics.DegradedFeatureOff]
+	e.RollingCountDegradedDeferred = c.Metrics.Counts[metrics.DegradedDeferred]
 }
 
 // bulwarkGroup is the BulwarkGroup event: a group's bulkhead (pool or

@@ -185,7 +185,8 @@ func (c ReplayerConfig) validate() error {
 //     so an outage is probed at a bounded rate, with the oldest due
 //     write, not with every entry. Once the write is older than MaxAge,
 //     it is dead-lettered instead (ReasonMaxAge).
-//   - SHORT_CIRCUITED, *_REJECTED, RATE_LIMITED, QUEUE_TIMEOUT: bulwark
+//   - SHORT_CIRCUITED, *_REJECTED, RATE_LIMITED, QUEUE_TIMEOUT, READ_ONLY
+//     (a replay is a write: a read-only group holds the queue): bulwark
 //     refused the replay itself and the write never left: no attempt, no
 //     delivery; the round stops and the entry is due again at once
 //     (older than MaxAge, it is dead-lettered as for an outage).
@@ -500,6 +501,10 @@ type replayCall struct {
 func (c replayCall) Run(ctx context.Context) (struct{}, error) {
 	return struct{}{}, c.apply(ctx, c.e)
 }
+
+// Write marks a replay as a write: a read-only group (see
+// command.GroupConfig.ReadOnly) holds the queue until it takes writes again.
+func (replayCall) Write() bool { return true }
 
 // QueueEvent is the replayer's event on the dashboard stream (type
 // BulwarkQueue); the dashboard page shows one tile per group.

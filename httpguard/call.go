@@ -27,6 +27,18 @@ type call struct {
 	left     bool           // RoundTrip has taken upstream: a later one is Run's to close
 }
 
+// Write reports whether the request is a write: any method but GET, HEAD,
+// OPTIONS and TRACE (the safe methods of RFC 9110). A read-only group (see
+// command.GroupConfig.ReadOnly) refuses writes as READ_ONLY and serves
+// reads.
+func (c *call) Write() bool {
+	switch c.req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return false
+	}
+	return true
+}
+
 func (c *call) Run(ctx context.Context) (*http.Response, error) {
 	c.started.Store(true)
 	c.dropKept()
@@ -146,7 +158,8 @@ func (d degradingCall) Fallback(_ context.Context, err error) (*http.Response, e
 	}
 	var se *statusError
 	switch e.Event {
-	case metrics.ShortCircuited, metrics.ThreadPoolRejected, metrics.SemaphoreRejected, metrics.QueueTimeout:
+	case metrics.ShortCircuited, metrics.ThreadPoolRejected, metrics.SemaphoreRejected, metrics.QueueTimeout,
+		metrics.ReadOnly:
 		if d.refusals {
 			return degradedResponse(d.req, e, http.StatusServiceUnavailable), nil
 		}

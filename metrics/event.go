@@ -7,14 +7,14 @@ import (
 
 // Event is one kind of thing that can happen to a command call. The names
 // follow Hystrix so the stream stays compatible with its tooling; Cancelled,
-// Slow, QueueTimeout, the Probe events, RateLimited and Retried are
-// bulwark's own.
+// Slow, QueueTimeout, the Probe events, RateLimited, Retried, ReadOnly and
+// the Degraded events are bulwark's own.
 type Event uint8
 
 // The events counted in every bucket. A call has exactly one primary outcome
 // (Success, Failure, Timeout, BadRequest, ShortCircuited, ThreadPoolRejected,
-// SemaphoreRejected, Cancelled, QueueTimeout or RateLimited); the others are recorded
-// alongside it.
+// SemaphoreRejected, Cancelled, QueueTimeout, RateLimited or ReadOnly); the
+// others are recorded alongside it.
 const (
 	Success            Event = iota // Run returned without error
 	Failure                         // Run returned an error or panicked
@@ -36,6 +36,11 @@ const (
 	ProbeFailure                    // a probe judged a failure or timeout
 	RateLimited                     // a rate limiter refused the call; Run never started
 	Retried                         // the attempt failed and is being retried (recorded alongside its FAILURE or TIMEOUT)
+	ReadOnly                        // read-only mode refused a write; Run never started
+	DegradedStatic                  // the fallback served a static default (beside FALLBACK_SUCCESS)
+	DegradedLastGood                // the fallback served the last good value (beside FALLBACK_SUCCESS)
+	DegradedFeatureOff              // the fallback turned the feature off: an empty answer (beside FALLBACK_SUCCESS)
+	DegradedDeferred                // the fallback deferred the work for later (beside FALLBACK_SUCCESS)
 	NumEvents                       // number of event kinds; not an event
 )
 
@@ -60,6 +65,11 @@ var eventNames = [NumEvents]string{
 	ProbeFailure:       "PROBE_FAILURE",
 	RateLimited:        "RATE_LIMITED",
 	Retried:            "RETRIED",
+	ReadOnly:           "READ_ONLY",
+	DegradedStatic:     "DEGRADED_STATIC",
+	DegradedLastGood:   "DEGRADED_LAST_GOOD",
+	DegradedFeatureOff: "DEGRADED_FEATURE_OFF",
+	DegradedDeferred:   "DEGRADED_DEFERRED",
 }
 
 // eventLabels are the events' names in lower case (TestEventLabels).
@@ -84,6 +94,11 @@ var eventLabels = [NumEvents]string{
 	ProbeFailure:       "probe_failure",
 	RateLimited:        "rate_limited",
 	Retried:            "retried",
+	ReadOnly:           "read_only",
+	DegradedStatic:     "degraded_static",
+	DegradedLastGood:   "degraded_last_good",
+	DegradedFeatureOff: "degraded_feature_off",
+	DegradedDeferred:   "degraded_deferred",
 }
 
 // String returns the event's Hystrix-style name, such as "SHORT_CIRCUITED":

@@ -19,7 +19,7 @@
 //
 // Group fields: preset, strategy ("thread" or "semaphore"), maxConcurrent,
 // queueSize, timeout, fallbackLimit, slowCallDuration, maxCommands,
-// noFallback, deadlineReserve, retry, rateLimit, keyedRateLimit, breaker,
+// noFallback, readOnly, deadlineReserve, retry, rateLimit, keyedRateLimit, breaker,
 // commandBreaker, commands. Breaker fields (breaker, commandBreaker, and a
 // command's breaker), grouped as circuit.Config groups them: window
 // {length, buckets}, minRequests, failureRatio, slowCallDuration,

@@ -35,6 +35,7 @@ type Group struct {
 	SlowCallDuration *Duration          `json:"slowCallDuration" rules:"nonzero"`
 	MaxCommands      *int               `json:"maxCommands" rules:"nonzero"`
 	NoFallback       *bool              `json:"noFallback"`
+	ReadOnly         *bool              `json:"readOnly"`
 	DeadlineReserve  *Duration          `json:"deadlineReserve"`
 	Retry            *Retry             `json:"retry"`
 	RateLimit        *RateLimit         `json:"rateLimit"`
@@ -200,6 +201,7 @@ func (r Group) config(name string, base command.GroupConfig, lim *limits) (comma
 	setDuration(&cfg.SlowCallDuration, r.SlowCallDuration)
 	set(&cfg.MaxCommands, r.MaxCommands)
 	set(&cfg.NoFallback, r.NoFallback)
+	set(&cfg.ReadOnly, r.ReadOnly)
 	setDuration(&cfg.DeadlineReserve, r.DeadlineReserve)
 	r.Retry.apply(&cfg.Retry)
 	r.Breaker.apply(&cfg.Breaker)

@@ -287,6 +287,12 @@
     ['cancelled', 'Cancelled', () => false, (h, n) => (n ? n.rollingCountCancelled : 0)],
     ['rate-limited', 'Rate limited', () => false, (h, n) => (n ? n.rollingCountRateLimited : 0)],
     ['retried', 'Retried', () => false, (h, n) => (n ? n.rollingCountRetried : 0)],
+    ['read-only', 'Read-only', () => false, (h, n) => (n ? n.rollingCountReadOnly : 0)],
+    ['degraded-static', 'Degraded: static', () => false, (h, n) => (n ? n.rollingCountDegradedStatic : 0)],
+    ['degraded-last-good', 'Degraded: last good', () => false, (h, n) => (n ? n.rollingCountDegradedLastGood : 0)],
+    ['degraded-feature-off', 'Degraded: feature off', () => false,
+      (h, n) => (n ? n.rollingCountDegradedFeatureOff : 0)],
+    ['degraded-deferred', 'Degraded: deferred', () => false, (h, n) => (n ? n.rollingCountDegradedDeferred : 0)],
   ];
 
   const PERCENTILES = [

@@ -10,7 +10,8 @@ import (
 // fault is what the backend injects into its faulty route.
 type fault struct {
 	errorRate float64       // share of calls answered 500 at once
-	latency   time.Duration // added to every other call (the caller's timeout is shorter)
+	hangRate  float64       // share of calls that hang for hang (the caller's timeout is shorter)
+	hang      time.Duration // how long a hanging call takes
 }
 
 // backend is the dependency: /healthy and /faulty each take serviceTime; fault injection applies to
@@ -36,12 +37,14 @@ func (b *backend) handler() http.Handler {
 
 func (b *backend) serve(w http.ResponseWriter, r *http.Request, f *fault) {
 	if f != nil {
-		if rand.Float64() < f.errorRate {
+		switch p := rand.Float64(); {
+		case p < f.errorRate:
 			http.Error(w, "injected failure", http.StatusInternalServerError)
 			return
-		}
-		if !sleepCtx(r, f.latency) {
-			return
+		case p < f.errorRate+f.hangRate:
+			if !sleepCtx(r, f.hang) {
+				return
+			}
 		}
 	}
 	if !sleepCtx(r, b.serviceTime) {

@@ -11,8 +11,25 @@ import (
 )
 
 func bulwarkProtections() []func() protection {
-	return []func() protection{bulwarkProtection}
+	return []func() protection{bulwarkProtection, bulwarkPreset, bulwarkPresetShortWindow}
 }
+
+// bulwarkPresetShortWindow: command.PresetDependency with its breakers' window halved to 500 ms,
+// which trips earlier (fewer calls reach /faulty before the trip) at the price of needing 40 calls
+// a second to gather the minimum, and of judging over a shorter, noisier window.
+func bulwarkPresetShortWindow() protection {
+	cfg, err := command.Preset(command.PresetDependency)
+	cfg.Breaker.Window.Length = cfg.Breaker.Window.Length / 2
+	cfg.CommandBreaker = cfg.Breaker
+	p := bulwarkGroups(presetName+", 500 ms window", cfg)
+	if err != nil {
+		p.wrap = func(string, func(context.Context) error) (call, error) { return nil, err }
+	}
+	return p
+}
+
+// presetName is the name of the protection that runs command.PresetDependency.
+const presetName = "bulwark (preset)"
 
 // backendCmd is the bulwark command of one endpoint: Run calls the backend route; the embedded
 // Static answers the fallback.
@@ -30,7 +47,6 @@ func (c *backendCmd) Run(ctx context.Context) (struct{}, error) { return struct{
 // bulkheadSize with no queue, the call timeout, group and command breakers with the common
 // settings, and a static fallback.
 func bulwarkProtection() protection {
-	reg := command.NewRegistry(command.RegistryConfig{Logger: slog.New(slog.DiscardHandler)})
 	window := metrics.Window{Length: breakerWindow, Buckets: 10}
 	breaker := circuit.Config{
 		Window:       window,
@@ -39,17 +55,33 @@ func bulwarkProtection() protection {
 		Open:         circuit.OpenConfig{Duration: openDuration},
 		HalfOpen:     circuit.HalfOpenConfig{Successes: halfOpenSuccesses},
 	}
+	return bulwarkGroups("bulwark (pool)", command.GroupConfig{
+		Window:         window,
+		Breaker:        breaker,
+		CommandBreaker: breaker,
+	})
+}
+
+// bulwarkPreset: the recommended configuration, command.PresetDependency, with the scenario's
+// timeout and bulkhead.
+func bulwarkPreset() protection {
+	cfg, err := command.Preset(command.PresetDependency)
+	p := bulwarkGroups(presetName, cfg)
+	if err != nil {
+		p.wrap = func(string, func(context.Context) error) (call, error) { return nil, err }
+	}
+	return p
+}
+
+// bulwarkGroups runs each endpoint in its own group of cfg, with a goroutine pool of bulkheadSize
+// and no queue, the call timeout, and a static fallback.
+func bulwarkGroups(name string, cfg command.GroupConfig) protection {
+	reg := command.NewRegistry(command.RegistryConfig{Logger: slog.New(slog.DiscardHandler)})
+	cfg.Strategy, cfg.MaxConcurrent, cfg.Timeout = command.Thread, bulkheadSize, callTimeout
 	return protection{
-		name: "bulwark (pool)",
+		name: name,
 		wrap: func(endpoint string, do func(context.Context) error) (call, error) {
-			g, err := reg.NewGroup(endpoint, command.GroupConfig{
-				Strategy:       command.Thread,
-				MaxConcurrent:  bulkheadSize,
-				Timeout:        callTimeout,
-				Window:         window,
-				Breaker:        breaker,
-				CommandBreaker: breaker,
-			})
+			g, err := reg.NewGroup(endpoint, cfg)
 			if err != nil {
 				return nil, err
 			}

@@ -11,6 +11,7 @@ import (
 // record is one request of the load generator.
 type record struct {
 	endpoint, phase int
+	scheduled       time.Time     // when the request was due to be sent
 	latency         time.Duration // from the scheduled send time to the end of the response
 	outcome         string        // ok | fallback | error (from the front) | transport (no answer)
 	reason          string
@@ -57,7 +58,7 @@ func (g *loadGen) wait() { g.wg.Wait() }
 
 func (g *loadGen) send(ep, phase int, scheduled time.Time) {
 	defer g.wg.Done()
-	r := record{endpoint: ep, phase: phase, outcome: "transport"}
+	r := record{endpoint: ep, phase: phase, scheduled: scheduled, outcome: "transport"}
 	resp, err := g.client.Get(g.baseURL + "/" + endpointNames[ep])
 	if err == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)

@@ -2,18 +2,21 @@
 //
 // Everything runs in this process on loopback (127.0.0.1) and stops by itself:
 //   - a backend with two routes, /healthy and /faulty; fault injection on /faulty can be switched
-//     during the run (an error rate plus latency beyond the caller's timeout);
+//     during the run (40% of calls answered 500 at once, 30% hanging 2 s, far beyond the caller's
+//     timeout);
 //   - a front service with two endpoints, each calling the backend route of the same name through
 //     the library under test, over one shared HTTP client whose connection pool is capped, so a
 //     sick route can starve the healthy one unless the library isolates them;
 //   - an open-loop load generator sending a fixed rate to each endpoint.
 //
-// Phases: healthy, fault, recovered. For each library it records per phase and endpoint the
-// achieved good throughput, p50/p99 latency, fallback and error counts and the calls that reached
-// /faulty, and prints markdown tables on stdout.
+// Phases: healthy (5 s), fault (20 s), recovered (5 s). For each library it records per phase and
+// endpoint the achieved good throughput, p50/p99 latency, fallback and error counts and the calls
+// that reached /faulty, and how long after the fault ended /faulty answered well again (the first
+// of recoveryStreak good answers in a row), and prints markdown tables on stdout, ending with the
+// targets of bulwark's recommended preset (command.PresetDependency) against the best peer.
 //
-//	go run ./cmd/protect          # 10 s phases, about 2 minutes for all libraries
-//	go run ./cmd/protect -quick   # 1.5 s phases, about 25 s
+//	go run ./cmd/protect          # about 3 minutes for all libraries
+//	go run ./cmd/protect -quick   # 1.5 s phases and a 3 s fault, about 40 s
 package main
 
 import (
@@ -22,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,7 +37,8 @@ import (
 const (
 	callTimeout       = 250 * time.Millisecond // per backend call
 	serviceTime       = 2 * time.Millisecond   // backend work per call
-	faultLatency      = time.Second            // added during the fault, beyond callTimeout
+	faultHang         = 2 * time.Second        // during the fault, how long a hanging call takes
+	faultHangRate     = 0.3                    // during the fault, share of calls that hang
 	faultErrorRate    = 0.4                    // during the fault, answered 500 at once
 	frontConns        = 20                     // the front's shared connection pool (MaxConnsPerHost)
 	bulkheadSize      = 10                     // per endpoint, for the libraries that have one
@@ -42,6 +47,7 @@ const (
 	openDuration      = time.Second            // breaker: open (sleep window) before a probe
 	halfOpenSuccesses = 3                      // breaker: probe successes to close (bulwark's default; hystrix-go: 1)
 	breakerWindow     = time.Second            // breaker: rolling window (hystrix-go: fixed 10 s)
+	recoveryStreak    = 20                     // good answers in a row that count as recovered
 )
 
 const (
@@ -57,8 +63,16 @@ var (
 )
 
 type config struct {
-	phase, warmup time.Duration
-	rate          int
+	phase, fault, warmup time.Duration
+	rate                 int
+}
+
+// length returns how long phase i lasts.
+func (c config) length(i int) time.Duration {
+	if phaseNames[i] == "fault" {
+		return c.fault
+	}
+	return c.phase
 }
 
 // result is what one library's run produced.
@@ -67,17 +81,19 @@ type result struct {
 	records   []record
 	hits      [numPhases]int64
 	firstOpen time.Duration // after the start of the fault phase; -1 if the faulty endpoint never short-circuited
+	faultEnd  time.Time
 }
 
 func main() {
-	quick := flag.Bool("quick", false, "short phases (1.5 s) for a smoke run")
-	phase := flag.Duration("phase", 10*time.Second, "length of each phase")
+	quick := flag.Bool("quick", false, "short phases (1.5 s, fault 3 s) for a smoke run")
+	phase := flag.Duration("phase", 5*time.Second, "length of the healthy and the recovered phase")
+	faultLen := flag.Duration("fault", 20*time.Second, "length of the fault phase")
 	rate := flag.Int("rate", 200, "requests per second per endpoint")
 	only := flag.String("only", "", "run only the libraries whose name contains this")
 	flag.Parse()
-	cfg := config{phase: *phase, warmup: time.Second, rate: *rate}
+	cfg := config{phase: *phase, fault: *faultLen, warmup: time.Second, rate: *rate}
 	if *quick {
-		cfg.phase, cfg.warmup = 1500*time.Millisecond, 300*time.Millisecond
+		cfg.phase, cfg.fault, cfg.warmup = 1500*time.Millisecond, 3*time.Second, 300*time.Millisecond
 	}
 
 	var results []result
@@ -145,12 +161,15 @@ func run(p protection, cfg config) (result, error) {
 		b.phase.Store(int32(i))
 		switch phaseNames[i] {
 		case "fault":
-			b.fault.Store(&fault{errorRate: faultErrorRate, latency: faultLatency})
+			b.fault.Store(&fault{errorRate: faultErrorRate, hangRate: faultHangRate, hang: faultHang})
 			faultStart = time.Now()
 		default:
 			b.fault.Store(nil)
+			if i > 0 && phaseNames[i-1] == "fault" {
+				res.faultEnd = time.Now()
+			}
 		}
-		g.run(i, cfg.phase)
+		g.run(i, cfg.length(i))
 	}
 	g.wait()
 	for i := range numPhases {
@@ -193,7 +212,7 @@ func summarize(r result, phase, ep int, cfg config) cell {
 		}
 	}
 	c.p50, c.p99 = stat.Percentile(lat, 50), stat.Percentile(lat, 99)
-	c.okPerSec = float64(c.ok) / cfg.phase.Seconds()
+	c.okPerSec = float64(c.ok) / cfg.length(phase).Seconds()
 	return c
 }
 
@@ -209,13 +228,40 @@ func fallbackAfterOpen(r result) (took, e2e []time.Duration) {
 	return took, e2e
 }
 
+// recovery returns how long after the fault ended /faulty began answering well again: the scheduled
+// time of the first of recoveryStreak good answers in a row, in the order the requests were due;
+// -1 if that never happened in the recovered phase.
+func recovery(r result) time.Duration {
+	var recs []record
+	for _, rec := range r.records {
+		if rec.endpoint == epFaulty && phaseNames[rec.phase] == "recovered" {
+			recs = append(recs, rec)
+		}
+	}
+	slices.SortFunc(recs, func(a, b record) int { return a.scheduled.Compare(b.scheduled) })
+	run := 0
+	for i, rec := range recs {
+		if rec.outcome != "ok" {
+			run = 0
+			continue
+		}
+		if run++; run == recoveryStreak {
+			return recs[i-recoveryStreak+1].scheduled.Sub(r.faultEnd)
+		}
+	}
+	return -1
+}
+
 func report(results []result, cfg config) {
-	fmt.Printf("Scenario: %d req/s per endpoint, open loop, phases of %v (healthy, fault, recovered) after %v of warm-up. "+
-		"Backend service time %v. Fault on /faulty: %.0f%% answered 500 at once, the rest delayed %v. "+
+	fmt.Printf("Scenario: %d req/s per endpoint, open loop, phases healthy %v, fault %v, recovered %v after %v of warm-up. "+
+		"Backend service time %v. Fault on /faulty: %.0f%% answered 500 at once, %.0f%% hang %v, the rest answered well. "+
 		"Per call timeout %v; the front's shared connection pool holds %d connections. "+
-		"Libraries: bulkhead %d per endpoint, breaker at %.0f%% failures over >= %d calls in a %v window (hystrix-go: 10 s, fixed), open %v, closes after %d probe successes (hystrix-go: 1), fallback answers a static value.\n\n",
-		cfg.rate, cfg.phase, cfg.warmup, serviceTime, faultErrorRate*100, faultLatency, callTimeout, frontConns,
-		bulkheadSize, failureRatio*100, minRequests, breakerWindow, openDuration, halfOpenSuccesses)
+		"Libraries: bulkhead %d per endpoint, breaker at %.0f%% failures over >= %d calls in a %v window (hystrix-go: 10 s, fixed), open %v, closes after %d probe successes (hystrix-go: 1), fallback answers a static value; "+
+		"bulwark (preset) is command.PresetDependency with the same timeout and bulkhead. "+
+		"Recovery: from the end of the fault to the first of %d good answers in a row from /faulty.\n\n",
+		cfg.rate, cfg.phase, cfg.fault, cfg.phase, cfg.warmup, serviceTime, faultErrorRate*100, faultHangRate*100, faultHang,
+		callTimeout, frontConns, bulkheadSize, failureRatio*100, minRequests, breakerWindow, openDuration, halfOpenSuccesses,
+		recoveryStreak)
 
 	for _, r := range results {
 		fmt.Printf("#### %s\n\n", r.name)
@@ -253,14 +299,61 @@ func report(results []result, cfg config) {
 		}
 		rows = append(rows, []string{r.name,
 			fmt.Sprintf("%.0f%%", 100*ratio(hf.okPerSec, hh.okPerSec)),
-			fmt.Sprintf("%s → %s (%.1f×)", stat.Ms(hh.p99), stat.Ms(hf.p99), ratio(float64(hf.p99), float64(hh.p99))),
-			open, fb, strconv.FormatInt(r.hits[1], 10), fmt.Sprintf("%.1f", fr.okPerSec)})
+			fmt.Sprintf("%s → %s (%.2f×)", stat.Ms(hh.p99), stat.Ms(hf.p99), ratio(float64(hf.p99), float64(hh.p99))),
+			open, fb, strconv.FormatInt(r.hits[1], 10), msOrNever(recovery(r)), fmt.Sprintf("%.1f", fr.okPerSec)})
 	}
 	stat.Table(os.Stdout, []string{"library", "healthy endpoint during fault: good answers/s vs healthy phase",
 		"healthy endpoint p99 ms, healthy phase → fault", "faulty: first short-circuit, ms into the fault",
 		"faulty: fallbacks after first open: n: p99 ms in front / end to end",
-		"calls reaching /faulty during fault", "faulty good answers/s when recovered"}, rows)
+		"calls reaching /faulty during fault", "recovery ms after the fault", "faulty good answers/s when recovered"}, rows)
 	fmt.Println()
+	targets(results, cfg)
+}
+
+// targets prints whether bulwark (preset) met its targets: recovery within 500 ms, no more calls
+// reaching /faulty during the fault than the best peer, and the healthy endpoint's p99 during the
+// fault within 1.2× its p99 in the healthy phase.
+func targets(results []result, cfg config) {
+	var preset *result
+	bestPeer, bestName := int64(-1), ""
+	for i, r := range results {
+		switch {
+		case r.name == presetName:
+			preset = &results[i]
+		case r.name == "hystrix-go" || r.name == "failsafe-go":
+			if bestPeer < 0 || r.hits[1] < bestPeer {
+				bestPeer, bestName = r.hits[1], r.name
+			}
+		}
+	}
+	if preset == nil || bestPeer < 0 {
+		return
+	}
+	rec := recovery(*preset)
+	hh, hf := summarize(*preset, 0, epHealthy, cfg), summarize(*preset, 1, epHealthy, cfg)
+	p99 := ratio(float64(hf.p99), float64(hh.p99))
+	met := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "MISSED"
+	}
+	fmt.Printf("#### Targets of %s\n\n", presetName)
+	stat.Table(os.Stdout, []string{"target", "figure", "verdict"}, [][]string{
+		{"recovery ≤ 500 ms", msOrNever(rec), met(rec >= 0 && rec <= 500*time.Millisecond)},
+		{fmt.Sprintf("calls reaching /faulty during the fault ≤ best peer's (%s: %d)", bestName, bestPeer),
+			strconv.FormatInt(preset.hits[1], 10), met(preset.hits[1] <= bestPeer)},
+		{"healthy endpoint p99 during the fault ≤ 1.2× healthy phase", fmt.Sprintf("%.2f×", p99), met(p99 <= 1.2)},
+	})
+	fmt.Println()
+}
+
+// msOrNever formats d in milliseconds, or "never" when negative.
+func msOrNever(d time.Duration) string {
+	if d < 0 {
+		return "never"
+	}
+	return stat.Ms(d)
 }
 
 // reasons formats the counts of why calls did not get the backend's answer.
