@@ -16,6 +16,9 @@ import (
 //
 //	limit → admit → isolate → run → classify → record → retry or fallback → finish
 //
+// (A registry's CallHook, if any, sees each attempt begin, before limit,
+// and end, in retried or finish.)
+//
 // A stage reads what the stages before it left in the call and leaves its
 // own decision there. Two things go by hand instead, in plain sight in
 // execute: the call's options to limit (their key), and what the bulkhead
@@ -90,6 +93,9 @@ func (k *commandCall[T, C]) execute(opts []Option) (T, error) {
 		return k.v, k.err // a nil command: refused before anything is counted
 	}
 	for {
+		if k.g.hook != nil {
+			k.hookBegin(k.g.hook)
+		}
 		if k.limit(opts) && k.admit() {
 			// isolate hands the attempt to the bulkhead, which runs the run
 			// stage (runHeld on the caller's goroutine, or poolCall.run on a
@@ -173,6 +179,9 @@ func (k *call) finish() {
 		run = k.r.run
 	}
 	k.c.done(k.now, k.events, run, k.now-k.start)
+	if k.g.hook != nil {
+		k.hookEnd(k.g.hook)
+	}
 }
 
 // info tells what happened during the call k, which has finished (or was

@@ -200,6 +200,12 @@
 // registry (RegistryConfig.Metrics, or a private one): see Registry.Metrics
 // for the names. Nothing goes through go-metrics on the call path.
 //
+// A registry's CallHook (RegistryConfig.Hook) sees every attempt begin and
+// end on the caller's goroutine, with its context and Info: the place for
+// tracing (package github.com/bulwark-go/bulwark/otel/bulwarkotel, in its
+// own module, reports calls to OpenTelemetry). Without one, a call pays a
+// nil test per attempt.
+//
 // # Probes and alerts
 //
 // A half-open probe's Run can tell it is one (IsProbe), Info.Probe says so,

@@ -322,6 +322,7 @@ type Group struct {
 	breaker  *circuit.Breaker
 	metrics  *metrics.Rolling // Max only: peak running (counts are the commands', see window)
 	rejected metrics.Event    // ThreadPoolRejected or SemaphoreRejected
+	hook     CallHook         // the registry's; nil: none
 
 	// breakerClock and cmdBreakerClock are the clocks of the group's
 	// breaker and of the commands' breakers when their config sets one;
@@ -424,7 +425,7 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = r.logger
 	}
-	g := &Group{name: name, reg: r, clock: r.clock, logger: cfg.Logger,
+	g := &Group{name: name, reg: r, clock: r.clock, logger: cfg.Logger, hook: r.hook,
 		breakerClock: cfg.Breaker.Clock, cmdBreakerClock: cfg.CommandBreaker.Clock}
 	g.live.Store(&liveConfig{GroupConfig: cfg, changed: r.clock.Now()})
 	var err error

@@ -37,6 +37,10 @@ type RegistryConfig struct {
 	// Logger is the default logger of groups and breakers. Default
 	// slog.Default().
 	Logger *slog.Logger
+	// Hook, if set, follows every attempt of every call in the registry's
+	// groups (a tracer: see CallHook). Default: none, at the cost of a nil
+	// test per attempt.
+	Hook CallHook
 }
 
 // Registry holds the groups of an application: it creates them, exports
@@ -50,6 +54,7 @@ type Registry struct {
 	gm     gometrics.Registry
 	clock  metrics.Clock
 	logger *slog.Logger
+	hook   CallHook
 
 	mu       sync.RWMutex
 	groups   map[string]*Group
@@ -69,7 +74,7 @@ func (r *Registry) ready() { r.once.Do(func() { r.setup(RegistryConfig{}) }) }
 
 // setup applies cfg and its defaults; see RegistryConfig.
 func (r *Registry) setup(cfg RegistryConfig) {
-	r.gm, r.clock, r.logger, r.groups = cfg.Metrics, cfg.Clock, cfg.Logger, map[string]*Group{}
+	r.gm, r.clock, r.logger, r.hook, r.groups = cfg.Metrics, cfg.Clock, cfg.Logger, cfg.Hook, map[string]*Group{}
 	if r.gm == nil {
 		r.gm = gometrics.NewRegistry()
 	}

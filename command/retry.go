@@ -308,6 +308,9 @@ func (k *call) retried() {
 	}
 	k.events.Add(metrics.Retried)
 	k.c.metrics.Record(k.now, k.events, run, k.now-k.start)
+	if k.g.hook != nil {
+		k.hookEnd(k.g.hook)
+	}
 	k.g.retries.pending.Add(-1)
 	k.attempts++
 	start := k.g.clock.Now()

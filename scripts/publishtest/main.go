@@ -60,7 +60,7 @@ const rootPath = "github.com/bulwark-go/bulwark"
 // in the order they are tagged (docs/RELEASING.md); unpublished are those of the modules that
 // are never tagged. Every directory with a go.mod must be in one of the two.
 var (
-	published   = []string{".", "durable", "prom", "redis", "grpc"}
+	published   = []string{".", "durable", "prom", "redis", "grpc", "otel"}
 	unpublished = []string{"bench", "browsertest", "scripts/publishtest"}
 )
 
