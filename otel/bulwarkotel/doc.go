@@ -52,15 +52,11 @@
 // records them, on each call, as OpenTelemetry has no observable
 // histogram.
 //
-// A breaker's transitions are counted from when Metrics first sees it (at
-// NewMetrics, then at each collection: a command's breaker appears with
-// its first call) through circuit.Breaker.Observe, so flaps between two
-// collections are all counted, and the transitions its snapshot still
-// holds (its last eight) are counted at that first sight: a breaker that
-// trips before the first collection counts its trip, unless it made more
-// than eight transitions by then. Create the groups (declaring their
-// commands in GroupConfig.Commands) before NewMetrics to count every
-// transition of their breakers from the start.
+// A breaker's transitions are read, like everything else, from the
+// registry's snapshot (circuit.Snapshot.TransitionCounts, which counts every
+// transition since the breaker was created), so flaps between two
+// collections are all counted, and so are the transitions a breaker made
+// before Metrics existed.
 //
 // Cardinality: the registry bounds every name (GroupConfig.MaxCommands
 // per group, each at most command.MaxNameLength bytes of valid UTF-8), so

@@ -3,7 +3,6 @@ package bulwarkotel
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -15,16 +14,14 @@ import (
 
 // Metrics reports a registry's groups and commands to an OpenTelemetry
 // meter: observable instruments that read one registry snapshot per
-// collection, so that nothing is added to the call path, and a breaker
-// transitions counter fed by circuit.Breaker.Observe. The package doc
-// lists the instruments. It is safe for concurrent use.
+// collection, so that nothing is added to the call path (breaker
+// transitions too: circuit.Snapshot.TransitionCounts counts every one since
+// the breaker was created). The package doc lists the instruments. It is
+// safe for concurrent use.
 type Metrics struct {
 	reg  *command.Registry
 	inst instruments
 	cb   metric.Registration
-
-	mu      sync.Mutex                    // guards watched
-	watched map[*circuit.Breaker]*watched // the breakers whose transitions are counted
 }
 
 // instruments are the observable instruments of Metrics.
@@ -44,7 +41,7 @@ func NewMetrics(reg *command.Registry, cfg Config) (*Metrics, error) {
 	if reg == nil {
 		return nil, ErrNilRegistry
 	}
-	m := &Metrics{reg: reg, watched: map[*circuit.Breaker]*watched{}}
+	m := &Metrics{reg: reg}
 	meter := cfg.meter()
 	var errs []error
 	counter := func(name, unit, desc string) metric.Int64ObservableCounter {
@@ -95,23 +92,12 @@ func NewMetrics(reg *command.Registry, cfg Config) (*Metrics, error) {
 		return nil, err
 	}
 	m.cb = cb
-	m.observe(context.Background(), nil) // watch the breakers that exist now
 	return m, nil
 }
 
-// Close unregisters the instruments' callback and stops counting
-// transitions. Close is idempotent.
-func (m *Metrics) Close() error {
-	err := m.cb.Unregister()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for b, w := range m.watched {
-		w.stop()
-		delete(m.watched, b)
-	}
-	m.watched = nil
-	return err
-}
+// Close unregisters the instruments' callback: later collections report
+// nothing of the registry. Close is idempotent.
+func (m *Metrics) Close() error { return m.cb.Unregister() }
 
 // states are the breaker states, each reported as a bulwark.circuit.state value.
 var states = [...]circuit.State{circuit.Closed, circuit.Open, circuit.HalfOpen}
@@ -120,44 +106,26 @@ var states = [...]circuit.State{circuit.Closed, circuit.Open, circuit.HalfOpen}
 var modes = [...]circuit.Mode{circuit.Normal, circuit.ForcedOpen, circuit.ForcedClosed, circuit.ObserveOnly}
 
 // observe is the instruments' callback: it takes one snapshot of the
-// registry and observes every instrument from it, after watching the
-// breakers it has not seen yet and forgetting those gone. A nil o only
-// watches (NewMetrics, before the first collection).
+// registry and observes every instrument from it.
 func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
-	snap := m.reg.Snapshot()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.watched == nil { // closed
-		return nil
-	}
-	seen := make(map[*circuit.Breaker]bool, len(m.watched))
-	for _, g := range snap.Groups {
-		grp, ok := m.reg.Group(g.Name)
-		if !ok { // closed since the snapshot
-			continue
-		}
+	for _, g := range m.reg.Snapshot().Groups {
 		gattr := KeyGroup.String(g.Name)
-		m.watch(grp.Breaker(), g.Breaker, m.inst.grpTransitions, []attribute.KeyValue{gattr}, seen)
+		m.observeGroup(o, g, gattr)
+		observeTransitions(o, m.inst.grpTransitions, g.Breaker, []attribute.KeyValue{gattr})
 		for _, c := range g.Commands {
-			if b, ok := grp.CommandBreaker(c.Name); ok {
-				m.watch(b, c.Breaker, m.inst.cmdTransitions, cmdAttrs(g.Name, c.Name), seen)
-			}
-		}
-		if o != nil {
-			m.observeGroup(o, g, gattr)
-		}
-	}
-	for b, w := range m.watched {
-		if !seen[b] {
-			w.stop()
-			delete(m.watched, b)
-			continue
-		}
-		if o != nil {
-			w.observe(o)
+			observeTransitions(o, m.inst.cmdTransitions, c.Breaker, cmdAttrs(g.Name, c.Name))
 		}
 	}
 	return nil
+}
+
+// observeTransitions observes b's transition counts into inst, one series
+// per kind (from, to, reason) the breaker has made, with attributes base.
+func observeTransitions(o metric.Observer, inst metric.Int64ObservableCounter, b circuit.Snapshot, base []attribute.KeyValue) {
+	for _, t := range b.TransitionCounts {
+		o.ObserveInt64(inst, int64(t.N), with(base,
+			KeyFrom.String(t.From.String()), KeyTo.String(t.To.String()), KeyReason.String(string(t.Reason))))
+	}
 }
 
 // cmdAttrs returns the group and command attributes of a command's series.

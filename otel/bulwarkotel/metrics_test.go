@@ -192,7 +192,7 @@ func TestTransitionsBetweenCollections(t *testing.T) {
 
 // TestMetricsFollowTheRegistry: a command first called after NewMetrics
 // appears at the next collection, with its breaker's transitions; a closed
-// group's series go, and its breakers are no longer watched.
+// group's series go.
 func TestMetricsFollowTheRegistry(t *testing.T) {
 	reg, clock := newRegistry(t, nil)
 	r, mp := newReader(t)
@@ -207,18 +207,31 @@ func TestMetricsFollowTheRegistry(t *testing.T) {
 		"bulwark.circuit.from", "closed", "bulwark.circuit.to", "open", "bulwark.circuit.reason", "error_ratio")
 	require.True(t, ok, "a breaker first seen at a collection brings its history")
 	assert.EqualValues(t, 1, n)
-	m.mu.Lock()
-	assert.Len(t, m.watched, 4, "two groups' breakers and two commands'")
-	m.mu.Unlock()
 
 	require.NoError(t, pay.Close(context.Background()))
 	c = collect(t, r)
 	assert.Zero(t, c.sum(t, "bulwark.command.calls", "bulwark.group", "pay"), "pay's series are gone")
 	assert.EqualValues(t, 4, c.sum(t, "bulwark.command.calls", "bulwark.group", "users"))
-	m.mu.Lock()
-	assert.Len(t, m.watched, 2, "pay's breakers are no longer watched")
-	m.mu.Unlock()
+	assert.Zero(t, c.sum(t, "bulwark.command.circuit.transitions", "bulwark.group", "pay"), "and its transitions")
 	_ = users
+}
+
+// TestTransitionsBeforeMetricsExisted: transitions a breaker made before
+// NewMetrics, more than its history of eight holds, are all counted.
+func TestTransitionsBeforeMetricsExisted(t *testing.T) {
+	reg, clock := newRegistry(t, nil)
+	_, pay := service(t, reg, clock)
+	const flaps = 12
+	for range flaps {
+		failProbe(t, pay, clock)
+	}
+	r, mp := newReader(t)
+	m, err := NewMetrics(reg, Config{MeterProvider: mp})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, m.Close()) })
+	c := collect(t, r)
+	base := []string{"bulwark.group", "pay", "bulwark.command", "charge"}
+	assert.EqualValues(t, 1+2*flaps, c.sum(t, "bulwark.command.circuit.transitions", base...))
 }
 
 func TestMetricsClose(t *testing.T) {
