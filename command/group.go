@@ -129,10 +129,10 @@ type GroupConfig struct {
 	// panic in it, or an unknown event, leaves the probe a failure and
 	// is logged. Default: none, a probe is judged as any call.
 	ProbeClassifier func(err error) metrics.Event
-	// Alerts turns on alerts by how long a breaker has been open (tiers,
-	// default P3 at 1 minute, P2 at 10, P1 at 30) and a degraded-rate
-	// alarm per command; see AlertConfig. Default: off.
-	Alerts AlertConfig
+	// Alerts turns on the group's alerts (by how long a breaker has been
+	// open, and on a command's degraded rate): an *alert.Watcher, see
+	// package alert and Alerter. It cannot change live. Default: nil, off.
+	Alerts Alerter
 	// NoFallback makes the group fail loudly: Execute never calls a
 	// command's Fallback, so every FAILURE, TIMEOUT, rejection or
 	// short-circuit reaches the caller as an error (with FALLBACK_MISSING,
@@ -214,7 +214,6 @@ func (c GroupConfig) WithDefaults() GroupConfig {
 	if c.SlowCallDuration == 0 {
 		c.SlowCallDuration = c.CommandBreaker.SlowCallDuration
 	}
-	c.Alerts = c.Alerts.withDefaults()
 	c.Retry = c.Retry.withDefaults()
 	return c
 }
@@ -257,9 +256,6 @@ func (c GroupConfig) Validate() error {
 	}
 	if err := c.CommandBreaker.Validate(); err != nil {
 		return fmt.Errorf("%w: CommandBreaker: %w", ErrInvalidConfig, err)
-	}
-	if err := e.Alerts.validate(); err != nil {
-		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Commands)) {
 		cc := c.Commands[name]
@@ -315,7 +311,7 @@ type Group struct {
 
 	hot groupCounters
 
-	alerts *alerter // nil: alerts off
+	alerts Alerter // nil: alerts off
 
 	warmEnd atomic.Int64 // group clock: end of the last WarmUp; new commands inherit the rest
 
@@ -373,8 +369,6 @@ type commandState struct {
 	metrics  *metrics.Rolling
 	calls    sync.Pool // free *poolCall[T, C] (Thread strategy), of the latest use's types
 	hot      commandCounters
-
-	errors *errorRing // last errors, for alerts; nil: alerts off
 }
 
 // commandCounters are the counters every call of a command writes, on cache
@@ -426,9 +420,7 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 		return nil, err
 	}
 	g.commands.Store(&commandTable{})
-	if cfg.Alerts.OnAlert != nil {
-		g.alerts = newAlerter(cfg.Alerts)
-	}
+	g.alerts = cfg.Alerts
 	return g, nil
 }
 
@@ -643,9 +635,6 @@ func (g *Group) newCommand(name string) *commandState {
 	cfg := g.cfg()
 	c := &commandState{name: name, group: g}
 	c.settings.Store(cfg.commandSettings(name, g.clock))
-	if a := g.alerts; a != nil {
-		c.errors = newErrorRing(a.cfg.ErrorSamples, a.cfg.ErrorSampleLen)
-	}
 	var err error
 	if c.breaker, err = circuit.New(g.commandBreakerConfig(&cfg.GroupConfig, name)); err != nil {
 		panic(fmt.Sprintf("command: breaker of validated config refused: %v", err))
@@ -680,7 +669,9 @@ func (g *Group) Close(ctx context.Context) error {
 	g.mu.Unlock()
 
 	g.reg.remove(g, cmds)
-	g.stopAlerts()
+	if g.alerts != nil {
+		g.alerts.Unwatch(g)
+	}
 	g.closeBreakers(cmds)
 	return g.closeBulkhead(ctx)
 }
@@ -715,7 +706,7 @@ func (g *Group) Snapshot() GroupSnapshot {
 		ConfigAge:        now - cfg.changed,
 	}
 	if g.alerts != nil {
-		s.AlertTier = g.alerts.tierOf(g.breaker)
+		s.AlertTier, _ = g.alerts.Status(g, "")
 	}
 	if g.pool != nil {
 		s.Bulkhead = g.pool.Stats()
@@ -768,7 +759,7 @@ func (c *commandState) snapshot(now time.Duration) CommandSnapshot {
 	}
 	_, s.DegradedRate = degradedRate(s.Metrics.Counts)
 	if a := c.group.alerts; a != nil {
-		s.AlertTier, s.DegradedAlarm = a.tierOf(c.breaker), a.degradedAlarm(c)
+		s.AlertTier, s.DegradedAlarm = a.Status(c.group, c.name)
 	}
 	return s
 }

@@ -74,7 +74,7 @@ func TestReconfigureRejectedChangesNothing(t *testing.T) {
 		"Breaker.Mode": func(c *GroupConfig) {
 			c.Commands = map[string]CommandConfig{"x": {Breaker: &circuit.Config{Mode: circuit.ForcedClosed}}}
 		},
-		"Alerts": func(c *GroupConfig) { c.Alerts.OnAlert = func(Alert) {} },
+		"Alerts": func(c *GroupConfig) { c.Alerts = &recordingAlerter{} },
 		"WarmUp": func(c *GroupConfig) { c.CommandBreaker.WarmUp = time.Minute },
 	} {
 		err := g.Reconfigure(changed(g, change))

@@ -182,7 +182,9 @@ func (r *Registry) create(name string, cfg GroupConfig) (*Group, error) {
 	for _, cmd := range slices.Sorted(maps.Keys(g.cfg().Commands)) {
 		g.addCommand(cmd)
 	}
-	g.startAlerts()
+	if g.alerts != nil {
+		g.alerts.Watch(g)
+	}
 	return g, nil
 }
 

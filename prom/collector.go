@@ -256,7 +256,7 @@ func (o out) breaker(d breakerDescs, b circuit.Snapshot, labels ...string) {
 
 // tier sends 1 labelled with tier (after labels), or nothing when tier is
 // "" (no tier reached, or alerts off): the tier names are the group's
-// AlertConfig.Tiers, a handful, so the series stay few.
+// alert.Config.Tiers, a handful, so the series stay few.
 func (o out) tier(d *prometheus.Desc, tier string, labels ...string) {
 	if tier == "" {
 		return
