@@ -185,10 +185,10 @@
 // its window's Max is the peak of calls running at once; a command's Max is
 // the peak of its own calls in flight, and CommandSnapshot.Detached counts
 // its calls that timed out and still run in the pool. Registry.Snapshot
-// reads them all (cheap enough to call every 500 ms), and every group and
-// command publishes functional gauges and counters into a go-metrics
-// registry (RegistryConfig.Metrics, or a private one): see Registry.Metrics
-// for the names. Nothing goes through go-metrics on the call path.
+// reads them all (cheap enough to call every 500 ms); RegistryConfig.Exporter
+// publishes them elsewhere, such as into a go-metrics registry through
+// package [github.com/bulwark-go/bulwark/gmbridge]. Nothing exported is on
+// the call path.
 //
 // # Probes and alerts
 //
@@ -227,7 +227,7 @@
 // as for any rejection; but its error (the one the fallback gets too)
 // matches ErrClosed and isolation.ErrClosed, not ErrRejected, so that a
 // shutdown does not read as a full bulkhead. (A closed group is gone from
-// the registry's snapshots and the go-metrics registry, so these
+// the registry's snapshots and its exporter, so these
 // rejections show only in its own Group.Snapshot.)
 //
 // # HTTP

@@ -627,9 +627,9 @@ func (g *Group) overflowLocked(next *commandTable) *commandState {
 	return c
 }
 
-// newCommand creates a command's breaker, metrics and exported gauges. The
+// newCommand creates a command's breaker and metrics, and exports them. The
 // configs were validated by NewGroup (or Reconfigure), so creation cannot
-// fail; a go-metrics name clash only costs the export and is logged. g.mu
+// fail; a failed export (a name clash) only costs the export and is logged. g.mu
 // is held.
 func (g *Group) newCommand(name string) *commandState {
 	cfg := g.cfg()
@@ -643,8 +643,8 @@ func (g *Group) newCommand(name string) *commandState {
 	if c.metrics, err = metrics.NewRolling(cfg.Window, metrics.CountsAndLatencies); err != nil {
 		panic(fmt.Sprintf("command: window of validated config refused: %v", err))
 	}
-	if !g.closed.Load() {
-		if err := g.reg.exportCommand(c); err != nil {
+	if e := g.reg.export; e != nil && !g.closed.Load() {
+		if err := e.ExportCommand(g, name); err != nil {
 			g.logger.Warn("bulwark: command metrics not exported", slog.String("group", g.name),
 				slog.String("command", name), slog.Any("error", err))
 		}
@@ -655,7 +655,7 @@ func (g *Group) newCommand(name string) *commandState {
 // Close stops the group: it stops its breakers' health checks
 // (circuit.Breaker.Close), closes the bulkhead (waiting, until ctx ends,
 // for calls in progress), removes the group from its registry and its
-// metrics from the go-metrics registry. Calls made after Close are
+// metrics from the registry's exporter. Calls made after Close are
 // rejected (THREAD_POOL_REJECTED or SEMAPHORE_REJECTED) with an error
 // matching ErrClosed and isolation.ErrClosed, not ErrRejected.
 func (g *Group) Close(ctx context.Context) error {
@@ -668,7 +668,7 @@ func (g *Group) Close(ctx context.Context) error {
 	cmds := g.commands.Load()
 	g.mu.Unlock()
 
-	g.reg.remove(g, cmds)
+	g.reg.remove(g)
 	if g.alerts != nil {
 		g.alerts.Unwatch(g)
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	gometrics "github.com/rcrowley/go-metrics"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -595,26 +594,7 @@ func TestConservationWithRetries(t *testing.T) {
 	assert.LessOrEqual(t, retries, callers/5+10+chaosGoroutines)
 }
 
-// TestRetryRetriedInGoMetrics: the go-metrics gauges of the command and of
-// its group include RETRIED, rolling and cumulative.
-func TestRetryRetriedInGoMetrics(t *testing.T) {
-	reg, _ := newTestRegistry(t)
-	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore,
-		Retry: RetryConfig{MaxAttempts: 3, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }}})
-	require.NoError(t, err)
-	var runs atomic.Int64
-	_, err = Execute(context.Background(), g, retryOp{name: "get", idem: true, run: failing(100, errDep, &runs)})
-	require.ErrorIs(t, err, errDep)
-	for _, name := range []string{"command.deps.get.rolling.retried", "command.deps.get.cumulative.retried",
-		"group.deps.rolling.retried", "group.deps.cumulative.retried"} {
-		gauge, ok := reg.Metrics().Get(name).(gometrics.Gauge)
-		require.True(t, ok, "%s missing", name)
-		assert.EqualValues(t, 2, gauge.Value(), name)
-	}
-}
-
-// TestRetryCallsCountCallersNotAttempts: Calls, the go-metrics calls
-// counter and the degraded rate (which the degraded alarm of package alert
+// TestRetryCallsCountCallersNotAttempts: Calls and the degraded rate (which the degraded alarm of package alert
 // reads) count a retried call once: a call of 3 attempts served by its
 // fallback is one call, degraded (rate 1, not 1/3).
 func TestRetryCallsCountCallersNotAttempts(t *testing.T) {
@@ -635,7 +615,4 @@ func TestRetryCallsCountCallersNotAttempts(t *testing.T) {
 	s := g.Snapshot()
 	require.Len(t, s.Commands, 1)
 	assert.InDelta(t, 1.0, s.Commands[0].DegradedRate, 1e-9, "the one call was degraded")
-	calls, ok := reg.Metrics().Get("command.deps.get.calls").(gometrics.Counter)
-	require.True(t, ok)
-	assert.EqualValues(t, 1, calls.Snapshot().Count())
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/gmbridge"
 	"github.com/bulwark-go/bulwark/internal/confdiff"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -94,7 +95,7 @@ func TestEmptyGroupNameIsRefusedBeforeAnyChange(t *testing.T) {
 // those created are closed again: no group changes.
 func TestGroupTheRegistryRefusesChangesNoGroup(t *testing.T) {
 	gm := gometrics.NewRegistry()
-	reg := command.NewRegistry(command.RegistryConfig{Metrics: gm, Clock: new(metrics.ManualClock), Logger: quiet})
+	reg := command.NewRegistry(command.RegistryConfig{Exporter: gmbridge.New(gm), Clock: new(metrics.ManualClock), Logger: quiet})
 	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
 	m := newManager(t, reg)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"a": {"maxConcurrent": 3}}}`)))

@@ -2,7 +2,8 @@
 # Runs every check bulwark has, on a fresh machine too. It installs what the tests run for real
 # when it is missing (Debian packages: chromium for the browser tests, redis-server, prometheus),
 # starts a private redis-server on a free loopback port for the tests (BULWARK_REDIS_ADDR; stopped
-# at the end), checks gofmt, then in each module (every directory with a go.mod: the library,
+# at the end), checks gofmt and that the core packages (command, circuit, isolation, metrics)
+# do not depend on go-metrics (only package gmbridge may), then in each module (every directory with a go.mod: the library,
 # browsertest/, bench/ and the integration modules) runs go mod tidy -diff, go vet, staticcheck
 # and go test -race -count=1, smoke-runs the benchmark programs once (bench/quick.sh), and
 # checks that each published module installs with go get at a pretend tag (scripts/publishtest,
@@ -115,6 +116,19 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 stage "start redis-server on loopback" start_redis
 stage "gofmt -l" check_gofmt
+
+# check_core_deps fails if go-metrics (archived upstream) is among the dependencies of the core
+# packages: only the optional bridge, package gmbridge, may import it.
+check_core_deps() {
+	local core=(./command ./circuit ./isolation ./metrics) deps
+	deps=$(go list -deps "${core[@]}") || return
+	if grep -q '^github.com/rcrowley/go-metrics' <<<"$deps"; then
+		echo "go-metrics is a dependency of ${core[*]}; the importers:"
+		go list -deps -f '{{.ImportPath}}: {{join .Imports " "}}' "${core[@]}" | grep -v '^github.com/rcrowley/' | grep 'rcrowley/go-metrics'
+		return 1
+	fi
+}
+stage "core packages: no go-metrics in go list -deps" check_core_deps
 
 # staticcheck (pinned) catches what vet does not, dead code (U1000) above all.
 staticcheck="go run honnef.co/go/tools/cmd/staticcheck@v0.8.2"
