@@ -20,12 +20,12 @@ import (
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
-// Defaults of GroupConfig, after Hystrix.
+// The defaults of GroupConfig, after Hystrix (its field docs give them).
 const (
-	DefaultTimeout       = time.Second // execution.isolation.thread.timeoutInMilliseconds
-	DefaultMaxConcurrent = 10          // coreSize / maxConcurrentRequests
-	DefaultFallbackLimit = 10          // fallback.isolation.semaphore.maxConcurrentRequests
-	DefaultMaxCommands   = 1000        // command names per group, see GroupConfig.MaxCommands
+	defaultTimeout       = time.Second // execution.isolation.thread.timeoutInMilliseconds
+	defaultMaxConcurrent = 10          // coreSize / maxConcurrentRequests
+	defaultFallbackLimit = 10          // fallback.isolation.semaphore.maxConcurrentRequests
+	defaultMaxCommands   = 1000        // command names per group, see GroupConfig.MaxCommands
 )
 
 // OverflowCommand is the name of the command that takes the calls of new
@@ -199,16 +199,16 @@ type CommandConfig struct {
 // Logger stays nil when unset (the registry supplies it).
 func (c GroupConfig) WithDefaults() GroupConfig {
 	if c.MaxConcurrent == 0 {
-		c.MaxConcurrent = DefaultMaxConcurrent
+		c.MaxConcurrent = defaultMaxConcurrent
 	}
 	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
+		c.Timeout = defaultTimeout
 	}
 	if c.FallbackLimit == 0 {
-		c.FallbackLimit = DefaultFallbackLimit
+		c.FallbackLimit = defaultFallbackLimit
 	}
 	if c.MaxCommands == 0 {
-		c.MaxCommands = DefaultMaxCommands
+		c.MaxCommands = defaultMaxCommands
 	}
 	c.Window = c.Window.WithDefaults()
 	if c.SlowCallDuration == 0 {

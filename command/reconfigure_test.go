@@ -132,7 +132,7 @@ func TestPerCommandSettings(t *testing.T) {
 	// A command no longer declared reverts to the group's settings.
 	require.NoError(t, g.Reconfigure(changed(g, func(c *GroupConfig) { c.Commands = nil })))
 	assert.Equal(t, 100, fragile.Config().MinRequests)
-	assert.Equal(t, DefaultTimeout, g.Snapshot().Commands[0].Timeout)
+	assert.Equal(t, defaultTimeout, g.Snapshot().Commands[0].Timeout)
 }
 
 func TestReconfigureDeclaresCommands(t *testing.T) {

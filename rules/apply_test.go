@@ -116,7 +116,7 @@ func TestGroupTheRegistryRefusesChangesNoGroup(t *testing.T) {
 	z, _ := reg.Group("z")
 	assert.Equal(t, 2*time.Second, z.Config().Timeout)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {}}`)))
-	assert.Equal(t, command.DefaultTimeout, z.Config().Timeout, "its baseline is the one recorded when it was created")
+	assert.Equal(t, time.Second, z.Config().Timeout, "its baseline is the one recorded when it was created")
 }
 
 // fuzzBase is the document in force when FuzzRefusedDocumentChangesNothing
