@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bulwark-go/bulwark/alert"
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
 	"github.com/bulwark-go/bulwark/dashboard"
@@ -57,10 +58,12 @@ func TestBrowserProbesAndAlerts(t *testing.T) {
 	clock := new(metrics.ManualClock)
 	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { assert.NoError(t, reg.Close(context.Background())) })
+	alerts, err := alert.New(alert.Config{Interval: time.Hour})
+	require.NoError(t, err)
 	g, err := reg.NewGroup("payments", command.GroupConfig{
 		Strategy:       command.Semaphore,
 		CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Minute}, HalfOpen: circuit.HalfOpenConfig{Successes: 2}},
-		Alerts:         command.AlertConfig{OnAlert: func(command.Alert) {}, Interval: time.Hour},
+		Alerts:         alerts,
 	})
 	require.NoError(t, err)
 	errDown := errors.New("connection refused")
@@ -82,7 +85,7 @@ func TestBrowserProbesAndAlerts(t *testing.T) {
 	for range 2 {
 		_, _ = command.Execute(context.Background(), g, degraded)
 	}
-	g.CheckAlerts()
+	alerts.Check()
 
 	url := serveRegistry(t, reg, dashboard.Config{})
 	require.NoError(t, chromedp.Do(ctx,

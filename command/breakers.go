@@ -95,7 +95,7 @@ func (k *call) record() {
 	if k.r.event == metrics.Success && k.cs.slowCall > 0 && k.r.run > k.cs.slowCall {
 		k.events.Add(metrics.Slow)
 	}
-	if k.r.err != nil {
-		k.c.recordError(k.now, k.r.event, k.r.err)
+	if k.r.err != nil && g.alerts != nil && (o == metrics.Failure || o == metrics.Timeout) {
+		g.alerts.CallFailed(g, k.c.name, k.now, k.r.err)
 	}
 }

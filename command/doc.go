@@ -195,10 +195,10 @@
 // its window's Max is the peak of calls running at once; a command's Max is
 // the peak of its own calls in flight, and CommandSnapshot.Detached counts
 // its calls that timed out and still run in the pool. Registry.Snapshot
-// reads them all (cheap enough to call every 500 ms), and every group and
-// command publishes functional gauges and counters into a go-metrics
-// registry (RegistryConfig.Metrics, or a private one): see Registry.Metrics
-// for the names. Nothing goes through go-metrics on the call path.
+// reads them all (cheap enough to call every 500 ms); RegistryConfig.Exporter
+// publishes them elsewhere, such as into a go-metrics registry through
+// package [github.com/bulwark-go/bulwark/gmbridge]. Nothing exported is on
+// the call path.
 //
 // A registry's CallHook (RegistryConfig.Hook) sees every attempt begin and
 // end on the caller's goroutine, with its context and Info: the place for
@@ -211,9 +211,10 @@
 // A half-open probe's Run can tell it is one (IsProbe), Info.Probe says so,
 // and the metrics count PROBE, PROBE_SUCCESS and PROBE_FAILURE.
 // GroupConfig.ProbeClassifier judges a failed probe apart from normal calls.
-// GroupConfig.Alerts (AlertConfig) raises alerts, by tier, for breakers open
-// for long, and an alarm for a command's degraded rate; each alert is
-// logged and handed to a callback of yours.
+// GroupConfig.Alerts takes the group's alerting (an Alerter: package
+// [github.com/bulwark-go/bulwark/alert] raises alerts, by tier, for breakers
+// open for long, and an alarm for a command's degraded rate), which reads
+// the group's snapshots and is told of each failed call's error.
 //
 // # Cost
 //
@@ -244,7 +245,7 @@
 // as for any rejection; but its error (the one the fallback gets too)
 // matches ErrClosed and isolation.ErrClosed, not ErrRejected, so that a
 // shutdown does not read as a full bulkhead. (A closed group is gone from
-// the registry's snapshots and the go-metrics registry, so these
+// the registry's snapshots and its exporter, so these
 // rejections show only in its own Group.Snapshot.)
 //
 // # HTTP

@@ -230,20 +230,6 @@ func ExampleRegistry_Snapshot() {
 	//   getProfile: 3 calls, 3 failures, degraded rate 100%
 }
 
-func ExampleRegistry_Metrics() {
-	reg := command.NewRegistry(command.RegistryConfig{})
-	defer reg.Close(context.Background())
-	profiles, _ := reg.NewGroup("profiles", command.GroupConfig{})
-	for range 2 {
-		_, _ = command.Execute(context.Background(), profiles, getProfile{})
-	}
-
-	calls := reg.Metrics().Get("command.profiles.getProfile.calls").(interface{ Count() int64 })
-	failures := reg.Metrics().Get("command.profiles.getProfile.rolling.failure").(interface{ Value() int64 })
-	fmt.Println(calls.Count(), failures.Value())
-	// Output: 2 2
-}
-
 // ExampleRegistry_Close shuts down with a deadline: Close waits for the
 // calls still running, detached ones included (a Run that outlived its
 // caller's timeout keeps its worker until it returns), until ctx ends, then

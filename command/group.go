@@ -20,12 +20,12 @@ import (
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
-// Defaults of GroupConfig, after Hystrix.
+// The defaults of GroupConfig, after Hystrix (its field docs give them).
 const (
-	DefaultTimeout       = time.Second // execution.isolation.thread.timeoutInMilliseconds
-	DefaultMaxConcurrent = 10          // coreSize / maxConcurrentRequests
-	DefaultFallbackLimit = 10          // fallback.isolation.semaphore.maxConcurrentRequests
-	DefaultMaxCommands   = 1000        // command names per group, see GroupConfig.MaxCommands
+	defaultTimeout       = time.Second // execution.isolation.thread.timeoutInMilliseconds
+	defaultMaxConcurrent = 10          // coreSize / maxConcurrentRequests
+	defaultFallbackLimit = 10          // fallback.isolation.semaphore.maxConcurrentRequests
+	defaultMaxCommands   = 1000        // command names per group, see GroupConfig.MaxCommands
 )
 
 // OverflowCommand is the name of the command that takes the calls of new
@@ -127,10 +127,10 @@ type GroupConfig struct {
 	// docs/policies.md tells why a team wanted it). A panic in it, or an unknown event, leaves the probe a failure and
 	// is logged. Default: none, a probe is judged as any call.
 	ProbeClassifier func(err error) metrics.Event
-	// Alerts turns on alerts by how long a breaker has been open (tiers,
-	// default P3 at 1 minute, P2 at 10, P1 at 30) and a degraded-rate
-	// alarm per command; see AlertConfig. Default: off.
-	Alerts AlertConfig
+	// Alerts turns on the group's alerts (by how long a breaker has been
+	// open, and on a command's degraded rate): an *alert.Watcher, see
+	// package alert and Alerter. It cannot change live. Default: nil, off.
+	Alerts Alerter
 	// NoFallback makes the group fail loudly: Execute never calls a
 	// command's Fallback, so every FAILURE, TIMEOUT, rejection or
 	// short-circuit reaches the caller as an error (with FALLBACK_MISSING,
@@ -217,22 +217,21 @@ type CommandConfig struct {
 // Logger stays nil when unset (the registry supplies it).
 func (c GroupConfig) WithDefaults() GroupConfig {
 	if c.MaxConcurrent == 0 {
-		c.MaxConcurrent = DefaultMaxConcurrent
+		c.MaxConcurrent = defaultMaxConcurrent
 	}
 	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
+		c.Timeout = defaultTimeout
 	}
 	if c.FallbackLimit == 0 {
-		c.FallbackLimit = DefaultFallbackLimit
+		c.FallbackLimit = defaultFallbackLimit
 	}
 	if c.MaxCommands == 0 {
-		c.MaxCommands = DefaultMaxCommands
+		c.MaxCommands = defaultMaxCommands
 	}
 	c.Window = c.Window.WithDefaults()
 	if c.SlowCallDuration == 0 {
 		c.SlowCallDuration = c.CommandBreaker.SlowCallDuration
 	}
-	c.Alerts = c.Alerts.withDefaults()
 	c.Retry = c.Retry.withDefaults()
 	return c
 }
@@ -277,9 +276,6 @@ func (c GroupConfig) Validate() error {
 	}
 	if err := c.CommandBreaker.Validate(); err != nil {
 		return fmt.Errorf("%w: CommandBreaker: %w", ErrInvalidConfig, err)
-	}
-	if err := e.Alerts.validate(); err != nil {
-		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Commands)) {
 		cc := c.Commands[name]
@@ -336,7 +332,7 @@ type Group struct {
 
 	hot groupCounters
 
-	alerts *alerter // nil: alerts off
+	alerts Alerter // nil: alerts off
 
 	warmEnd atomic.Int64 // group clock: end of the last WarmUp; new commands inherit the rest
 
@@ -396,8 +392,6 @@ type commandState struct {
 	metrics  *metrics.Rolling
 	calls    sync.Pool // free *poolCall[T, C] (Thread strategy), of the latest use's types
 	hot      commandCounters
-
-	errors *errorRing // last errors, for alerts; nil: alerts off
 }
 
 // commandCounters are the counters every call of a command writes, on cache
@@ -449,9 +443,7 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 		return nil, err
 	}
 	g.commands.Store(&commandTable{})
-	if cfg.Alerts.OnAlert != nil {
-		g.alerts = newAlerter(cfg.Alerts)
-	}
+	g.alerts = cfg.Alerts
 	return g, nil
 }
 
@@ -658,17 +650,14 @@ func (g *Group) overflowLocked(next *commandTable) *commandState {
 	return c
 }
 
-// newCommand creates a command's breaker, metrics and exported gauges. The
+// newCommand creates a command's breaker and metrics, and exports them. The
 // configs were validated by NewGroup (or Reconfigure), so creation cannot
-// fail; a go-metrics name clash only costs the export and is logged. g.mu
+// fail; a failed export (a name clash) only costs the export and is logged. g.mu
 // is held.
 func (g *Group) newCommand(name string) *commandState {
 	cfg := g.cfg()
 	c := &commandState{name: name, group: g}
 	c.settings.Store(cfg.commandSettings(name, g.clock, g.reg.readOnly.Load()))
-	if a := g.alerts; a != nil {
-		c.errors = newErrorRing(a.cfg.ErrorSamples, a.cfg.ErrorSampleLen)
-	}
 	var err error
 	if c.breaker, err = circuit.New(g.commandBreakerConfig(&cfg.GroupConfig, name)); err != nil {
 		panic(fmt.Sprintf("command: breaker of validated config refused: %v", err))
@@ -677,8 +666,8 @@ func (g *Group) newCommand(name string) *commandState {
 	if c.metrics, err = metrics.NewRolling(cfg.Window, metrics.CountsAndLatencies); err != nil {
 		panic(fmt.Sprintf("command: window of validated config refused: %v", err))
 	}
-	if !g.closed.Load() {
-		if err := g.reg.exportCommand(c); err != nil {
+	if e := g.reg.export; e != nil && !g.closed.Load() {
+		if err := e.ExportCommand(g, name); err != nil {
 			g.logger.Warn("bulwark: command metrics not exported", slog.String("group", g.name),
 				slog.String("command", name), slog.Any("error", err))
 		}
@@ -689,7 +678,7 @@ func (g *Group) newCommand(name string) *commandState {
 // Close stops the group: it stops its breakers' health checks
 // (circuit.Breaker.Close), closes the bulkhead (waiting, until ctx ends,
 // for calls in progress), removes the group from its registry and its
-// metrics from the go-metrics registry. Calls made after Close are
+// metrics from the registry's exporter. Calls made after Close are
 // rejected (THREAD_POOL_REJECTED or SEMAPHORE_REJECTED) with an error
 // matching ErrClosed and isolation.ErrClosed, not ErrRejected.
 func (g *Group) Close(ctx context.Context) error {
@@ -702,8 +691,10 @@ func (g *Group) Close(ctx context.Context) error {
 	cmds := g.commands.Load()
 	g.mu.Unlock()
 
-	g.reg.remove(g, cmds)
-	g.stopAlerts()
+	g.reg.remove(g)
+	if g.alerts != nil {
+		g.alerts.Unwatch(g)
+	}
 	g.closeBreakers(cmds)
 	return g.closeBulkhead(ctx)
 }
@@ -738,7 +729,7 @@ func (g *Group) Snapshot() GroupSnapshot {
 		ConfigAge:        now - cfg.changed,
 	}
 	if g.alerts != nil {
-		s.AlertTier = g.alerts.tierOf(g.breaker)
+		s.AlertTier, _ = g.alerts.Status(g, "")
 	}
 	if g.pool != nil {
 		s.Bulkhead = g.pool.Stats()
@@ -791,7 +782,7 @@ func (c *commandState) snapshot(now time.Duration) CommandSnapshot {
 	}
 	_, s.DegradedRate = degradedRate(s.Metrics.Counts)
 	if a := c.group.alerts; a != nil {
-		s.AlertTier, s.DegradedAlarm = a.tierOf(c.breaker), a.degradedAlarm(c)
+		s.AlertTier, s.DegradedAlarm = a.Status(c.group, c.name)
 	}
 	return s
 }

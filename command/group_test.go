@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	gometrics "github.com/rcrowley/go-metrics"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -282,84 +281,6 @@ func TestRegistrySnapshot(t *testing.T) {
 	assert.Equal(t, int64(3), sb.Metrics.Cumulative[metrics.Failure])
 	assert.Equal(t, int64(1), sb.Metrics.Max, "peak running calls")
 	assert.Zero(t, sb.Metrics.Total.Count, "latencies are per command")
-}
-
-func TestGoMetricsExport(t *testing.T) {
-	gm := gometrics.NewRegistry()
-	clock := new(metrics.ManualClock)
-	reg := NewRegistry(RegistryConfig{Metrics: gm, Clock: clock, Logger: discardLogger})
-	g, err := reg.NewGroup("users", GroupConfig{Strategy: Semaphore})
-	require.NoError(t, err)
-	ctx := context.Background()
-	for range 3 {
-		_, _ = Execute(ctx, g, opFB[int]{op[int]{"get", fail[int](errBoom)}, func(context.Context, error) (int, error) { return 0, nil }})
-	}
-	_, _ = Execute(ctx, g, op[int]{"get", succeed(1)})
-
-	gauge := func(name string) int64 {
-		m, ok := gm.Get(name).(gometrics.Gauge)
-		require.True(t, ok, "gauge %s", name)
-		return m.Value()
-	}
-	counter := func(name string) int64 {
-		m, ok := gm.Get(name).(gometrics.Counter)
-		require.True(t, ok, "counter %s", name)
-		return m.Count()
-	}
-	assert.Equal(t, int64(3), gauge("command.users.get.rolling.failure"))
-	assert.Equal(t, int64(1), gauge("command.users.get.cumulative.success"))
-	assert.Equal(t, int64(4), counter("command.users.get.calls"))
-	assert.Equal(t, int64(3), counter("command.users.get.degraded"))
-	assert.Zero(t, gauge("command.users.get.inflight"))
-	assert.Equal(t, int64(circuit.Closed), gauge("command.users.get.circuit.state"))
-	assert.Equal(t, int64(3), gauge("group.users.rolling.fallback_success"))
-	assert.Equal(t, int64(1), gauge("group.users.rolling.max"))
-	assert.Nil(t, gm.Get("group.users.total_ns.p99"), "a group records no latencies, so it publishes none")
-	assert.Equal(t, int64(10), gauge("group.users.bulkhead.capacity"))
-	assert.Equal(t, int64(4), counter("group.users.bulkhead.completed"))
-	gm.Each(func(name string, m any) {
-		_, isMeter := m.(gometrics.Meter)
-		assert.False(t, isMeter, "%s: no Meter (its ticker goroutine never exits)", name)
-	})
-
-	g.Breaker().SetMode(circuit.ForcedOpen)
-	assert.Equal(t, int64(circuit.Open), gauge("group.users.circuit.state"))
-	assert.Zero(t, counter("group.users.config.generation"))
-	require.NoError(t, g.Reconfigure(g.Config()))
-	assert.Equal(t, int64(1), counter("group.users.config.generation"))
-
-	require.NoError(t, reg.Close(ctx))
-	n := 0
-	gm.Each(func(string, any) { n++ })
-	assert.Zero(t, n, "Close removes every metric")
-}
-
-func TestGoMetricsDefaultsToPrivateRegistry(t *testing.T) {
-	reg, _ := newTestRegistry(t)
-	_, err := reg.NewGroup("private", GroupConfig{Strategy: Semaphore})
-	require.NoError(t, err)
-	assert.NotSame(t, gometrics.DefaultRegistry, reg.Metrics())
-	assert.Nil(t, gometrics.DefaultRegistry.Get("group.private.rolling.success"))
-	assert.NotNil(t, reg.Metrics().Get("group.private.rolling.success"))
-}
-
-func TestGoMetricsNameClash(t *testing.T) {
-	gm := gometrics.NewRegistry()
-	require.NoError(t, gm.Register("group.taken.bulkhead.active", gometrics.NewCounter()))
-	require.NoError(t, gm.Register("command.ok.get.calls", gometrics.NewCounter()))
-	reg := NewRegistry(RegistryConfig{Metrics: gm, Logger: discardLogger})
-	defer reg.Close(context.Background())
-
-	_, err := reg.NewGroup("taken", GroupConfig{Strategy: Semaphore})
-	require.Error(t, err, "a group whose metrics cannot be exported is not created")
-	_, ok := reg.Group("taken")
-	assert.False(t, ok)
-	assert.Nil(t, gm.Get("group.taken.rolling.success"), "what was registered before the clash is removed")
-
-	g, err := reg.NewGroup("ok", GroupConfig{Strategy: Semaphore})
-	require.NoError(t, err)
-	_, err = Execute(context.Background(), g, op[int]{"get", succeed(1)})
-	assert.NoError(t, err, "a command whose metrics clash still runs")
 }
 
 func TestRegistryCloseWaits(t *testing.T) {

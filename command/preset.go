@@ -121,7 +121,7 @@ func dependencyPreset() GroupConfig {
 		Open:         circuit.OpenConfig{Duration: 200 * time.Millisecond, Backoff: 2, Max: 400 * time.Millisecond},
 		HalfOpen:     circuit.HalfOpenConfig{Probes: 1, Successes: 3, Failures: 2},
 	}
-	return GroupConfig{Timeout: DefaultTimeout, Breaker: b, CommandBreaker: b}
+	return GroupConfig{Timeout: defaultTimeout, Breaker: b, CommandBreaker: b}
 }
 
 // govkitPreset is the source's "govkit" defaults: a 5 s window, at least
@@ -136,5 +136,5 @@ func govkitPreset() GroupConfig {
 		Open:         circuit.OpenConfig{Duration: 30 * time.Second, Backoff: 2, Max: time.Minute},
 		HalfOpen:     circuit.HalfOpenConfig{Probes: 3, Successes: 3},
 	}
-	return GroupConfig{Timeout: DefaultTimeout, Breaker: b, CommandBreaker: b}
+	return GroupConfig{Timeout: defaultTimeout, Breaker: b, CommandBreaker: b}
 }

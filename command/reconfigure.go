@@ -125,6 +125,9 @@ func (g *Group) check(cfg GroupConfig) (*liveConfig, error) {
 	if eff.Logger == nil {
 		eff.Logger = cur.Logger
 	}
+	if eff.Alerts == nil {
+		eff.Alerts = cur.Alerts
+	}
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("group %q: %w: "+format, append([]any{g.name, ErrInvalidConfig}, args...)...)
 	}
@@ -138,7 +141,7 @@ func (g *Group) check(cfg GroupConfig) (*liveConfig, error) {
 			eff.Window.Length, eff.Window.Buckets, cur.Window.Length, cur.Window.Buckets)
 	case eff.Logger != cur.Logger:
 		return nil, bad("Logger cannot change live")
-	case (eff.Alerts.OnAlert == nil) != (cur.Alerts.OnAlert == nil) || len(confdiff.Diff(eff.Alerts, cur.Alerts)) > 0:
+	case eff.Alerts != cur.Alerts:
 		return nil, bad("Alerts cannot change live: create a new group")
 	}
 	if err := g.breaker.CheckReconfigure(g.breakerConfig(eff.Breaker, g.name)); err != nil {
@@ -173,8 +176,7 @@ func (g *Group) check(cfg GroupConfig) (*liveConfig, error) {
 // command's; see circuit.Breaker.Reconfigure for what a breaker keeps).
 // What cannot: Strategy (create a new group), Window (the metrics windows
 // keep their shape; the breakers' own Window can change), Logger (nil keeps
-// it), Alerts (whether on, and its settings; OnAlert itself may be another
-// function, which is not used: the alerter keeps the first), a breaker's
+// it), Alerts (nil keeps it), a breaker's
 // Clock, Mode (use SetMode) or WarmUp (use Group.WarmUp). Reconfigure takes the
 // group's lock, which only command creation and Close share: Execute of a
 // known command never waits for it.

@@ -74,7 +74,7 @@ func TestReconfigureRejectedChangesNothing(t *testing.T) {
 		"Breaker.Mode": func(c *GroupConfig) {
 			c.Commands = map[string]CommandConfig{"x": {Breaker: &circuit.Config{Mode: circuit.ForcedClosed}}}
 		},
-		"Alerts": func(c *GroupConfig) { c.Alerts.OnAlert = func(Alert) {} },
+		"Alerts": func(c *GroupConfig) { c.Alerts = &recordingAlerter{} },
 		"WarmUp": func(c *GroupConfig) { c.CommandBreaker.WarmUp = time.Minute },
 	} {
 		err := g.Reconfigure(changed(g, change))
@@ -132,7 +132,7 @@ func TestPerCommandSettings(t *testing.T) {
 	// A command no longer declared reverts to the group's settings.
 	require.NoError(t, g.Reconfigure(changed(g, func(c *GroupConfig) { c.Commands = nil })))
 	assert.Equal(t, 100, fragile.Config().MinRequests)
-	assert.Equal(t, DefaultTimeout, g.Snapshot().Commands[0].Timeout)
+	assert.Equal(t, defaultTimeout, g.Snapshot().Commands[0].Timeout)
 }
 
 func TestReconfigureDeclaresCommands(t *testing.T) {

@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	gometrics "github.com/rcrowley/go-metrics"
-
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -26,11 +24,10 @@ var ErrClosed error = &kindError{"command: closed", isolation.ErrClosed}
 
 // RegistryConfig configures a Registry. Every field is optional.
 type RegistryConfig struct {
-	// Metrics receives the go-metrics gauges and counters of every group and
-	// command. Default: a new private go-metrics registry (see
-	// Registry.Metrics), never go-metrics' DefaultRegistry unless passed
-	// here.
-	Metrics gometrics.Registry
+	// Exporter publishes every group and command to a metrics system, such
+	// as go-metrics through package gmbridge. Default: nil, none (the
+	// snapshots, the stream and package prom read the groups anyway).
+	Exporter Exporter
 	// Clock tells time to the metrics and, unless their config sets one, the
 	// breakers. Default metrics.SystemClock().
 	Clock metrics.Clock
@@ -44,14 +41,15 @@ type RegistryConfig struct {
 }
 
 // Registry holds the groups of an application: it creates them, exports
-// their metrics to go-metrics and snapshots them for dashboards. There is no
+// their metrics (RegistryConfig.Exporter) and snapshots them for
+// dashboards. There is no
 // global registry: create one with NewRegistry and pass it around. A zero
 // Registry is ready to use, configured as by NewRegistry(RegistryConfig{});
 // a Registry must not be copied after first use. A Registry is safe for
 // concurrent use.
 type Registry struct {
 	once   sync.Once // sets the fields below: NewRegistry's config, or the defaults
-	gm     gometrics.Registry
+	export Exporter  // nil: none
 	clock  metrics.Clock
 	logger *slog.Logger
 	hook   CallHook
@@ -74,10 +72,7 @@ func (r *Registry) ready() { r.once.Do(func() { r.setup(RegistryConfig{}) }) }
 
 // setup applies cfg and its defaults; see RegistryConfig.
 func (r *Registry) setup(cfg RegistryConfig) {
-	r.gm, r.clock, r.logger, r.hook, r.groups = cfg.Metrics, cfg.Clock, cfg.Logger, cfg.Hook, map[string]*Group{}
-	if r.gm == nil {
-		r.gm = gometrics.NewRegistry()
-	}
+	r.export, r.clock, r.logger, r.hook, r.groups = cfg.Exporter, cfg.Clock, cfg.Logger, cfg.Hook, map[string]*Group{}
 	if r.clock == nil {
 		r.clock = metrics.SystemClock()
 	}
@@ -98,37 +93,6 @@ func (r *Registry) Clock() metrics.Clock {
 func (r *Registry) Logger() *slog.Logger {
 	r.ready()
 	return r.logger
-}
-
-// Metrics returns the go-metrics registry the groups and commands publish
-// into, for its reporters (gometrics.WriteOnce, WriteJSONOnce, Graphite...).
-// The names, with <window> standing for rolling.<event> and
-// cumulative.<event> (counts per event, lower case: rolling.short_circuited),
-// rolling.max, and for commands run_ns.<q> and total_ns.<q> (latency
-// percentiles in ns, q: p0 p25 p50 p75 p90 p95 p99 p99_5 p100, mean, count),
-// and <group> and <command> escaped so that a dot in them is not read as a
-// separator: each "%" is written "%25" and each "." "%2E" (as in a URL;
-// url.PathUnescape reverses it). So group "a.b" with command "c" publishes
-// command.a%2Eb.c.calls, and group "a" with command "b.c"
-// command.a.b%2Ec.calls:
-//
-//	group.<group>.<window>                      the sum of its commands' counts (no latencies); rolling.max: peak running calls
-//	group.<group>.bulkhead.active|queued|detached|capacity   gauges
-//	group.<group>.bulkhead.completed|rejected   counters
-//	group.<group>.circuit.state                 gauge: 0 closed, 1 open, 2 half-open
-//	group.<group>.config.generation             counter: accepted Reconfigure calls
-//	command.<group>.<command>.<window>          the command's counts and latencies
-//	command.<group>.<command>.inflight          gauge
-//	command.<group>.<command>.circuit.state     gauge
-//	command.<group>.<command>.calls|degraded    counters: calls, and calls served by a fallback
-//
-// Every one reads counters the executor keeps anyway, when a reporter asks;
-// nothing is recorded through go-metrics, and no Meter is created. A group's
-// metrics are removed by its Close. Use gometrics.NewPrefixedChildRegistry
-// to put them under a prefix of your own.
-func (r *Registry) Metrics() gometrics.Registry {
-	r.ready()
-	return r.gm
 }
 
 // NewGroup creates the group called name. The error wraps ErrInvalidConfig
@@ -182,25 +146,31 @@ func (r *Registry) create(name string, cfg GroupConfig) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.exportGroup(g); err != nil {
-		return nil, errors.Join(err, g.closeBulkhead(context.Background()))
+	if r.export != nil {
+		if err := r.export.Export(g); err != nil {
+			return nil, errors.Join(err, g.closeBulkhead(context.Background()))
+		}
 	}
 	r.groups[name] = g
 	for _, cmd := range slices.Sorted(maps.Keys(g.cfg().Commands)) {
 		g.addCommand(cmd)
 	}
-	g.startAlerts()
+	if g.alerts != nil {
+		g.alerts.Watch(g)
+	}
 	return g, nil
 }
 
-// remove forgets g and unregisters its metrics and those of cmds.
-func (r *Registry) remove(g *Group, cmds *commandTable) {
+// remove forgets g and unexports its metrics.
+func (r *Registry) remove(g *Group) {
 	r.mu.Lock()
 	if r.groups[g.name] == g {
 		delete(r.groups, g.name)
 	}
 	r.mu.Unlock()
-	unregisterGroup(r.gm, g, cmds)
+	if r.export != nil {
+		r.export.Unexport(g)
+	}
 }
 
 // Snapshot describes every group and command now, sorted by name. It reads

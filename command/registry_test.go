@@ -2,18 +2,15 @@ package command
 
 import (
 	"context"
-	"log/slog"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
 
-	gometrics "github.com/rcrowley/go-metrics"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/bulwark-go/bulwark/internal/logtest"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -66,13 +63,11 @@ func TestRegistryCloseEndedContext(t *testing.T) {
 // NewRegistry(RegistryConfig{}) would.
 func TestZeroRegistry(t *testing.T) {
 	var reg Registry
-	assert.NotNil(t, reg.Metrics())
 	g, err := reg.NewGroup("zero", GroupConfig{Strategy: Semaphore})
 	require.NoError(t, err)
 	v, err := Execute(context.Background(), g, op[int]{"get", succeed(7)})
 	require.NoError(t, err)
 	assert.Equal(t, 7, v)
-	assert.NotNil(t, reg.Metrics().Get("command.zero.get.calls"))
 	assert.Len(t, reg.Snapshot().Groups, 1)
 	require.NoError(t, reg.Close(context.Background()))
 
@@ -116,42 +111,6 @@ func TestGroupOrNew(t *testing.T) {
 	fresh, err := reg.GroupOrNew("shared", GroupConfig{Strategy: Semaphore})
 	require.NoError(t, err)
 	assert.NotSame(t, g, fresh, "a closed group is replaced by a new one")
-}
-
-// TestGoMetricsNamesDoNotCollide: group "a.b" with command "c" and group
-// "a" with command "b.c" get distinct go-metrics names, and closing one
-// group leaves the other's metrics in place.
-func TestGoMetricsNamesDoNotCollide(t *testing.T) {
-	gm := gometrics.NewRegistry()
-	var logs logtest.Buffer
-	reg := NewRegistry(RegistryConfig{Metrics: gm, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	defer reg.Close(context.Background())
-	ab, err := reg.NewGroup("a.b", GroupConfig{Strategy: Semaphore})
-	require.NoError(t, err)
-	a, err := reg.NewGroup("a", GroupConfig{Strategy: Semaphore})
-	require.NoError(t, err)
-	_, err = Execute(context.Background(), ab, op[int]{"c", succeed(1)})
-	require.NoError(t, err)
-	_, err = Execute(context.Background(), a, op[int]{"b.c", succeed(1)})
-	require.NoError(t, err)
-	assert.Empty(t, logs.String(), "no export failed")
-
-	count := func(name string) int64 {
-		c, ok := gm.Get(name).(gometrics.Counter)
-		require.True(t, ok, "counter %s", name)
-		return c.Count()
-	}
-	assert.Equal(t, int64(1), count("command.a%2Eb.c.calls"))
-	assert.Equal(t, int64(1), count("command.a.b%2Ec.calls"))
-	assert.NotNil(t, gm.Get("group.a%2Eb.bulkhead.active"))
-
-	require.NoError(t, a.Close(context.Background()))
-	assert.Nil(t, gm.Get("command.a.b%2Ec.calls"))
-	assert.Nil(t, gm.Get("group.a.bulkhead.active"))
-	assert.Equal(t, int64(1), count("command.a%2Eb.c.calls"), "a.b's metrics stay")
-	assert.NotNil(t, gm.Get("group.a%2Eb.bulkhead.active"))
-
-	assert.Equal(t, "command.100%25.x%2Ey", metricName("command", "100%", "x.y"))
 }
 
 func TestRegistryClockIsItsGroupsClock(t *testing.T) {

@@ -11,12 +11,12 @@ import (
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
-// Defaults of RetryConfig.
+// The defaults of RetryConfig (its field docs give them).
 const (
-	DefaultRetryBackoff       = 50 * time.Millisecond
-	DefaultRetryMaxBackoff    = time.Second
-	DefaultRetryBudgetRatio   = 0.2
-	DefaultRetryBudgetMinRate = 1.0 // retries per second always allowed
+	defaultRetryBackoff       = 50 * time.Millisecond
+	defaultRetryMaxBackoff    = time.Second
+	defaultRetryBudgetRatio   = 0.2
+	defaultRetryBudgetMinRate = 1.0 // retries per second always allowed
 	// MaxRetryAttempts bounds RetryConfig.MaxAttempts: more attempts than
 	// this is a configuration mistake, never a resilience strategy.
 	MaxRetryAttempts = 10
@@ -107,19 +107,19 @@ func (c RetryConfig) withDefaults() RetryConfig {
 		return c
 	}
 	if c.Backoff == 0 {
-		c.Backoff = DefaultRetryBackoff
+		c.Backoff = defaultRetryBackoff
 	}
 	if c.MaxBackoff == 0 {
-		c.MaxBackoff = max(DefaultRetryMaxBackoff, c.Backoff)
+		c.MaxBackoff = max(defaultRetryMaxBackoff, c.Backoff)
 	}
 	if c.MaxRetryAfter == 0 {
 		c.MaxRetryAfter = c.MaxBackoff
 	}
 	if c.BudgetRatio == 0 {
-		c.BudgetRatio = DefaultRetryBudgetRatio
+		c.BudgetRatio = defaultRetryBudgetRatio
 	}
 	if c.BudgetMinPerSecond == 0 {
-		c.BudgetMinPerSecond = DefaultRetryBudgetMinRate
+		c.BudgetMinPerSecond = defaultRetryBudgetMinRate
 	}
 	if c.Sleep == nil {
 		c.Sleep = sleep

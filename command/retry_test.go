@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	gometrics "github.com/rcrowley/go-metrics"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -595,35 +594,13 @@ func TestConservationWithRetries(t *testing.T) {
 	assert.LessOrEqual(t, retries, callers/5+10+chaosGoroutines)
 }
 
-// TestRetryRetriedInGoMetrics: the go-metrics gauges of the command and of
-// its group include RETRIED, rolling and cumulative.
-func TestRetryRetriedInGoMetrics(t *testing.T) {
+// TestRetryCallsCountCallersNotAttempts: Calls and the degraded rate (which the degraded alarm of package alert
+// reads) count a retried call once: a call of 3 attempts served by its
+// fallback is one call, degraded (rate 1, not 1/3).
+func TestRetryCallsCountCallersNotAttempts(t *testing.T) {
 	reg, _ := newTestRegistry(t)
 	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore,
 		Retry: RetryConfig{MaxAttempts: 3, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }}})
-	require.NoError(t, err)
-	var runs atomic.Int64
-	_, err = Execute(context.Background(), g, retryOp{name: "get", idem: true, run: failing(100, errDep, &runs)})
-	require.ErrorIs(t, err, errDep)
-	for _, name := range []string{"command.deps.get.rolling.retried", "command.deps.get.cumulative.retried",
-		"group.deps.rolling.retried", "group.deps.cumulative.retried"} {
-		gauge, ok := reg.Metrics().Get(name).(gometrics.Gauge)
-		require.True(t, ok, "%s missing", name)
-		assert.EqualValues(t, 2, gauge.Value(), name)
-	}
-}
-
-// TestRetryCallsCountCallersNotAttempts: Calls, the go-metrics calls
-// counter, the degraded rate and the degraded alarm count a retried call
-// once: a call of 3 attempts served by its fallback is one call, degraded
-// (rate 1, not 1/3, above the alarm's 0.5).
-func TestRetryCallsCountCallersNotAttempts(t *testing.T) {
-	reg, _ := newTestRegistry(t)
-	var alerts []Alert
-	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore,
-		Retry: RetryConfig{MaxAttempts: 3, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }},
-		Alerts: AlertConfig{OnAlert: func(a Alert) { alerts = append(alerts, a) }, DegradedRate: 0.5, DegradedMinCalls: 1,
-			Interval: time.Hour}})
 	require.NoError(t, err)
 	var runs atomic.Int64
 	v, info, err := ExecuteInfo(context.Background(), g, retryOp{name: "get", idem: true, run: failing(100, errDep, &runs),
@@ -638,12 +615,4 @@ func TestRetryCallsCountCallersNotAttempts(t *testing.T) {
 	s := g.Snapshot()
 	require.Len(t, s.Commands, 1)
 	assert.InDelta(t, 1.0, s.Commands[0].DegradedRate, 1e-9, "the one call was degraded")
-	calls, ok := reg.Metrics().Get("command.deps.get.calls").(gometrics.Counter)
-	require.True(t, ok)
-	assert.EqualValues(t, 1, calls.Snapshot().Count())
-	g.CheckAlerts()
-	require.Len(t, alerts, 1, "the degraded alarm fires")
-	assert.Equal(t, AlertDegraded, alerts[0].Kind)
-	assert.EqualValues(t, 1, alerts[0].Calls)
-	assert.InDelta(t, 1.0, alerts[0].DegradedRate, 1e-9)
 }

@@ -48,7 +48,7 @@ type GroupSnapshot struct {
 	RenamedCommands int
 
 	// AlertTier is the alert tier the group's breaker has reached in its
-	// current outage (see AlertConfig); "" when none or alerts are off.
+	// current outage (see GroupConfig.Alerts); "" when none or alerts are off.
 	AlertTier string
 
 	// ConfigGeneration counts the group's accepted Reconfigure calls: 0 as
@@ -85,8 +85,8 @@ type CommandSnapshot struct {
 	DegradedRate float64
 
 	// AlertTier is the alert tier the command's breaker has reached in its
-	// current outage (see AlertConfig); "" when none or alerts are off.
-	// DegradedAlarm tells that its degraded alarm is raised.
+	// current outage (see GroupConfig.Alerts); "" when none or alerts are
+	// off. DegradedAlarm tells that its degraded alarm is raised.
 	AlertTier     string
 	DegradedAlarm bool
 }

@@ -135,7 +135,7 @@ type bulwarkCommand struct {
 	RollingCountProbeFailure int64 `json:"rollingCountProbeFailure"`
 	// AlertTier is the alert tier the command's breaker has reached ("" for
 	// none); DegradedAlarm tells that its degraded alarm is raised (see
-	// command.AlertConfig).
+	// package alert).
 	AlertTier     string `json:"alertTier"`
 	DegradedAlarm bool   `json:"degradedAlarm"`
 	// RollingCountRateLimited counts calls a rate limiter refused

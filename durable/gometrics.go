@@ -3,12 +3,13 @@ package durable
 import (
 	gometrics "github.com/rcrowley/go-metrics"
 
-	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/gmbridge"
 )
 
 // RegisterMetrics publishes the replayer's stats in a go-metrics registry
-// (such as command.Registry.Metrics()) as functional gauges, read when a
-// reporter asks, with <group> escaped as command.MetricName does:
+// (such as the one a gmbridge.Bridge publishes into) as functional
+// gauges, read when a reporter asks, with <group> escaped as gmbridge.Name
+// does:
 //
 //	queue.<group>.backlog         pending entries
 //	queue.<group>.oldest_age_ms   age of the oldest pending entry
@@ -20,7 +21,7 @@ import (
 //
 // It fails if one of the names is already registered.
 func (r *Replayer) RegisterMetrics(reg gometrics.Registry) error {
-	p := command.MetricName("queue", r.cfg.Group.Name())
+	p := gmbridge.Name("queue", r.cfg.Group.Name())
 	for name, read := range map[string]func(ReplayStats) int64{
 		".backlog":       func(s ReplayStats) int64 { return int64(s.Depth) },
 		".oldest_age_ms": func(s ReplayStats) int64 { return s.OldestAge.Milliseconds() },

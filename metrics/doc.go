@@ -33,7 +33,6 @@
 // moves what leaves the window into them, for exporters of cumulative
 // histograms such as the prom module.
 //
-// Package command publishes these windows as go-metrics gauges
-// (command.Registry.Metrics); this package depends on nothing outside the
-// standard library.
+// Package gmbridge publishes these windows as go-metrics gauges; this
+// package depends on nothing outside the standard library.
 package metrics

@@ -300,7 +300,7 @@ func (o out) transitions(b circuit.Snapshot, group, cmd string) {
 
 // tier sends 1 labelled with tier (after labels), or nothing when tier is
 // "" (no tier reached, or alerts off): the tier names are the group's
-// AlertConfig.Tiers, a handful, so the series stay few.
+// alert.Config.Tiers, a handful, so the series stay few.
 func (o out) tier(d *prometheus.Desc, tier string, labels ...string) {
 	if tier == "" {
 		return

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bulwark-go/bulwark/alert"
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
 	"github.com/bulwark-go/bulwark/metrics"
@@ -305,10 +306,11 @@ func TestCollectorExportsModesAlertsAndGeneration(t *testing.T) {
 	clock := new(metrics.ManualClock)
 	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+	alerts, err := alert.New(alert.Config{Tiers: []alert.Tier{{Name: "page", After: 2 * time.Second}},
+		DegradedMinCalls: 1, Interval: time.Hour})
+	require.NoError(t, err)
 	cfg := command.GroupConfig{Strategy: command.Semaphore, Timeout: command.NoTimeout,
-		CommandBreaker: circuit.Config{MinRequests: 2, FailureRatio: 0.5},
-		Alerts: command.AlertConfig{OnAlert: func(command.Alert) {}, Tiers: []command.AlertTier{{Name: "page", After: 2 * time.Second}},
-			DegradedMinCalls: 1, Interval: time.Hour}}
+		CommandBreaker: circuit.Config{MinRequests: 2, FailureRatio: 0.5}, Alerts: alerts}
 	pay, err := reg.NewGroup("pay", cfg)
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -328,7 +330,7 @@ func TestCollectorExportsModesAlertsAndGeneration(t *testing.T) {
 	_, err = command.Execute(ctx, pay, call{name: "get", clock: clock})
 	require.ErrorIs(t, err, command.ErrRateLimited)
 	clock.Advance(3 * time.Second)
-	pay.CheckAlerts()
+	alerts.Check()
 
 	c, err := New(reg, WithDetail())
 	require.NoError(t, err)

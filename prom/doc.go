@@ -16,7 +16,7 @@
 // lower case, such as "short_circuited", "rate_limited" or "retried"; the
 // table of docs/events.md lists them all), state ("closed", "open",
 // "half-open"), mode ("normal", "forced-open", "forced-closed",
-// "observe-only") and tier (the names of the group's AlertConfig.Tiers).
+// "observe-only") and tier (the names of the group's alert.Config.Tiers).
 //
 //	bulwark_command_events_total{group,command,event}   counter: every event kind bulwark counts
 //	bulwark_command_calls_total{group,command}          counter: callers' calls (attempts less event="retried")
@@ -86,7 +86,7 @@
 //	sum by (group, command) (rate(bulwark_command_events_total{event="fallback_success"}[5m]))
 //	  / sum by (group, command) (rate(bulwark_command_calls_total[5m]))
 //
-// Alert tiers and the degraded alarm are the group's alerts (command.AlertConfig)
+// Alert tiers and the degraded alarm are the group's alerts (package alert)
 // as the snapshot shows them: zero values while alerts are off. A change of
 // bulwark_group_config_generation marks a Reconfigure (live rules).
 //

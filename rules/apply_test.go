@@ -15,6 +15,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/gmbridge"
 	"github.com/bulwark-go/bulwark/internal/confdiff"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -94,7 +95,7 @@ func TestEmptyGroupNameIsRefusedBeforeAnyChange(t *testing.T) {
 // those created are closed again: no group changes.
 func TestGroupTheRegistryRefusesChangesNoGroup(t *testing.T) {
 	gm := gometrics.NewRegistry()
-	reg := command.NewRegistry(command.RegistryConfig{Metrics: gm, Clock: new(metrics.ManualClock), Logger: quiet})
+	reg := command.NewRegistry(command.RegistryConfig{Exporter: gmbridge.New(gm), Clock: new(metrics.ManualClock), Logger: quiet})
 	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
 	m := newManager(t, reg)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"a": {"maxConcurrent": 3}}}`)))
@@ -115,7 +116,7 @@ func TestGroupTheRegistryRefusesChangesNoGroup(t *testing.T) {
 	z, _ := reg.Group("z")
 	assert.Equal(t, 2*time.Second, z.Config().Timeout)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {}}`)))
-	assert.Equal(t, command.DefaultTimeout, z.Config().Timeout, "its baseline is the one recorded when it was created")
+	assert.Equal(t, time.Second, z.Config().Timeout, "its baseline is the one recorded when it was created")
 }
 
 // fuzzBase is the document in force when FuzzRefusedDocumentChangesNothing

@@ -42,7 +42,7 @@
 // drops the command's breaker, the command or its group) keeps the warm-up
 // the command's breaker runs with: a command left to the commandBreaker
 // template then runs the template's settings with its own warm-up. Alerts
-// (command.AlertConfig) cannot change live, so a document cannot set them:
+// (GroupConfig.Alerts, package alert) cannot change live, so a document cannot set them:
 // they come from the baseline.
 //
 // A key that an object repeats is refused (struct fields as the decoder

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bulwark-go/bulwark/alert"
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
 	"github.com/bulwark-go/bulwark/metrics"
@@ -270,8 +271,10 @@ func TestPresetKeepsWhatCodeSet(t *testing.T) {
 	reg, clock := manualRegistry(t)
 	lim, err := ratelimit.NewTokenBucket(ratelimit.TokenBucketConfig{Rate: 1, Clock: clock})
 	require.NoError(t, err)
+	alerts, err := alert.New(alert.Config{})
+	require.NoError(t, err)
 	_, err = reg.NewGroup("api", command.GroupConfig{Strategy: command.Semaphore, RateLimit: lim,
-		Alerts:          command.AlertConfig{OnAlert: func(command.Alert) {}},
+		Alerts:          alerts,
 		ProbeClassifier: func(error) metrics.Event { return metrics.Success }})
 	require.NoError(t, err)
 	m := newManager(t, reg)
@@ -279,7 +282,7 @@ func TestPresetKeepsWhatCodeSet(t *testing.T) {
 	g, _ := reg.Group("api")
 	c := g.Config()
 	assert.Equal(t, 80*time.Millisecond, c.Timeout, "the preset's")
-	assert.NotNil(t, c.Alerts.OnAlert)
+	assert.Same(t, alerts, c.Alerts)
 	assert.NotNil(t, c.ProbeClassifier)
 	assert.Same(t, lim, c.RateLimit)
 }

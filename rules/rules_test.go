@@ -102,7 +102,7 @@ func TestApplyPresetOverridesAndCommands(t *testing.T) {
 	// Dropped from the document: back to the baseline.
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {}}`)))
 	assert.Equal(t, 5, g.Config().MaxConcurrent)
-	assert.Equal(t, command.DefaultTimeout, g.Config().Timeout)
+	assert.Equal(t, time.Second, g.Config().Timeout)
 	assert.False(t, pay.Config().NoFallback)
 	applied, lastErr := m.Status()
 	assert.Equal(t, 2, applied)

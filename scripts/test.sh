@@ -3,14 +3,16 @@
 # when it is missing (Debian packages: chromium for the browser tests, redis-server, prometheus,
 # prometheus-alertmanager),
 # starts a private redis-server on a free loopback port for the tests (BULWARK_REDIS_ADDR; stopped
-# at the end), checks gofmt and the docs (scripts/doclinks.sh: README.md at most 200 lines, no
-# broken relative link in README.md, PERFORMANCE.md and docs/*.md), then in each module (every
-# directory with a go.mod: the library, browsertest/, bench/ and the integration modules) runs
-# go mod tidy -diff, go vet, staticcheck and go test -race -count=1 (-timeout 30m: a package of the library takes over 10 minutes on a 2-core machine under heavy load), smoke-runs the benchmark
-# programs once (bench/quick.sh), and checks that each published module installs with go get at a
-# pretend tag (scripts/publishtest, docs/RELEASING.md). Last it prints, as information that never
-# fails, how many identifiers each package exports beside the targets of issue 23
-# (scripts/apicount).
+# at the end), checks gofmt, the docs (scripts/doclinks.sh: README.md at most 200 lines, no
+# broken relative link in README.md, PERFORMANCE.md and docs/*.md) and that the core packages
+# (command, circuit, isolation, metrics) do not depend on go-metrics (only package gmbridge may),
+# then in each module (every directory with a go.mod: the library, browsertest/, bench/ and the
+# integration modules) runs go mod tidy -diff, go vet, staticcheck and go test -race -count=1
+# (-timeout 30m: a package of the library took over 10 minutes on a 2-core machine under heavy
+# load), smoke-runs the benchmark programs once (bench/quick.sh), and checks that each published
+# module installs with go get at a pretend tag (scripts/publishtest, docs/RELEASING.md). Last it
+# prints, as information that never fails, how many identifiers each package exports beside the
+# targets of issue 23 (scripts/apicount).
 #
 # Each stage prints one line with its duration; a stage that fails also prints its whole output,
 # and the stages after it still run. The last line is "summary: N passed, M failed" (stages);
@@ -119,6 +121,19 @@ fi
 stage "start redis-server on loopback" start_redis
 stage "gofmt -l" check_gofmt
 stage "docs: README.md at most 200 lines, links resolve" scripts/doclinks.sh
+
+# check_core_deps fails if go-metrics (archived upstream) is among the dependencies of the core
+# packages: only the optional bridge, package gmbridge, may import it.
+check_core_deps() {
+	local core=(./command ./circuit ./isolation ./metrics) deps
+	deps=$(go list -deps "${core[@]}") || return
+	if grep -q '^github.com/rcrowley/go-metrics' <<<"$deps"; then
+		echo "go-metrics is a dependency of ${core[*]}; the importers:"
+		go list -deps -f '{{.ImportPath}}: {{join .Imports " "}}' "${core[@]}" | grep -v '^github.com/rcrowley/' | grep 'rcrowley/go-metrics'
+		return 1
+	fi
+}
+stage "core packages: no go-metrics in go list -deps" check_core_deps
 
 # staticcheck (pinned) catches what vet does not, dead code (U1000) above all.
 staticcheck="go run honnef.co/go/tools/cmd/staticcheck@v0.8.2"

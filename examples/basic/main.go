@@ -26,6 +26,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/gmbridge"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -106,7 +107,8 @@ func (c checkStock) Fallback(ctx context.Context, err error) (int, error) {
 
 func run(w io.Writer, p params) error {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	reg := command.NewRegistry(command.RegistryConfig{Logger: quiet})
+	gm := gometrics.NewRegistry()
+	reg := command.NewRegistry(command.RegistryConfig{Logger: quiet, Exporter: gmbridge.New(gm)})
 	defer reg.Close(context.Background())
 	// Both breakers, the group's and the command's, judge the last second:
 	// at least 8 calls, half of them failed or timed out: open for 250 ms.
@@ -167,7 +169,7 @@ func run(w io.Writer, p params) error {
 		printBreaker(w, "group breaker", g.Breaker)
 	}
 	fmt.Fprintln(w, "\ngo-metrics (WriteJSONOnce):")
-	gometrics.WriteJSONOnce(reg.Metrics(), w)
+	gometrics.WriteJSONOnce(gm, w)
 	fmt.Fprintln(w)
 	return nil
 }

@@ -91,7 +91,7 @@ func DefaultChainParams() ChainParams {
 		Errors: 0.4, Slow: 0.2, Delay: 2 * time.Second,
 		FaultStart: 20 * time.Second, FaultEnd: 40 * time.Second,
 		ClientTimeout: 5 * time.Second, GatewayTimeout: 3 * time.Second, OrderTimeout: time.Second,
-		Retries: 2, RetryBackoff: command.DefaultRetryBackoff, Seed: 1,
+		Retries: 2, RetryBackoff: 50 * time.Millisecond, Seed: 1,
 		BreakerParams: chainBreakerDefaults(), Fallback: true, Breakers: true,
 	}
 }

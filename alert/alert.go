@@ -1,0 +1,86 @@
+package alert
+
+import (
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/bulwark-go/bulwark/circuit"
+)
+
+// Alert is one alert of a group. Command is "" for the group's own breaker.
+type Alert struct {
+	Kind           Kind
+	Group, Command string
+	// Tier is the tier reached (Open) or the highest reached during the
+	// outage (Resolved); "" for the degraded alarm.
+	Tier string
+	// OpenFor is how long the breaker has been out of the closed state (at
+	// Resolved: how long it was). Zero for the degraded alarm.
+	OpenFor time.Duration
+	// State is the breaker's state now.
+	State circuit.State
+	// Reason and Health are the trip's: why the breaker left the closed
+	// state and its window (counts and ratios) then.
+	Reason circuit.Reason
+	Health circuit.Health
+	// Calls and DegradedRate are the command's window now (degraded
+	// alarm): its calls and the share answered by a fallback.
+	Calls        int64
+	DegradedRate float64
+	// Errors are the last error samples, oldest first: for a breaker alert
+	// those kept when the outage was first seen (the failures that tripped
+	// it), for the degraded alarm the latest.
+	Errors []ErrorSample
+}
+
+// ErrorSample is the text of one error a command's call failed with.
+type ErrorSample struct {
+	At  time.Duration // the group's clock when the call ended
+	Err string        // the error's text, at most Config.ErrorSampleLen bytes
+}
+
+// ring keeps the last errors of a command or group. Its group's mutex
+// guards it.
+type ring struct {
+	buf  []ErrorSample
+	next int // where the next sample goes
+	full bool
+}
+
+func newRing(size int) *ring { return &ring{buf: make([]ErrorSample, size)} }
+
+// add keeps text, a sample made by sampleText.
+func (r *ring) add(at time.Duration, text string) {
+	if len(r.buf) == 0 {
+		return
+	}
+	r.buf[r.next] = ErrorSample{At: at, Err: text}
+	r.next = (r.next + 1) % len(r.buf)
+	r.full = r.full || r.next == 0
+}
+
+// samples returns the samples kept, oldest first; none for a nil ring.
+func (r *ring) samples() []ErrorSample {
+	switch {
+	case r == nil:
+		return nil
+	case !r.full:
+		return slices.Clone(r.buf[:r.next])
+	}
+	return append(slices.Clone(r.buf[r.next:]), r.buf[:r.next]...)
+}
+
+// sampleText returns err's text, cut to maxLen bytes at a character
+// boundary.
+func sampleText(err error, maxLen int) string {
+	text := err.Error()
+	if len(text) > maxLen {
+		cut := maxLen
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut]
+	}
+	return text
+}

@@ -1,0 +1,242 @@
+package alert
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command"
+)
+
+// Watcher evaluates the alerts of the groups that name it in
+// GroupConfig.Alerts; it implements command.Alerter. Create it with New. It
+// is safe for concurrent use.
+type Watcher struct {
+	cfg    Config     // effective
+	evalMu sync.Mutex // serialises evaluations and the deliveries they make
+
+	mu     sync.RWMutex // guards groups and stop; a group's own state has its own mutex
+	groups map[*command.Group]*watched
+	stop   chan struct{} // closes to stop the goroutine; nil when none runs
+	done   chan struct{} // closed when that goroutine has returned
+}
+
+// watched is the alert state of one group. mu guards everything but g and
+// logger; Status and CallFailed take it, Check holds it while it judges.
+type watched struct {
+	g      *command.Group
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	rings    map[string]*ring   // by command; "" for the group's
+	open     map[string]*outage // breakers out of the closed state, by command; "" for the group's
+	degraded map[string]bool    // commands whose degraded alarm is raised
+}
+
+// outage is a breaker seen out of the closed state.
+type outage struct {
+	since  time.Duration // breaker clock: when it left the closed state
+	reason circuit.Reason
+	health circuit.Health
+	tier   int // index of the highest tier fired; -1 for none
+	errors []ErrorSample
+}
+
+// New returns a Watcher configured by cfg. The error wraps
+// command.ErrInvalidConfig and names the field when cfg is invalid.
+func New(cfg Config) (*Watcher, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Watcher{cfg: cfg.withDefaults(), groups: map[*command.Group]*watched{}}, nil
+}
+
+// Watch starts watching g; NewGroup calls it for a group configured with
+// w. The first group watched starts w's goroutine.
+func (w *Watcher) Watch(g *command.Group) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.groups[g] != nil {
+		return
+	}
+	w.groups[g] = &watched{g: g, logger: g.Config().Logger,
+		rings: map[string]*ring{}, open: map[string]*outage{}, degraded: map[string]bool{}}
+	if w.stop == nil {
+		w.stop, w.done = make(chan struct{}), make(chan struct{})
+		go w.run(w.stop, w.done)
+	}
+}
+
+// Unwatch stops watching g and forgets its alert state; the group's Close
+// calls it. It waits for an evaluation in progress; after the last group
+// it stops w's goroutine and waits for it.
+func (w *Watcher) Unwatch(g *command.Group) {
+	w.evalMu.Lock()
+	w.mu.Lock()
+	delete(w.groups, g)
+	var stop, done chan struct{}
+	if len(w.groups) == 0 && w.stop != nil {
+		stop, done, w.stop, w.done = w.stop, w.done, nil, nil
+	}
+	w.mu.Unlock()
+	w.evalMu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+}
+
+// run calls Check every Interval until stop closes.
+func (w *Watcher) run(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(w.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			w.Check()
+		}
+	}
+}
+
+// CallFailed keeps the error of a call of g's command that ended in
+// FAILURE or TIMEOUT, at the group's clock reading at: the samples an
+// alert quotes. Execute calls it, on failures only.
+func (w *Watcher) CallFailed(g *command.Group, cmd string, at time.Duration, err error) {
+	w.mu.RLock()
+	s := w.groups[g]
+	w.mu.RUnlock()
+	if s == nil || err == nil {
+		return
+	}
+	text := sampleText(err, w.cfg.ErrorSampleLen) // one text for the command's ring and the group's
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, name := range []string{cmd, ""} {
+		r := s.rings[name]
+		if r == nil {
+			r = newRing(w.cfg.ErrorSamples)
+			s.rings[name] = r
+		}
+		r.add(at, text)
+	}
+}
+
+// Status returns the tier the breaker of g's command cmd ("" for the
+// group's breaker) has reached in its current outage ("" if none) and
+// whether the command's degraded alarm is raised, for g's snapshots.
+func (w *Watcher) Status(g *command.Group, cmd string) (tier string, degradedAlarm bool) {
+	w.mu.RLock()
+	s := w.groups[g]
+	w.mu.RUnlock()
+	if s == nil {
+		return "", false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o := s.open[cmd]; o != nil && o.tier >= 0 {
+		tier = w.cfg.Tiers[o.tier].Name
+	}
+	return tier, s.degraded[cmd]
+}
+
+// Check evaluates the alerts of every watched group now, and delivers
+// those due. w's goroutine calls it every Interval; call it yourself to
+// evaluate at once, such as in a test on a manual clock. Evaluations are
+// serialised, so each alert fires once.
+func (w *Watcher) Check() {
+	w.evalMu.Lock()
+	defer w.evalMu.Unlock()
+	w.mu.RLock()
+	groups := make([]*watched, 0, len(w.groups))
+	for _, s := range w.groups {
+		groups = append(groups, s)
+	}
+	w.mu.RUnlock()
+	slices.SortFunc(groups, func(a, b *watched) int { return cmp.Compare(a.g.Name(), b.g.Name()) })
+	for _, s := range groups {
+		// Take the snapshot before s.mu: it reads Status, and a breaker's
+		// snapshot may report a transition to an OnTransition that reads
+		// the group's Snapshot too.
+		snap := s.g.Snapshot()
+		s.mu.Lock()
+		out := w.judge(s, &snap)
+		s.mu.Unlock()
+		for _, a := range out {
+			w.deliver(s.logger, a)
+		}
+	}
+}
+
+// judge returns the alerts due for the group read in snap. s.mu is held.
+func (w *Watcher) judge(s *watched, snap *command.GroupSnapshot) []Alert {
+	out := w.checkBreaker(nil, s, snap.Name, "", snap.Breaker)
+	for i := range snap.Commands {
+		c := &snap.Commands[i]
+		out = w.checkBreaker(out, s, snap.Name, c.Name, c.Breaker)
+		out = w.checkDegraded(out, s, c)
+	}
+	return out
+}
+
+// checkDegraded appends the degraded alarm of command c, if it is raised or
+// cleared now. s.mu is held.
+func (w *Watcher) checkDegraded(out []Alert, s *watched, c *command.CommandSnapshot) []Alert {
+	calls, rate := command.Calls(c.Metrics.Counts), c.DegradedRate
+	raised := s.degraded[c.Name]
+	kind := Degraded
+	switch {
+	case !raised && calls >= int64(w.cfg.DegradedMinCalls) && rate > w.cfg.DegradedRate:
+		s.degraded[c.Name] = true
+	case raised && rate <= w.cfg.DegradedRate:
+		delete(s.degraded, c.Name)
+		kind = DegradedCleared
+	default:
+		return out
+	}
+	return append(out, Alert{Kind: kind, Group: c.Group, Command: c.Name, State: c.Breaker.State,
+		Calls: calls, DegradedRate: rate, Errors: s.rings[c.Name].samples()})
+}
+
+// deliver logs a with logger and hands it to OnAlert, recovering a panic
+// there.
+func (w *Watcher) deliver(logger *slog.Logger, a Alert) {
+	errs := make([]string, len(a.Errors))
+	for i, e := range a.Errors {
+		errs[i] = e.Err
+	}
+	logger.LogAttrs(context.Background(), a.Kind.level(), "bulwark alert",
+		slog.String("kind", a.Kind.String()),
+		slog.String("group", a.Group),
+		slog.String("command", a.Command),
+		slog.String("tier", a.Tier),
+		slog.Duration("open_for", a.OpenFor),
+		slog.String("state", a.State.String()),
+		slog.String("reason", string(a.Reason)),
+		slog.Int64("requests", a.Health.Requests),
+		slog.Float64("error_ratio", a.Health.ErrorRatio),
+		slog.Float64("slow_ratio", a.Health.SlowRatio),
+		slog.Int64("calls", a.Calls),
+		slog.Float64("degraded_rate", a.DegradedRate),
+		slog.Any("errors", errs),
+	)
+	if w.cfg.OnAlert == nil {
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			logger.Error("bulwark: OnAlert panicked", slog.String("group", a.Group),
+				slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+		}
+	}()
+	w.cfg.OnAlert(a)
+}
+
+var _ command.Alerter = (*Watcher)(nil)
