@@ -14,7 +14,7 @@ import (
 // its stages share, which are its methods, run in this order by
 // commandCall.execute:
 //
-//	limit → admit → isolate → run → classify → record → retry or fallback → finish
+//	[coalesce] → limit → admit → isolate → run → classify → record → retry or fallback → finish
 //
 // A stage reads what the stages before it left in the call and leaves its
 // own decision there. Two things go by hand instead, in plain sight in
@@ -84,6 +84,9 @@ type commandCall[T any, C Runner[T]] struct {
 func (k *commandCall[T, C]) execute(opts []Option) (T, error) {
 	if !k.begin(opts) {
 		return k.v, k.err // a nil command: refused before anything is counted
+	}
+	if k.cs.coalesce && k.coalesce(opts) {
+		return k.v, k.err // answered by a flight, and recorded (see coalesce)
 	}
 	for {
 		if k.limit(opts) && k.admit() {

@@ -42,6 +42,7 @@ type commandSettings struct {
 
 	retry      *RetryConfig // the group's Retry, defaults applied; nil: off
 	noFallback bool         // the group's NoFallback
+	coalesce   bool         // the command's Coalesce
 }
 
 // cfg returns the group's config in force.
@@ -78,6 +79,7 @@ func (c *GroupConfig) commandSettings(name string, clock metrics.Clock) *command
 	if cc.SlowCallDuration > 0 {
 		s.slowCall = cc.SlowCallDuration
 	}
+	s.coalesce = cc.Coalesce
 	return s
 }
 

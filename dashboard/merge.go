@@ -259,6 +259,8 @@ func mergeNativeCommands(evs []*nativeCommand) *nativeCommand {
 	out.RollingCountProbeFailure = total(evs, func(e *nativeCommand) int64 { return e.RollingCountProbeFailure })
 	out.RollingCountRateLimited = total(evs, func(e *nativeCommand) int64 { return e.RollingCountRateLimited })
 	out.RollingCountRetried = total(evs, func(e *nativeCommand) int64 { return e.RollingCountRetried })
+	out.RollingCountCoalesced = total(evs, func(e *nativeCommand) int64 { return e.RollingCountCoalesced })
+	out.Coalescing = total(evs, func(e *nativeCommand) int64 { return e.Coalescing })
 	out.ReportingHosts = int64(total(evs, func(e *nativeCommand) int { return int(e.hosts()) }))
 	return &out
 }

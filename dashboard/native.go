@@ -146,6 +146,13 @@ type bulwarkCommand struct {
 	// (RETRIED, see command.RetryConfig); each is also counted with its
 	// own outcome (FAILURE or TIMEOUT). The Hystrix event has no key for it.
 	RollingCountRetried int64 `json:"rollingCountRetried"`
+	// RollingCountCoalesced counts calls that shared another call's Run
+	// (COALESCED, see command.CommandConfig.Coalesce), also in the Hystrix
+	// event's rollingCountCollapsedRequests.
+	RollingCountCoalesced int64 `json:"rollingCountCoalesced"`
+	// Coalescing is the number of calls waiting now for a Run another
+	// call started (command.CommandSnapshot.Coalescing).
+	Coalescing int64 `json:"coalescing"`
 }
 
 func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.CommandSnapshot) {
@@ -171,6 +178,8 @@ func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 	e.DegradedAlarm = c.DegradedAlarm
 	e.RollingCountRateLimited = c.Metrics.Counts[metrics.RateLimited]
 	e.RollingCountRetried = c.Metrics.Counts[metrics.Retried]
+	e.RollingCountCoalesced = c.Metrics.Counts[metrics.Coalesced]
+	e.Coalescing = c.Coalescing
 }
 
 // bulwarkGroup is the BulwarkGroup event: a group's bulkhead (pool or
