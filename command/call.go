@@ -14,7 +14,7 @@ import (
 // its stages share, which are its methods, run in this order by
 // commandCall.execute:
 //
-//	limit → admit → isolate → run → classify → record → retry or fallback → finish
+//	[coalesce] → limit → admit → isolate → run → classify → record → retry or fallback → finish
 //
 // (A registry's CallHook, if any, sees each attempt begin, before limit,
 // and end, in retried or finish.)
@@ -91,6 +91,9 @@ type commandCall[T any, C Runner[T]] struct {
 func (k *commandCall[T, C]) execute(opts []Option) (T, error) {
 	if !k.begin(opts) {
 		return k.v, k.err // a nil command: refused before anything is counted
+	}
+	if k.cs.coalesce && k.coalesce(opts) {
+		return k.v, k.err // answered by a flight, and recorded (see coalesce)
 	}
 	for {
 		if k.g.hook != nil {

@@ -76,7 +76,7 @@ type Info struct {
 	// Event is the call's primary outcome: EventSuccess, EventFailure,
 	// EventTimeout, EventBadRequest, EventShortCircuited,
 	// EventThreadPoolRejected, EventSemaphoreRejected, EventCancelled,
-	// EventQueueTimeout, EventRateLimited or EventReadOnly.
+	// EventQueueTimeout, EventRateLimited, EventReadOnly or EventCoalesced.
 	Event Event
 	// Events holds every event the call emitted: the primary outcome, Slow,
 	// one fallback event if a fallback was considered, ExceptionThrown if
@@ -109,7 +109,8 @@ type Info struct {
 	// the work is accepted, not yet done. Degraded is then true too.
 	Deferred bool
 	// Attempts is how many attempts the call made: 1, or more when it was
-	// retried (see RetryConfig). Event, Events, Probe and RunLatency are
+	// retried (see RetryConfig); 0 for a COALESCED call, which shared
+	// another call's (see CommandConfig.Coalesce). Event, Events, Probe and RunLatency are
 	// those of the last attempt; Latency covers all of them and the
 	// backoffs between. Each earlier attempt was recorded in the metrics
 	// with its own primary outcome (FAILURE or TIMEOUT) and RETRIED,
@@ -142,6 +143,7 @@ const (
 	EventQueueTimeout       = metrics.QueueTimeout
 	EventRateLimited        = metrics.RateLimited
 	EventReadOnly           = metrics.ReadOnly
+	EventCoalesced          = metrics.Coalesced
 )
 
 // NameOf returns the name Execute gives cmd when the call sets none with

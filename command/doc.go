@@ -162,6 +162,38 @@
 // them); the fallback runs once, after the last attempt, and Info.Attempts
 // says how many were made. A group without Retry pays nothing for it.
 //
+// # Request coalescing
+//
+// A command with CommandConfig.Coalesce shares one Run among its
+// concurrent calls of the same key (WithKey, else its Key method, Keyer;
+// a call without a key runs alone): the singleflight pattern, Hystrix's
+// collapser idea, against a stampede of identical reads. The first call
+// of a key starts a flight: its own call, made on a goroutine of its own
+// with the caller's context values but not its cancellation, through
+// every stage (limiters, breakers, bulkhead, retries, fallback) and
+// recorded once, with its own outcome, as that caller's call. Every call
+// of the key that comes while it runs waits for its answer (value, error,
+// degraded mark) and gets it as its own, with its own Info: its primary
+// outcome is COALESCED (and the fallback event of the answer it shares,
+// if any), not counted by the breakers, so for N identical calls the
+// breakers count one call and COALESCED counts N−1 (the dependency's load
+// is the calls less COALESCED). A caller's own deadline still holds: a
+// call that joined a flight and whose own timeout passes first ends as a
+// TIMEOUT answered by its own fallback (the breakers do not count it: the
+// flight's outcome is theirs), one whose context ends as CANCELLED, and
+// the flight goes on for the others; the first caller may leave too
+// (CANCELLED), its call being the flight's. A value no caller takes goes
+// to Discard. Coalesced calls do not reach the limiters: they cost the
+// dependency nothing.
+//
+// The answer is shared: each caller gets a copy of the same T, so a T that
+// holds pointers, slices or maps must be read-only to its callers, and
+// Run, which may outlive any one caller, must not write memory a caller
+// owns (see below). With a LastGood fallback, a call that finds a flight
+// of its key is answered at once with the last good value if it is no
+// older than the LastGood's maximum age (COALESCED and FALLBACK_SUCCESS,
+// degraded): stale while revalidate, one refresh in flight per key.
+//
 // # Fallbacks and degradation
 //
 // On FAILURE, TIMEOUT, a rejection or a short-circuit, Execute calls the

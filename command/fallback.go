@@ -152,6 +152,10 @@ func (l *LastGood[T]) Load() (v T, age time.Duration, ok bool) {
 // MaxAge returns the maximum age of a value Fallback serves.
 func (l *LastGood[T]) MaxAge() time.Duration { return l.maxAge }
 
+// lastGood makes a command that embeds l a lastGooder: a coalesced call
+// that joins a flight may be answered with l's value (see coalesce).
+func (l *LastGood[T]) lastGood() *LastGood[T] { return l }
+
 // Fallback returns the last good value if it is at most MaxAge old. Otherwise
 // it fails (FALLBACK_FAILURE) with an error matching ErrNoLastGood or ErrStale.
 func (l *LastGood[T]) Fallback(context.Context, error) (T, error) {

@@ -210,6 +210,13 @@ type CommandConfig struct {
 	// RateLimit, if set, limits this command's calls, asked after the
 	// group's limiters (see GroupConfig.RateLimit). Default: none.
 	RateLimit Limiter
+	// Coalesce makes concurrent calls of this command with the same key
+	// (WithKey, else the command's Key method: Keyer) share one Run, its
+	// answer handed to each of them: see "Request coalescing" in the
+	// package documentation. Calls without a key run alone. Only for
+	// commands whose answer depends on nothing but the key. Default
+	// false.
+	Coalesce bool
 }
 
 // WithDefaults returns c with every zero field replaced by its default: the
@@ -391,6 +398,7 @@ type commandState struct {
 	breaker  *circuit.Breaker
 	metrics  *metrics.Rolling
 	calls    sync.Pool // free *poolCall[T, C] (Thread strategy), of the latest use's types
+	flights  flights   // the coalesced calls in flight, by key (CommandConfig.Coalesce)
 	hot      commandCounters
 }
 
@@ -404,8 +412,9 @@ type commandCounters struct {
 	// ErrDetached, the worker takes it back when Run has ended
 	// (poolCall.orphan). The worker may come first: read it as max(n, 0),
 	// which is then the truth.
-	detached atomic.Int64
-	_        [cacheline.Size - 16]byte
+	detached   atomic.Int64
+	coalescing atomic.Int64 // calls waiting for another's Run (CommandConfig.Coalesce)
+	_          [cacheline.Size - 24]byte
 }
 
 func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
@@ -772,13 +781,14 @@ func addCounts(sum *metrics.Counts, c metrics.Counts) {
 
 func (c *commandState) snapshot(now time.Duration) CommandSnapshot {
 	s := CommandSnapshot{
-		Name:     c.name,
-		Group:    c.group.name,
-		InFlight: c.hot.inFlight.Load(),
-		Detached: max(c.hot.detached.Load(), 0), // a brief -1: see commandCounters
-		Timeout:  c.settings.Load().timeout,
-		Breaker:  c.breaker.Snapshot(),
-		Metrics:  c.metrics.Snapshot(now),
+		Name:       c.name,
+		Group:      c.group.name,
+		InFlight:   c.hot.inFlight.Load(),
+		Detached:   max(c.hot.detached.Load(), 0), // a brief -1: see commandCounters
+		Coalescing: c.hot.coalescing.Load(),
+		Timeout:    c.settings.Load().timeout,
+		Breaker:    c.breaker.Snapshot(),
+		Metrics:    c.metrics.Snapshot(now),
 	}
 	_, s.DegradedRate = degradedRate(s.Metrics.Counts)
 	if a := c.group.alerts; a != nil {

@@ -18,7 +18,7 @@ var errDeadline = errors.New("command: timeout")
 var primaries = [...]metrics.Event{
 	metrics.Success, metrics.Failure, metrics.Timeout, metrics.BadRequest, metrics.ShortCircuited,
 	metrics.ThreadPoolRejected, metrics.SemaphoreRejected, metrics.Cancelled, metrics.QueueTimeout,
-	metrics.RateLimited, metrics.ReadOnly,
+	metrics.RateLimited, metrics.ReadOnly, metrics.Coalesced,
 }
 
 // callEvents are the events Calls reads: the primary outcomes and RETRIED.

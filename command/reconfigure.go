@@ -45,6 +45,7 @@ type commandSettings struct {
 	readOnly   bool         // the group is read-only (GroupConfig.ReadOnly or its registry's switch); sets limited
 
 	instanceWarmUp time.Duration // the group's InstanceWarmUp; 0: off; sets limited
+	coalesce       bool          // the command's Coalesce
 }
 
 // cfg returns the group's config in force.
@@ -83,6 +84,7 @@ func (c *GroupConfig) commandSettings(name string, clock metrics.Clock, readOnly
 	if cc.SlowCallDuration > 0 {
 		s.slowCall = cc.SlowCallDuration
 	}
+	s.coalesce = cc.Coalesce
 	return s
 }
 

@@ -68,6 +68,10 @@ type CommandSnapshot struct {
 	// whose caller left) while Run goes on in the pool (Thread only; always
 	// 0 for Semaphore): each keeps its worker until Run returns.
 	Detached int64
+	// Coalescing is the number of calls of this command waiting for the
+	// answer of a Run another call started (CommandConfig.Coalesce), each
+	// to be COALESCED.
+	Coalescing int64
 	// Timeout is the command's default timeout; NoTimeout when there is none.
 	Timeout time.Duration
 

@@ -133,6 +133,11 @@
 //     already in rollingCountFailure or rollingCountTimeout with its own
 //     outcome, and counting RETRIED in any key would count it twice. The
 //     native event has it (rollingCountRetried).
+//   - COALESCED, a call that shared another call's Run (see
+//     command.CommandConfig.Coalesce), is rollingCountCollapsedRequests,
+//     Hystrix's key for the requests its collapser batched, and the native
+//     event's rollingCountCoalesced. Hystrix counts no other outcome for
+//     such a call, nor does bulwark: its one primary outcome is COALESCED.
 //   - both timeout keys carry the command's timeout (0 when it has none);
 //     interruptOnTimeout is true, since a timed-out call's context is
 //     cancelled.

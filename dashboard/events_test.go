@@ -55,5 +55,5 @@ func TestEventsTableHystrixKeys(t *testing.T) {
 			assert.Equal(t, sum, got[typ][key], "%s %s", typ, key)
 		}
 	}
-	assert.Len(t, want[TypeHystrixCommand], 12, "the Hystrix keys of events")
+	assert.Len(t, want[TypeHystrixCommand], 13, "the Hystrix keys of events")
 }

@@ -112,6 +112,7 @@ func (e *hystrixCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 		RequestCount:         health.Requests,
 
 		RollingCountBadRequests:        counts[metrics.BadRequest],
+		RollingCountCollapsedRequests:  counts[metrics.Coalesced],
 		RollingCountExceptionsThrown:   counts[metrics.ExceptionThrown],
 		RollingCountFailure:            counts[metrics.Failure],
 		RollingCountFallbackFailure:    counts[metrics.FallbackFailure],

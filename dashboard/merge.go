@@ -264,6 +264,8 @@ func mergeNativeCommands(evs []*nativeCommand) *nativeCommand {
 	out.RollingCountDegradedLastGood = total(evs, func(e *nativeCommand) int64 { return e.RollingCountDegradedLastGood })
 	out.RollingCountDegradedFeatureOff = total(evs, func(e *nativeCommand) int64 { return e.RollingCountDegradedFeatureOff })
 	out.RollingCountDegradedDeferred = total(evs, func(e *nativeCommand) int64 { return e.RollingCountDegradedDeferred })
+	out.RollingCountCoalesced = total(evs, func(e *nativeCommand) int64 { return e.RollingCountCoalesced })
+	out.Coalescing = total(evs, func(e *nativeCommand) int64 { return e.Coalescing })
 	out.ReportingHosts = int64(total(evs, func(e *nativeCommand) int { return int(e.hosts()) }))
 	return &out
 }

@@ -158,6 +158,13 @@ type bulwarkCommand struct {
 	RollingCountDegradedLastGood   int64 `json:"rollingCountDegradedLastGood"`
 	RollingCountDegradedFeatureOff int64 `json:"rollingCountDegradedFeatureOff"`
 	RollingCountDegradedDeferred   int64 `json:"rollingCountDegradedDeferred"`
+	// RollingCountCoalesced counts calls that shared another call's Run
+	// (COALESCED, see command.CommandConfig.Coalesce), also in the Hystrix
+	// event's rollingCountCollapsedRequests.
+	RollingCountCoalesced int64 `json:"rollingCountCoalesced"`
+	// Coalescing is the number of calls waiting now for a Run another
+	// call started (command.CommandSnapshot.Coalescing).
+	Coalescing int64 `json:"coalescing"`
 }
 
 func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.CommandSnapshot) {
@@ -188,6 +195,8 @@ func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 	e.RollingCountDegradedLastGood = c.Metrics.Counts[metrics.DegradedLastGood]
 	e.RollingCountDegradedFeatureOff = c.Metrics.Counts[metrics.DegradedFeatureOff]
 	e.RollingCountDegradedDeferred = c.Metrics.Counts[metrics.DegradedDeferred]
+	e.RollingCountCoalesced = c.Metrics.Counts[metrics.Coalesced]
+	e.Coalescing = c.Coalescing
 }
 
 // bulwarkGroup is the BulwarkGroup event: a group's bulkhead (pool or

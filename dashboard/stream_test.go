@@ -116,7 +116,7 @@ func TestStreamHystrixValues(t *testing.T) {
 		"rollingCountFallbackMissing":    counts[10],
 		"rollingCountExceptionsThrown":   counts[11],
 		"rollingCountEmit":               0,
-		"rollingCountCollapsedRequests":  0,
+		"rollingCountCollapsedRequests":  counts[metrics.Coalesced],
 	} {
 		assert.EqualValues(t, want, num(ev[key]), key)
 	}
@@ -206,6 +206,8 @@ func TestStreamNativeEvents(t *testing.T) {
 	assert.EqualValues(t, rateLimited, num(ev["rollingCountRateLimited"]), "RATE_LIMITED apart")
 	retried := sampleSnapshot().Groups[1].Commands[0].Metrics.Counts[metrics.Retried]
 	assert.EqualValues(t, retried, num(ev["rollingCountRetried"]), "RETRIED")
+	coalesced := sampleSnapshot().Groups[1].Commands[0].Metrics.Counts[metrics.Coalesced]
+	assert.EqualValues(t, coalesced, num(ev["rollingCountCoalesced"]), "COALESCED")
 
 	// Transitions in wall time: the last one was Since (2 s) before the
 	// snapshot, the first one 6 s before the last.

@@ -7,14 +7,14 @@ import (
 
 // Event is one kind of thing that can happen to a command call. The names
 // follow Hystrix so the stream stays compatible with its tooling; Cancelled,
-// Slow, QueueTimeout, the Probe events, RateLimited, Retried, ReadOnly and
-// the Degraded events are bulwark's own.
+// Slow, QueueTimeout, the Probe events, RateLimited, Retried, ReadOnly, the
+// Degraded events and Coalesced are bulwark's own.
 type Event uint8
 
 // The events counted in every bucket. A call has exactly one primary outcome
 // (Success, Failure, Timeout, BadRequest, ShortCircuited, ThreadPoolRejected,
-// SemaphoreRejected, Cancelled, QueueTimeout, RateLimited or ReadOnly); the
-// others are recorded alongside it.
+// SemaphoreRejected, Cancelled, QueueTimeout, RateLimited, ReadOnly or
+// Coalesced); the others are recorded alongside it.
 const (
 	Success            Event = iota // Run returned without error
 	Failure                         // Run returned an error or panicked
@@ -41,6 +41,7 @@ const (
 	DegradedLastGood                // the fallback served the last good value (beside FALLBACK_SUCCESS)
 	DegradedFeatureOff              // the fallback turned the feature off: an empty answer (beside FALLBACK_SUCCESS)
 	DegradedDeferred                // the fallback deferred the work for later (beside FALLBACK_SUCCESS)
+	Coalesced                       // the call shared another call's Run (request coalescing); it did not run its own
 	NumEvents                       // number of event kinds; not an event
 )
 
@@ -70,6 +71,7 @@ var eventNames = [NumEvents]string{
 	DegradedLastGood:   "DEGRADED_LAST_GOOD",
 	DegradedFeatureOff: "DEGRADED_FEATURE_OFF",
 	DegradedDeferred:   "DEGRADED_DEFERRED",
+	Coalesced:          "COALESCED",
 }
 
 // eventLabels are the events' names in lower case (TestEventLabels).
@@ -99,6 +101,7 @@ var eventLabels = [NumEvents]string{
 	DegradedLastGood:   "degraded_last_good",
 	DegradedFeatureOff: "degraded_feature_off",
 	DegradedDeferred:   "degraded_deferred",
+	Coalesced:          "coalesced",
 }
 
 // String returns the event's Hystrix-style name, such as "SHORT_CIRCUITED":

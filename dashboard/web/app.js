@@ -262,11 +262,12 @@
   // ---- commands ---------------------------------------------------------
 
   // The window's counters, in the Hystrix dashboard's colours. Cancelled,
-  // Rate limited and Retried are bulwark's own (from the native event).
+  // Rate limited, Retried and Coalesced are bulwark's own (from the native
+  // event).
   // Rejected includes queue timeouts and rate-limit refusals, as the Hystrix
   // event counts them (the native event has them apart). Retried counts
   // attempts that failed and were tried again; each is also in Failure or
-  // Timeout.
+  // Timeout. Coalesced counts calls that shared another call's Run.
   //
   // The third entry tells whether the command uses the feature the counter
   // counts (null: always shown). The stream says so for timeouts and
@@ -293,6 +294,7 @@
     ['degraded-feature-off', 'Degraded: feature off', () => false,
       (h, n) => (n ? n.rollingCountDegradedFeatureOff : 0)],
     ['degraded-deferred', 'Degraded: deferred', () => false, (h, n) => (n ? n.rollingCountDegradedDeferred : 0)],
+    ['coalesced', 'Coalesced', () => false, (h, n) => (n ? n.rollingCountCoalesced : 0)],
   ];
 
   const PERCENTILES = [

@@ -1,6 +1,6 @@
 // Command simulate replays failures on a virtual clock, with and without
 // bulwark circuit breakers, and prints what the callers saw. It is
-// deterministic and never sleeps. Two scenarios:
+// deterministic and never sleeps. Three scenarios:
 //
 // -scenario outage (the default) replays a downstream outage in front of one
 // breaker: how many calls were forwarded or failed fast, how many reached
@@ -15,6 +15,11 @@
 // entry's throughput, each pool's saturation, the calls per request at each
 // hop, recovery and the breakers' transitions; -svg FILE also draws a chart.
 // See ChainParams for the model and docs/chain-replay.md for the figures.
+//
+// -scenario coalesce replays a cache stampede (hot keys read from a slow
+// origin) without request coalescing, with it, and with it and a
+// LastGood (stale while revalidate): the origin's load and the callers'
+// latency. See CoalesceParams and docs/coalescing.md.
 //
 //	go run ./examples/simulate                 # the outage table
 //	go run ./examples/simulate -json           # one JSON object, run with the breaker
@@ -58,8 +63,9 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 // The scenarios.
 const (
-	scenarioOutage = "outage"
-	scenarioChain  = "chain"
+	scenarioOutage   = "outage"
+	scenarioChain    = "chain"
+	scenarioCoalesce = "coalesce"
 )
 
 // run is the command: it parses args, simulates and prints. It returns the
@@ -79,8 +85,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			owner[n] = scenario
 		}
 	}
-	scenario := fs.String("scenario", scenarioOutage, "`NAME` of the scenario: outage or chain")
-	duration := fs.Duration("duration", 0, "length of the simulated run (default 10s for outage, 60s for chain)")
+	scenario := fs.String("scenario", scenarioOutage, "`NAME` of the scenario: outage, chain or coalesce")
+	duration := fs.Duration("duration", 0, "length of the simulated run (default 10s for outage, 60s for chain, 5s for coalesce)")
 	fs.DurationVar(&p.Window, "window", p.Window, "breaker window length (chain: default 5s)")
 	fs.IntVar(&p.Buckets, "buckets", p.Buckets, "breaker window buckets")
 	fs.IntVar(&p.MinRequests, "min-requests", p.MinRequests, "calls in the window before the breaker may trip")
@@ -139,8 +145,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return fail(fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0)))
 	}
-	if *scenario != scenarioOutage && *scenario != scenarioChain {
-		return fail(fmt.Errorf("%w: -scenario %q must be outage or chain", errUsage, *scenario))
+	if *scenario != scenarioOutage && *scenario != scenarioChain && *scenario != scenarioCoalesce {
+		return fail(fmt.Errorf("%w: -scenario %q must be outage, chain or coalesce", errUsage, *scenario))
 	}
 	var misplaced error
 	set := map[string]bool{}
@@ -157,7 +163,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		p.Duration, c.Duration = *duration, *duration
 	}
 	var err error
-	if *scenario == scenarioChain {
+	if *scenario == scenarioCoalesce {
+		cp := DefaultCoalesceParams()
+		if set["duration"] {
+			cp.Duration = *duration
+		}
+		err = runCoalesce(cp, stdout)
+	} else if *scenario == scenarioChain {
 		for name, v := range chainBreakerFlags() {
 			if !set[name] {
 				_ = fs.Set(name, v) // a default's own text: it parses

@@ -1,0 +1,69 @@
+package browsertest
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/dashboard"
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// shared is a command whose calls all share one key; its Run answers once
+// every call is in flight (wait).
+type shared struct{ wait func() }
+
+func (shared) Name() string { return "Profile" }
+func (shared) Key() string  { return "7" }
+func (s shared) Run(context.Context) (int, error) {
+	s.wait()
+	return 7, nil
+}
+
+// TestBrowserCoalescedCounter: 20 concurrent calls of one key make one Run;
+// the tile's "Coalesced" counter shows the 19 that shared it, and Success
+// the one Run. The registry runs on a manual clock
+// that never moves, so the window keeps every call.
+func TestBrowserCoalescedCounter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test: skipped in -short mode")
+	}
+	ctx := startChromium(t)
+	clock := new(metrics.ManualClock)
+	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { assert.NoError(t, reg.Close(context.Background())) })
+	g, err := reg.NewGroup("users", command.GroupConfig{Strategy: command.Semaphore, Timeout: command.NoTimeout,
+		Commands: map[string]command.CommandConfig{"Profile": {Coalesce: true}}})
+	require.NoError(t, err)
+	const calls = 20
+	everyone := func() {
+		for g.Snapshot().Commands[0].InFlight < calls {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	var wg sync.WaitGroup
+	for range calls {
+		wg.Go(func() {
+			_, err := command.Execute(context.Background(), g, shared{everyone})
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+
+	url := serveRegistry(t, reg, dashboard.Config{})
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(url+"/?delay=100")))
+	counter := func(k string) func() (string, error) { return tileCounter(ctx, "Profile", k) }
+	waitFor(t, 10*time.Second, "Coalesced counter", strconv.Itoa(calls-1), counter("coalesced"))
+	waitFor(t, 10*time.Second, "Success counter", "1", counter("success"))
+	label, err := tileText(ctx, "Profile", ".counter.c-coalesced .k")
+	require.NoError(t, err)
+	assert.Equal(t, "Coalesced", label)
+}

@@ -1,0 +1,72 @@
+package command_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/metrics"
+)
+
+// profile is a command whose answer depends on its id alone: calls with the
+// same id may share one Run (Key).
+type profile struct {
+	id   int
+	runs *atomic.Int64
+	wait func() // the dependency answers once it returns
+}
+
+func (p profile) Key() string { return fmt.Sprint(p.id) }
+
+func (p profile) Run(ctx context.Context) (string, error) {
+	p.runs.Add(1)
+	p.wait()
+	return fmt.Sprintf("profile %d", p.id), nil
+}
+
+// With CommandConfig.Coalesce, 100 concurrent calls for the same profile
+// make one Run: the first call's; the 99 others share its answer and are
+// COALESCED.
+func ExampleCommandConfig_coalesce() {
+	reg := command.NewRegistry(command.RegistryConfig{})
+	defer reg.Close(context.Background())
+	users, _ := reg.NewGroup("users", command.GroupConfig{Strategy: command.Semaphore,
+		Commands: map[string]command.CommandConfig{"profile": {Coalesce: true}}})
+
+	var runs atomic.Int64
+	everyone := func() { // a slow dependency: it answers once all 100 calls are in flight
+		for inFlight(users) < 100 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	var wg sync.WaitGroup
+	answers := make([]string, 100)
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i], _ = command.Execute(context.Background(), users, profile{id: 7, runs: &runs, wait: everyone})
+		}()
+	}
+	wg.Wait()
+
+	c := users.Snapshot().Commands[0].Metrics.Counts
+	fmt.Println(answers[0], answers[99])
+	fmt.Println("Runs:", runs.Load())
+	fmt.Println("SUCCESS:", c[metrics.Success], "COALESCED:", c[metrics.Coalesced])
+	// Output:
+	// profile 7 profile 7
+	// Runs: 1
+	// SUCCESS: 1 COALESCED: 99
+}
+
+// inFlight returns the calls of the group's first command in flight.
+func inFlight(g *command.Group) int64 {
+	if s := g.Snapshot(); len(s.Commands) > 0 {
+		return s.Commands[0].InFlight
+	}
+	return 0
+}
