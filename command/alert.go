@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -343,11 +342,10 @@ func (g *Group) CheckAlerts() {
 	// group's Snapshot, which takes a.mu.
 	now := g.clock.Now()
 	t := g.commands.Load()
-	names := slices.Sorted(maps.Keys(t.byName))
-	views := make([]alertView, 0, 1+len(names))
+	cmds := t.names.byNameOrder()
+	views := make([]alertView, 0, 1+len(cmds))
 	views = append(views, alertView{b: g.breaker, s: g.breaker.Snapshot(), ring: a.errors})
-	for _, name := range names {
-		c := t.byName[name]
+	for _, c := range cmds {
 		views = append(views, alertView{c: c, b: c.breaker, s: c.breaker.Snapshot(), ring: c.errors,
 			counts: c.metrics.Counts(now)})
 	}

@@ -224,7 +224,7 @@ func TestAlertErrorSamplesBounded(t *testing.T) {
 	}
 	_, _ = Execute(context.Background(), g, op[int]{name: "dep", run: succeed(1)})
 	_, _ = Execute(context.Background(), g, op[int]{name: "dep", run: fail[int](BadRequest(errors.New("bad input")))})
-	c := g.commands.Load().byName["dep"]
+	c := g.commands.Load().names.get("dep")
 	require.Equal(t, []ErrorSample{{Err: "secon"}, {Err: "thé "}}, c.errors.samples())
 	require.Equal(t, c.errors.samples(), g.alerts.errors.samples())
 }
