@@ -36,3 +36,25 @@ func BenchmarkCreateNames(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkNameIndexAdd adds n names to a group's name index alone, without
+// the breaker, window and go-metrics gauges each new command also builds: the
+// part of creation BenchmarkCreateNames shows was quadratic.
+func BenchmarkNameIndexAdd(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		cmds := make([]*commandState, n)
+		for i := range cmds {
+			cmds[i] = &commandState{name: fmt.Sprintf("cmd-%05d", i)}
+		}
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				x := newNameIndex()
+				for _, c := range cmds {
+					if x.get(c.name) == nil {
+						x.add(c)
+					}
+				}
+			}
+		})
+	}
+}
