@@ -240,7 +240,7 @@ func TestRetryStageStartsAWholeNewAttempt(t *testing.T) {
 func TestFinishStageClosesTheBooks(t *testing.T) {
 	g, clock := newTestGroup(t, GroupConfig{Strategy: Semaphore})
 	k := openCall(t, g, op[int]{"get", succeed(1)})
-	c := g.commands.Load().byName["get"]
+	c := g.commands.Load().names.get("get")
 	require.Equal(t, int64(1), c.hot.inFlight.Load(), "begin entered the in-flight count")
 	clock.Advance(3 * time.Millisecond)
 	k.now = clock.Now()

@@ -50,7 +50,7 @@ func coalescingGroup(t *testing.T) *Group {
 // waiting returns how many callers wait for the flight of key of the
 // command name, 0 if there is none.
 func waiting[T any](g *Group, name, key string) int {
-	c := g.commands.Load().byName[name]
+	c := g.commands.Load().names.get(name)
 	c.flights.mu.Lock()
 	defer c.flights.mu.Unlock()
 	if f, ok := c.flights.m[key].(*flight[T]); ok {
@@ -114,7 +114,7 @@ func TestCoalesceThousandCallsOneRun(t *testing.T) {
 	b, _ := g.CommandBreaker("get")
 	assert.EqualValues(t, 1, b.Snapshot().Health.Requests, "the command's breaker saw one call")
 	assert.EqualValues(t, 1, g.Breaker().Snapshot().Health.Requests, "the group's breaker saw one call")
-	assert.Zero(t, g.commands.Load().byName["get"].hot.inFlight.Load())
+	assert.Zero(t, g.commands.Load().names.get("get").hot.inFlight.Load())
 }
 
 // keyed is a command whose key is its Key method's.
@@ -292,7 +292,7 @@ func TestCoalesceStaleWhileRevalidate(t *testing.T) {
 	assert.Equal(t, 2, receive(t, refreshed, "the refresh"))
 	assert.Equal(t, 2, receive(t, stale, "the waiting call"))
 	assert.EqualValues(t, 1, dep.runs.Load(), "one refresh")
-	c := g.commands.Load().byName["get"].metrics.Cumulative() // the clock has left the window
+	c := g.commands.Load().names.get("get").metrics.Cumulative() // the clock has left the window
 	assert.EqualValues(t, 51, c[metrics.Coalesced])
 	assert.EqualValues(t, 50, c[metrics.FallbackSuccess])
 	assert.EqualValues(t, 52, Calls(c))
@@ -372,9 +372,9 @@ func TestCoalesceReconfigure(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, EventSuccess, info.Event)
 	require.NoError(t, g.ReconfigureCommand("get", CommandConfig{Coalesce: true}))
-	assert.True(t, g.commands.Load().byName["get"].settings.Load().coalesce)
+	assert.True(t, g.commands.Load().names.get("get").settings.Load().coalesce)
 	require.NoError(t, g.ReconfigureCommand("get", CommandConfig{}))
-	assert.False(t, g.commands.Load().byName["get"].settings.Load().coalesce)
+	assert.False(t, g.commands.Load().names.get("get").settings.Load().coalesce)
 }
 
 // TestCoalesceConservation: 16 goroutines make 4,000 calls over 4 keys,
@@ -425,7 +425,7 @@ func TestCoalesceConservation(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	c := g.commands.Load().byName["get"]
+	c := g.commands.Load().names.get("get")
 	waitFor(t, "every flight recorded", func() bool { return Calls(c.metrics.Counts(0)) == goroutines*each })
 	n := c.metrics.Counts(0)
 	assert.EqualValues(t, goroutines*each, primaryCount(n), "one primary outcome per call")

@@ -43,7 +43,7 @@ func TestExecuteSuccess(t *testing.T) {
 		c := counts(t, g, "get")
 		assert.Equal(t, int64(1), c[metrics.Success])
 		assert.Equal(t, int64(1), primaryCount(c))
-		assert.Equal(t, int64(1), g.commands.Load().byName["get"].breaker.Snapshot().Health.Requests)
+		assert.Equal(t, int64(1), g.commands.Load().names.get("get").breaker.Snapshot().Health.Requests)
 		assert.Equal(t, int64(1), g.breaker.Snapshot().Health.Requests)
 	})
 }
@@ -256,7 +256,7 @@ func TestExecuteCancelledIsNotCounted(t *testing.T) {
 		assert.NotErrorIs(t, err, ErrTimeout)
 		assert.Zero(t, fallbacks)
 		assert.Zero(t, g.breaker.Snapshot().Health.Requests)
-		assert.Zero(t, g.commands.Load().byName["get"].breaker.Snapshot().Health.Requests)
+		assert.Zero(t, g.commands.Load().names.get("get").breaker.Snapshot().Health.Requests)
 	})
 }
 

@@ -358,11 +358,22 @@ type groupCounters struct {
 }
 
 // commandTable maps names to commands, and command types to how they are
-// named. It is never modified once published.
+// named. Its fields are never modified once published; names, which
+// successive tables share, only grows.
 type commandTable struct {
-	byName   map[string]*commandState
+	names    *nameIndex
 	types    []typeEntry   // in order of first use
 	overflow *commandState // set once the group has MaxCommands names
+}
+
+// byName yields every command of t with its name, in order of creation
+// (range over t.byName).
+func (t *commandTable) byName(yield func(string, *commandState) bool) {
+	for _, c := range t.names.all() {
+		if !yield(c.name, c) {
+			return
+		}
+	}
 }
 
 // typeEntry says how commands of one type are named: by Namer, or by their
@@ -451,7 +462,7 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.commands.Store(&commandTable{})
+	g.commands.Store(&commandTable{names: newNameIndex()})
 	g.alerts = cfg.Alerts
 	return g, nil
 }
@@ -484,7 +495,7 @@ func (g *Group) Breaker() *circuit.Breaker { return g.breaker }
 // false if the group has no command of that name yet.
 func (g *Group) CommandBreaker(name string) (*circuit.Breaker, bool) {
 	t := g.commands.Load()
-	c := t.byName[name]
+	c := t.names.get(name)
 	if c == nil {
 		c, _ = t.find(t.nameKey(name))
 	}
@@ -527,7 +538,7 @@ func commandOf[T any, C Runner[T]](g *Group, cmd *C, name string) *commandState 
 		}
 		name = any(*cmd).(Namer).Name()
 	}
-	if c := t.byName[name]; c != nil && c.sum == nil {
+	if c := t.names.get(name); c != nil && c.sum == nil {
 		return c // the name as given: a renamed command's key is its renamed form, never a name given
 	}
 	if c := t.known(name); c != nil {
@@ -562,7 +573,7 @@ func (g *Group) addType(typ reflect.Type, cmd any, mismatches []string) *typeEnt
 	for _, m := range mismatches {
 		g.logger.Warn("bulwark: command method ignored: "+m, slog.String("group", g.name), slog.String("type", typ.String()))
 	}
-	next := &commandTable{byName: old.byName, types: append(slices.Clip(old.types), entry), overflow: old.overflow}
+	next := &commandTable{names: old.names, types: append(slices.Clip(old.types), entry), overflow: old.overflow}
 	g.commands.Store(next)
 	return &next.types[len(next.types)-1]
 }
@@ -621,40 +632,35 @@ func (g *Group) addCommandLocked(name string) *commandState {
 	if old.overflow != nil {
 		return old.overflow
 	}
-	next := &commandTable{byName: maps.Clone(old.byName), types: old.types}
-	if next.byName == nil {
-		next.byName = map[string]*commandState{}
-	}
 	switch {
 	case taken:
 		g.logger.Warn("bulwark: command name renamed like another name; it runs as "+OverflowCommand,
 			slog.String("group", g.name), slog.String("name", quoteName(name)), slog.String("renamed", key))
-		c = g.overflowLocked(next)
-	case len(next.byName) < g.cfg().MaxCommands:
+		return g.overflowLocked(old.names)
+	case old.names.len() < g.cfg().MaxCommands:
 		if sum != nil {
 			g.logger.Warn("bulwark: command name is not valid UTF-8 or longer than MaxNameLength; renamed",
 				slog.String("group", g.name), slog.String("name", quoteName(name)), slog.String("renamed", key))
 		}
 		c = g.newCommand(key)
 		c.sum = sum
-		next.byName[key] = c
-	default:
-		g.logger.Warn("bulwark: group has MaxCommands command names; new names run as "+OverflowCommand,
-			slog.String("group", g.name), slog.Int("max_commands", g.cfg().MaxCommands), slog.String("name", quoteName(name)))
-		next.overflow = g.overflowLocked(next)
-		c = next.overflow
+		old.names.add(c)
+		return c
 	}
-	g.commands.Store(next)
+	g.logger.Warn("bulwark: group has MaxCommands command names; new names run as "+OverflowCommand,
+		slog.String("group", g.name), slog.Int("max_commands", g.cfg().MaxCommands), slog.String("name", quoteName(name)))
+	c = g.overflowLocked(old.names)
+	g.commands.Store(&commandTable{names: old.names, types: old.types, overflow: c})
 	return c
 }
 
-// overflowLocked returns the overflow command of next, a table not yet
-// published, adding it if needed. g.mu is held.
-func (g *Group) overflowLocked(next *commandTable) *commandState {
-	c := next.byName[OverflowCommand]
+// overflowLocked returns the overflow command of names, adding it if
+// needed. g.mu is held.
+func (g *Group) overflowLocked(names *nameIndex) *commandState {
+	c := names.get(OverflowCommand)
 	if c == nil {
 		c = g.newCommand(OverflowCommand)
-		next.byName[OverflowCommand] = c
+		names.add(c)
 	}
 	return c
 }
@@ -745,10 +751,9 @@ func (g *Group) Snapshot() GroupSnapshot {
 	} else {
 		s.Bulkhead = g.sem.Stats()
 	}
-	t := g.commands.Load()
-	s.Commands = make([]CommandSnapshot, 0, len(t.byName))
-	for _, name := range slices.Sorted(maps.Keys(t.byName)) {
-		c := t.byName[name]
+	cmds := g.commands.Load().names.byNameOrder()
+	s.Commands = make([]CommandSnapshot, 0, len(cmds))
+	for _, c := range cmds {
 		if c.sum != nil {
 			s.RenamedCommands++
 		}
@@ -766,7 +771,7 @@ func (g *Group) Snapshot() GroupSnapshot {
 // counts are derived here.
 func (g *Group) window(now time.Duration) metrics.Snapshot {
 	s := g.metrics.Snapshot(now)
-	for _, c := range g.commands.Load().byName {
+	for _, c := range g.commands.Load().names.all() {
 		addCounts(&s.Counts, c.metrics.Counts(now))
 		addCounts(&s.Cumulative, c.metrics.Cumulative())
 	}

@@ -128,7 +128,7 @@ func TestDetachedCountReturnsAfterPanicOrGoexit(t *testing.T) {
 			_, info, err := ExecuteInfo(context.Background(), g, cmd)
 			require.ErrorIs(t, err, ErrTimeout)
 			require.Equal(t, metrics.Timeout, info.Event)
-			c := g.commands.Load().byName["blockCmd"]
+			c := g.commands.Load().names.get("blockCmd")
 			assert.Equal(t, int64(1), c.hot.detached.Load())
 			close(cmd.release)
 			require.Eventually(t, func() bool { return c.hot.detached.Load() == 0 }, 5*time.Second, time.Millisecond)
@@ -176,7 +176,7 @@ func TestPanickingHooksReleaseTheCall(t *testing.T) {
 			_, info, err := ExecuteInfo(context.Background(), g, hookCmd{err: errClassifierPanics, panicDiscard: true})
 			assert.Equal(t, metrics.Failure, info.Event, "a classifier that panics judges: not a bad request")
 			assert.ErrorIs(t, err, errClassifierPanics)
-			c := g.commands.Load().byName["hookCmd"]
+			c := g.commands.Load().names.get("hookCmd")
 			assert.Zero(t, c.hot.inFlight.Load())
 			assert.Contains(t, buf.String(), "IsBadRequest panicked")
 			assert.Contains(t, buf.String(), "Discard panicked")
@@ -217,7 +217,7 @@ func TestGoexitInSemaphoreRunIsCounted(t *testing.T) {
 		t.Error("Execute returned on a goroutine that Run ended")
 	}()
 	<-done
-	c := g.commands.Load().byName["goexitCmd"]
+	c := g.commands.Load().names.get("goexitCmd")
 	assert.Zero(t, c.hot.inFlight.Load())
 	assert.Zero(t, g.sem.Stats().Active, "the permit is released")
 	counts := c.metrics.Cumulative()
@@ -399,12 +399,12 @@ func TestMaxCommandsFoldsNewNames(t *testing.T) {
 		names = append(names, c.Name)
 	}
 	assert.ElementsMatch(t, []string{"declared", "user-0", "user-1", OverflowCommand}, names)
-	over := g.commands.Load().byName[OverflowCommand]
+	over := g.commands.Load().names.get(OverflowCommand)
 	assert.Equal(t, int64(8), over.metrics.Cumulative()[metrics.Success], "the overflowed calls are counted")
 	assert.Equal(t, 1, strings.Count(buf.String(), "new names run as "+OverflowCommand), buf.String())
 	_, err := Execute(context.Background(), g, sleepCmd{}, WithName("user-0"))
 	assert.NoError(t, err)
-	assert.Equal(t, int64(2), g.commands.Load().byName["user-0"].metrics.Cumulative()[metrics.Success], "known names keep their own command")
+	assert.Equal(t, int64(2), g.commands.Load().names.get("user-0").metrics.Cumulative()[metrics.Success], "known names keep their own command")
 
 	reg, _ := newTestRegistry(t)
 	_, err = reg.NewGroup("small", GroupConfig{MaxCommands: 1, Commands: map[string]CommandConfig{"a": {}, "b": {}}})

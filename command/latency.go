@@ -1,9 +1,6 @@
 package command
 
 import (
-	"maps"
-	"slices"
-
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -23,10 +20,9 @@ type CommandLatency struct {
 func (r *Registry) CumulativeLatencies() []CommandLatency {
 	var ls []CommandLatency
 	for _, g := range r.sortedGroups() {
-		t := g.commands.Load()
-		for _, name := range slices.Sorted(maps.Keys(t.byName)) {
-			run, total := t.byName[name].metrics.CumulativeLatency()
-			ls = append(ls, CommandLatency{Group: g.name, Command: name, Run: run, Total: total})
+		for _, c := range g.commands.Load().names.byNameOrder() {
+			run, total := c.metrics.CumulativeLatency()
+			ls = append(ls, CommandLatency{Group: g.name, Command: c.name, Run: run, Total: total})
 		}
 	}
 	return ls

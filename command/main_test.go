@@ -98,7 +98,7 @@ func waitDone[T any](ctx context.Context) (T, error) {
 // counts returns the command's window counts now.
 func counts(t testing.TB, g *Group, name string) metrics.Counts {
 	t.Helper()
-	c := g.commands.Load().byName[name]
+	c := g.commands.Load().names.get(name)
 	require.NotNil(t, c, "command %q", name)
 	return c.metrics.Counts(g.clock.Now())
 }

@@ -74,7 +74,7 @@ func renamed(name string) (string, *[sha256.Size]byte) {
 // command (spelt like a renamed form) is renamed in turn.
 func (t *commandTable) nameKey(name string) (key string, sum *[sha256.Size]byte) {
 	if validName(name) {
-		if c := t.byName[name]; c == nil || c.sum == nil {
+		if c := t.names.get(name); c == nil || c.sum == nil {
 			return name, nil
 		}
 	}
@@ -84,7 +84,7 @@ func (t *commandTable) nameKey(name string) (key string, sum *[sha256.Size]byte)
 // find returns the command of key (of a name whose digest, if renamed, is
 // sum) in t, or nil; taken reports that key is another name's.
 func (t *commandTable) find(key string, sum *[sha256.Size]byte) (c *commandState, taken bool) {
-	c = t.byName[key]
+	c = t.names.get(key)
 	switch {
 	case c == nil:
 		return nil, false
@@ -106,7 +106,7 @@ func (t *commandTable) known(name string) *commandState {
 	case c != nil:
 		return c
 	case taken:
-		return t.byName[OverflowCommand]
+		return t.names.get(OverflowCommand)
 	}
 	return t.overflow
 }

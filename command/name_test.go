@@ -61,7 +61,7 @@ func TestLongCommandNamesAreBounded(t *testing.T) {
 		}
 		b, ok := g.CommandBreaker(name)
 		require.True(t, ok, "CommandBreaker finds a command by the name its calls give")
-		assert.Same(t, b, g.commands.Load().byName[renamedOf(name)].breaker)
+		assert.Same(t, b, g.commands.Load().names.get(renamedOf(name)).breaker)
 	}
 	assert.Len(t, seen, 3, "names that differ only past the cut stay apart")
 	s := g.Snapshot()

@@ -43,9 +43,10 @@ func (g *Group) inheritWarmUp(b *circuit.Breaker) {
 
 // breakers returns the group's breaker and those of the commands in t.
 func (g *Group) breakers(t *commandTable) []*circuit.Breaker {
-	out := make([]*circuit.Breaker, 0, len(t.byName)+1)
+	cmds := t.names.all()
+	out := make([]*circuit.Breaker, 0, len(cmds)+1)
 	out = append(out, g.breaker)
-	for _, c := range t.byName {
+	for _, c := range cmds {
 		out = append(out, c.breaker)
 	}
 	return out

@@ -46,7 +46,7 @@ func TestRateLimitedCallFallsBackAndNeverReachesTheBreakers(t *testing.T) {
 		c := counts(t, g, "get")
 		require.EqualValues(t, 1, c[metrics.RateLimited])
 		require.EqualValues(t, 1, c[metrics.Success])
-		for _, b := range []*circuit.Breaker{g.Breaker(), g.commands.Load().byName["get"].breaker} {
+		for _, b := range []*circuit.Breaker{g.Breaker(), g.commands.Load().names.get("get").breaker} {
 			snap := b.Snapshot()
 			require.EqualValues(t, 1, snap.Health.Requests, "the breaker counts only the call that ran")
 			require.Equal(t, circuit.Closed, snap.State)

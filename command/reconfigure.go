@@ -149,8 +149,8 @@ func (g *Group) check(cfg GroupConfig) (*liveConfig, error) {
 	if err := g.breaker.CheckReconfigure(g.breakerConfig(eff.Breaker, g.name)); err != nil {
 		return nil, bad("Breaker: %w", err)
 	}
-	for _, name := range slices.Sorted(maps.Keys(g.commands.Load().byName)) {
-		c := g.commands.Load().byName[name]
+	for _, c := range g.commands.Load().names.byNameOrder() {
+		name := c.name
 		if err := c.breaker.CheckReconfigure(g.commandBreakerConfig(&eff, name)); err != nil {
 			return nil, bad("breaker of command %q: %w", name, err)
 		}
@@ -224,7 +224,8 @@ func (g *Group) reconfigureLocked(cfg GroupConfig) error {
 	must(g.breaker.Reconfigure(g.breakerConfig(next.Breaker, g.name)))
 	g.live.Store(next)
 	g.declareLocked()
-	for name, c := range g.commands.Load().byName {
+	for _, c := range g.commands.Load().names.all() {
+		name := c.name
 		must(c.breaker.Reconfigure(g.commandBreakerConfig(&next.GroupConfig, name)))
 		c.settings.Store(next.commandSettings(name, g.clock, g.reg.readOnly.Load()))
 	}
@@ -248,17 +249,13 @@ func must(err error) {
 func (g *Group) declareLocked() {
 	cfg := g.cfg()
 	old := g.commands.Load()
-	next := &commandTable{byName: maps.Clone(old.byName), types: old.types, overflow: old.overflow}
-	if next.byName == nil {
-		next.byName = map[string]*commandState{}
-	}
-	if len(next.byName) < cfg.MaxCommands {
-		next.overflow = nil
-	}
+	reopen := old.overflow != nil && old.names.len() < cfg.MaxCommands
 	for _, name := range slices.Sorted(maps.Keys(cfg.Commands)) {
-		if next.byName[name] == nil {
-			next.byName[name] = g.newCommand(name)
+		if old.names.get(name) == nil {
+			old.names.add(g.newCommand(name))
 		}
 	}
-	g.commands.Store(next)
+	if reopen {
+		g.commands.Store(&commandTable{names: old.names, types: old.types})
+	}
 }

@@ -275,7 +275,7 @@ func (b *retryBudget) admit(g *Group, rc *RetryConfig, now time.Duration) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var calls, retries int64
-	for _, c := range g.commands.Load().byName {
+	for _, c := range g.commands.Load().names.all() {
 		n := c.metrics.CountsOf(now, callEvents)
 		calls += Calls(n)
 		retries += n[metrics.Retried]

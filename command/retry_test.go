@@ -179,7 +179,7 @@ func TestRetryPanicInIdempotentMeansNoRetry(t *testing.T) {
 	c := counts(t, g, "get")
 	assert.EqualValues(t, 1, primaryCount(c), "the call is counted")
 	assert.EqualValues(t, 1, c[metrics.ExceptionThrown])
-	assert.Zero(t, g.commands.Load().byName["get"].hot.inFlight.Load())
+	assert.Zero(t, g.commands.Load().names.get("get").hot.inFlight.Load())
 }
 
 func TestRetryBackoffIsExponentialWithFullJitter(t *testing.T) {
@@ -400,7 +400,7 @@ func TestRetryCountsOneRetriedEventPerRetriedAttempt(t *testing.T) {
 		require.ErrorIs(t, err, errDep)
 		assert.Zero(t, counts(t, g, "put")[metrics.Retried], "a call not retried has no RETRIED")
 
-		cmd := g.commands.Load().byName["get"]
+		cmd := g.commands.Load().names.get("get")
 		assert.EqualValues(t, 4, cmd.metrics.Cumulative()[metrics.Retried])
 		assert.Zero(t, g.retries.pending.Load(), "no retry left pending in the budget")
 	})
