@@ -51,6 +51,12 @@ type policies struct {
 	HealthChecks     int64  `json:"healthChecks"`     // checks run so far
 	HealthCheckFails int64  `json:"healthCheckFails"` // checks failed so far
 	HealthCheckError string `json:"healthCheckError"` // error of the last check; "" if it passed
+	// The confidence rule (circuit.Config.Confidence; 0: off) and the
+	// ratios' lower bounds at it, which the breaker compares with its
+	// thresholds (the ratios themselves with the rule off).
+	Confidence float64 `json:"confidence"`
+	ErrorBound float64 `json:"errorBound"`
+	SlowBound  float64 `json:"slowBound"`
 }
 
 func (p *policies) fill(s *circuit.Snapshot) {
@@ -62,6 +68,9 @@ func (p *policies) fill(s *circuit.Snapshot) {
 		HealthChecks:     s.HealthCheck.Checks,
 		HealthCheckFails: s.HealthCheck.Failures,
 		HealthCheckError: s.HealthCheck.LastErr,
+		Confidence:       ratio(s.Config.Confidence),
+		ErrorBound:       ratio(s.Health.ErrorBound),
+		SlowBound:        ratio(s.Health.SlowBound),
 	}
 }
 

@@ -387,3 +387,27 @@ func TestCollectorExportsRetried(t *testing.T) {
 	assert.Equal(t, 6.0, value(t, fams, "bulwark_command_events_total", append(l, "event", "failure")...), "every attempt")
 	assert.Equal(t, 2.0, value(t, fams, "bulwark_command_calls_total", l...), "each call once")
 }
+
+// The failure ratio's lower bound is exported for a breaker with the
+// confidence rule on, and only for it.
+func TestCollectorExportsTheErrorBound(t *testing.T) {
+	clock := new(metrics.ManualClock)
+	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+	g, err := reg.NewGroup("g", command.GroupConfig{Strategy: command.Semaphore, Timeout: command.NoTimeout,
+		CommandBreaker: circuit.Config{MinRequests: 100, Confidence: 0.95}})
+	require.NoError(t, err)
+	for i := range 20 {
+		c := call{name: "q", clock: clock}
+		if i%2 == 1 {
+			c.err = errors.New("down")
+		}
+		_, _ = command.Execute(context.Background(), g, c)
+	}
+	c, err := New(reg)
+	require.NoError(t, err)
+	fams := scrape(t, c)
+	assert.InDelta(t, 0.2993, value(t, fams, "bulwark_command_circuit_error_bound", "group", "g", "command", "q"), 1e-4,
+		"10 failures in 20 calls at 0.95")
+	assert.NotContains(t, fams, "bulwark_group_circuit_error_bound", "the group's breaker judges the plain ratio")
+}

@@ -32,6 +32,8 @@
 //	bulwark_group_circuit_state_seconds{group}          gauge
 //	bulwark_command_circuit_mode{group,command,mode}    gauge: 1 for the breaker's mode, 0 for the others
 //	bulwark_group_circuit_mode{group,mode}              gauge: the group-level breaker, as above
+//	bulwark_command_circuit_error_bound{group,command}  gauge: failure ratio's lower bound at Config.Confidence; none when off
+//	bulwark_group_circuit_error_bound{group}            gauge: the group-level breaker, as above
 //	bulwark_command_alert_tier{group,command,tier}      gauge: 1 for the alert tier reached; no series when none
 //	bulwark_group_alert_tier{group,tier}                gauge: the group-level breaker, as above
 //	bulwark_command_degraded_alarm{group,command}       gauge: 1 while the degraded alarm is raised, else 0

@@ -153,6 +153,7 @@ var fuzzSeeds = []string{
 	`{"groups": {"a": {"maxConcurrent": 9}}} {}`,
 	`{"groups": {"a": {"maxConcurent": 9}}}`,
 	`{"groups": {"a": {"breaker": {"slowCallDuration": "1s"}}, "z": {}}}`,
+	`{"groups": {"a": {"maxConcurrent": 9}, "coded": {"breaker": {"confidence": 1}}}}`,
 }
 
 // FuzzRefusedDocumentChangesNothing: whatever the document, if Apply

@@ -23,7 +23,7 @@
 // commandBreaker, commands. Breaker fields (breaker, commandBreaker, and a
 // command's breaker), grouped as circuit.Config groups them: window
 // {length, buckets}, minRequests, failureRatio, slowCallDuration,
-// slowCallRatio, open {duration, backoff, max}, halfOpen {probes,
+// slowCallRatio, confidence, open {duration, backoff, max}, halfOpen {probes,
 // successes, maxWait}, ramp {duration, floor}, warmUp. (A document written
 // for the first, flat format, with halfOpenProbes and the like, is refused
 // with an error that names the new place of each such field.) Retry fields: maxAttempts, backoff,
@@ -58,7 +58,7 @@
 // maxKeys. Omit such a field for the default (more exactly, to keep the
 // base's value, see below), write the value meant, or "none" for no
 // timeout. A zero that means off (deadlineReserve, a breaker's
-// slowCallDuration, slowCallRatio, open.backoff, ramp.duration and warmUp, a
+// slowCallDuration, slowCallRatio, confidence, open.backoff, ramp.duration and warmUp, a
 // retry's maxAttempts) or is the value itself (queueSize) is accepted.
 //
 // Rate limits are declared, one kind of package ratelimit each:

@@ -71,6 +71,7 @@ type Breaker struct {
 	FailureRatio     *float64  `json:"failureRatio" rules:"nonzero"`
 	SlowCallDuration *Duration `json:"slowCallDuration"`
 	SlowCallRatio    *float64  `json:"slowCallRatio"`
+	Confidence       *float64  `json:"confidence"`
 	Open             *Open     `json:"open"`
 	HalfOpen         *HalfOpen `json:"halfOpen"`
 	Ramp             *Ramp     `json:"ramp"`
@@ -304,6 +305,7 @@ func (b *Breaker) apply(c *circuit.Config) {
 	set(&c.FailureRatio, b.FailureRatio)
 	setDuration(&c.SlowCallDuration, b.SlowCallDuration)
 	set(&c.SlowCallRatio, b.SlowCallRatio)
+	set(&c.Confidence, b.Confidence)
 	if o := b.Open; o != nil {
 		setDuration(&c.Open.Duration, o.Duration)
 		set(&c.Open.Backoff, o.Backoff)

@@ -256,6 +256,10 @@
     if (n.healthCheck && n.state === 'open' && n.healthCheckFails > 0) {
       parts.push('health check failed ×' + n.healthCheckFails + (n.healthCheckError ? ': ' + n.healthCheckError : ''));
     }
+    // The confidence rule: the breaker trips on the ratios' lower bounds.
+    if (n.confidence > 0) {
+      parts.push('errors ≥ ' + fmtPct(n.errorBound * 100) + ' at ' + fmtPct(n.confidence * 100) + ' confidence');
+    }
     return parts.join(' · ');
   }
 

@@ -1,6 +1,6 @@
 // Command simulate replays failures on a virtual clock, with and without
 // bulwark circuit breakers, and prints what the callers saw. It is
-// deterministic and never sleeps. Two scenarios:
+// deterministic and never sleeps. Three scenarios:
 //
 // -scenario outage (the default) replays a downstream outage in front of one
 // breaker: how many calls were forwarded or failed fast, how many reached
@@ -16,12 +16,19 @@
 // hop, recovery and the breakers' transitions; -svg FILE also draws a chart.
 // See ChainParams for the model and docs/chain-replay.md for the figures.
 //
+// -scenario confidence replays a dependency that fails 40% of calls at
+// random under a 0.5 threshold, at 20, 200 and 2,000 req/s, and counts the
+// false trips and a real outage's detection delay for the plain ratio and
+// for the confidence rule (circuit.Config.Confidence). See
+// ConfidenceParams and docs/confidence.md.
+//
 //	go run ./examples/simulate                 # the outage table
 //	go run ./examples/simulate -json           # one JSON object, run with the breaker
 //	go run ./examples/simulate -json -breaker=false
 //	go run ./examples/simulate -outage 1s-3s -open 500ms -probes 2
 //	go run ./examples/simulate -scenario chain -svg docs/chain.svg
 //	go run ./examples/simulate -scenario chain -fault 20s-70s -duration 120s -backoff 1
+//	go run ./examples/simulate -scenario confidence -confidence 0.99
 //
 // Operating policies (see Policies): -halfopen-failures, -ramp and
 // -ramp-up, -warmup and -health-check, and the open duration's backoff
@@ -58,14 +65,15 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 // The scenarios.
 const (
-	scenarioOutage = "outage"
-	scenarioChain  = "chain"
+	scenarioOutage     = "outage"
+	scenarioChain      = "chain"
+	scenarioConfidence = "confidence"
 )
 
 // run is the command: it parses args, simulates and prints. It returns the
 // exit status: 0, 1 on a failed write, 2 on bad flags.
 func run(args []string, stdout, stderr io.Writer) int {
-	p, c := DefaultParams(), DefaultChainParams()
+	p, c, cp := DefaultParams(), DefaultChainParams(), DefaultConfidenceParams()
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -79,7 +87,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			owner[n] = scenario
 		}
 	}
-	scenario := fs.String("scenario", scenarioOutage, "`NAME` of the scenario: outage or chain")
+	scenario := fs.String("scenario", scenarioOutage, "`NAME` of the scenario: outage, chain or confidence")
 	duration := fs.Duration("duration", 0, "length of the simulated run (default 10s for outage, 60s for chain)")
 	fs.DurationVar(&p.Window, "window", p.Window, "breaker window length (chain: default 5s)")
 	fs.IntVar(&p.Buckets, "buckets", p.Buckets, "breaker window buckets")
@@ -123,6 +131,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"delay", "client-timeout", "gateway-timeout", "order-timeout", "retries", "retry-backoff", "retry-budget",
 		"fallback", "seed")
 
+	fs.Float64Var(&cp.Background, "background", cp.Background, "confidence: share of calls that fail outside the outage")
+	fs.Float64Var(&cp.Confidence, "confidence", cp.Confidence, "confidence: the confidence rule's circuit.Config.Confidence")
+	fs.IntVar(&cp.Trials, "trials", cp.Trials, "confidence: outage runs per rate and rule, for the detection delay")
+	only(scenarioConfidence, "background", "confidence", "trials")
+
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -139,8 +152,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return fail(fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0)))
 	}
-	if *scenario != scenarioOutage && *scenario != scenarioChain {
-		return fail(fmt.Errorf("%w: -scenario %q must be outage or chain", errUsage, *scenario))
+	if *scenario != scenarioOutage && *scenario != scenarioChain && *scenario != scenarioConfidence {
+		return fail(fmt.Errorf("%w: -scenario %q must be outage, chain or confidence", errUsage, *scenario))
 	}
 	var misplaced error
 	set := map[string]bool{}
@@ -157,7 +170,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		p.Duration, c.Duration = *duration, *duration
 	}
 	var err error
-	if *scenario == scenarioChain {
+	if *scenario == scenarioConfidence {
+		for name, v := range confidenceBreakerFlags() {
+			if !set[name] {
+				_ = fs.Set(name, v) // a default's own text: it parses
+			}
+		}
+		cp.BreakerParams = p.BreakerParams
+		if set["duration"] {
+			cp.Duration = *duration
+		}
+		var rows []ConfidenceRow
+		if rows, err = SimulateConfidence(cp); err == nil {
+			err = printConfidenceTable(stdout, cp, rows)
+		}
+	} else if *scenario == scenarioChain {
 		for name, v := range chainBreakerFlags() {
 			if !set[name] {
 				_ = fs.Set(name, v) // a default's own text: it parses
