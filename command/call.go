@@ -14,7 +14,7 @@ import (
 // its stages share, which are its methods, run in this order by
 // commandCall.execute:
 //
-//	limit → admit → isolate → run → classify → record → retry or fallback → finish
+//	limit → throttle → admit → isolate → run → classify → record → retry or fallback → finish
 //
 // A stage reads what the stages before it left in the call and leaves its
 // own decision there. Two things go by hand instead, in plain sight in
@@ -86,7 +86,7 @@ func (k *commandCall[T, C]) execute(opts []Option) (T, error) {
 		return k.v, k.err // a nil command: refused before anything is counted
 	}
 	for {
-		if k.limit(opts) && k.admit() {
+		if k.limit(opts) && k.throttle() && k.admit() {
 			// isolate hands the attempt to the bulkhead, which runs the run
 			// stage (runHeld on the caller's goroutine, or poolCall.run on a
 			// worker), and hands classify what came back.

@@ -74,7 +74,7 @@ type Info struct {
 	// Event is the call's primary outcome: EventSuccess, EventFailure,
 	// EventTimeout, EventBadRequest, EventShortCircuited,
 	// EventThreadPoolRejected, EventSemaphoreRejected, EventCancelled,
-	// EventQueueTimeout or EventRateLimited.
+	// EventQueueTimeout, EventRateLimited or EventThrottled.
 	Event Event
 	// Events holds every event the call emitted: the primary outcome, Slow,
 	// one fallback event if a fallback was considered, ExceptionThrown if
@@ -133,6 +133,7 @@ const (
 	EventCancelled          = metrics.Cancelled
 	EventQueueTimeout       = metrics.QueueTimeout
 	EventRateLimited        = metrics.RateLimited
+	EventThrottled          = metrics.Throttled
 )
 
 // NameOf returns the name Execute gives cmd when the call sets none with

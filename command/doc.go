@@ -94,6 +94,11 @@
 //     (ratelimit.ErrLimited), and Error.RetryAfter says when to come back.
 //     A limiter that waits (a pacer) and sees the caller's context end
 //     makes the call CANCELLED instead.
+//   - THROTTLED: the group's client-side throttle (GroupConfig.Throttle,
+//     the SRE book's adaptive throttling) refused the call locally, after
+//     the rate limiters and before the breakers, because the dependency has
+//     accepted too few of the group's recent requests; Run did not run. It
+//     falls back, is never retried, and its error matches ErrThrottled.
 //
 // The breakers count only the calls that reached the dependency: SUCCESS,
 // FAILURE and TIMEOUT. Refusals, rejections, queue timeouts, bad requests

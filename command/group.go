@@ -167,6 +167,11 @@ type GroupConfig struct {
 	// budget shared by the group's commands; see RetryConfig. It changes
 	// live through Reconfigure. Default: off.
 	Retry RetryConfig
+	// Throttle is the group's client-side adaptive throttle: it refuses
+	// calls locally (THROTTLED) in proportion to the requests the
+	// dependency has not accepted lately; see ThrottleConfig. Default:
+	// off.
+	Throttle ThrottleConfig
 }
 
 // CommandConfig holds the settings of one command name in a group. Its zero
@@ -247,6 +252,9 @@ func (c GroupConfig) Validate() error {
 		return err
 	}
 	if err := e.Retry.validate(); err != nil {
+		return err
+	}
+	if err := e.Throttle.validate(); err != nil {
 		return err
 	}
 	if err := e.Window.Validate(); err != nil {
@@ -404,7 +412,7 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 	}
 	g := &Group{name: name, reg: r, clock: r.clock, logger: cfg.Logger,
 		breakerClock: cfg.Breaker.Clock, cmdBreakerClock: cfg.CommandBreaker.Clock}
-	g.live.Store(&liveConfig{GroupConfig: cfg, changed: r.clock.Now()})
+	g.live.Store(&liveConfig{GroupConfig: cfg, changed: r.clock.Now(), throttle: g.throttlerOf(&cfg)})
 	var err error
 	if g.breaker, err = circuit.New(g.breakerConfig(cfg.Breaker, name)); err != nil {
 		return nil, err
@@ -642,7 +650,7 @@ func (g *Group) overflowLocked(next *commandTable) *commandState {
 func (g *Group) newCommand(name string) *commandState {
 	cfg := g.cfg()
 	c := &commandState{name: name, group: g}
-	c.settings.Store(cfg.commandSettings(name, g.clock))
+	c.settings.Store(cfg.settingsOf(name, g.clock))
 	if a := g.alerts; a != nil {
 		c.errors = newErrorRing(a.cfg.ErrorSamples, a.cfg.ErrorSampleLen)
 	}
@@ -710,6 +718,7 @@ func (g *Group) Snapshot() GroupSnapshot {
 		FallbackLimit: cfg.FallbackLimit,
 		Breaker:       g.breaker.Snapshot(),
 		Metrics:       g.metrics.Snapshot(now),
+		Throttle:      cfg.throttleSnapshot(now),
 
 		ConfigGeneration: cfg.generation,
 		ConfigAge:        now - cfg.changed,

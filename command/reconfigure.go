@@ -19,6 +19,7 @@ type liveConfig struct {
 	GroupConfig
 	generation uint64        // accepted Reconfigure calls so far
 	changed    time.Duration // group clock reading of the last change (or creation)
+	throttle   *throttler    // the client-side throttle; nil: off
 }
 
 // commandSettings are the settings a call of one command reads: derived
@@ -42,6 +43,7 @@ type commandSettings struct {
 
 	retry      *RetryConfig // the group's Retry, defaults applied; nil: off
 	noFallback bool         // the group's NoFallback
+	throttle   *throttler   // the group's client-side throttle; nil: off
 }
 
 // cfg returns the group's config in force.
@@ -213,11 +215,12 @@ func (g *Group) reconfigureLocked(cfg GroupConfig) error {
 	}
 	must(g.fallback.Resize(next.FallbackLimit))
 	must(g.breaker.Reconfigure(g.breakerConfig(next.Breaker, g.name)))
+	next.throttle = g.throttlerOf(&next.GroupConfig)
 	g.live.Store(next)
 	g.declareLocked()
 	for name, c := range g.commands.Load().byName {
 		must(c.breaker.Reconfigure(g.commandBreakerConfig(&next.GroupConfig, name)))
-		c.settings.Store(next.commandSettings(name, g.clock))
+		c.settings.Store(next.settingsOf(name, g.clock))
 	}
 	attrs := append([]slog.Attr{slog.String("group", g.name), slog.Uint64("generation", next.generation)},
 		confdiff.Diff(old.GroupConfig, next.GroupConfig)...)

@@ -155,6 +155,10 @@ type bulwarkCommand struct {
 	// (RETRIED, see command.RetryConfig); each is also counted with its
 	// own outcome (FAILURE or TIMEOUT). The Hystrix event has no key for it.
 	RollingCountRetried int64 `json:"rollingCountRetried"`
+	// RollingCountThrottled counts calls the group's client-side throttle
+	// refused (THROTTLED, see command.ThrottleConfig), also counted as
+	// semaphore rejections in the Hystrix event.
+	RollingCountThrottled int64 `json:"rollingCountThrottled"`
 }
 
 func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.CommandSnapshot) {
@@ -180,6 +184,7 @@ func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 	e.DegradedAlarm = c.DegradedAlarm
 	e.RollingCountRateLimited = c.Metrics.Counts[metrics.RateLimited]
 	e.RollingCountRetried = c.Metrics.Counts[metrics.Retried]
+	e.RollingCountThrottled = c.Metrics.Counts[metrics.Throttled]
 }
 
 // bulwarkGroup is the BulwarkGroup event: a group's bulkhead (pool or
@@ -207,6 +212,13 @@ type bulwarkGroup struct {
 
 	ConfigGeneration uint64 `json:"configGeneration"` // accepted Reconfigure calls
 	ConfigAgeMs      int64  `json:"configAgeMs"`      // since the last one (or creation)
+
+	// The client-side throttle (command.ThrottleConfig; throttleK 0: off):
+	// its window's requests and accepts, and the share it refuses now.
+	ThrottleK           float64 `json:"throttleK"`
+	ThrottleRequests    int64   `json:"throttleRequests"`
+	ThrottleAccepts     int64   `json:"throttleAccepts"`
+	ThrottleProbability float64 `json:"throttleProbability"`
 }
 
 func (e *bulwarkGroup) fill(now int64, g *command.GroupSnapshot) {
@@ -233,6 +245,10 @@ func (e *bulwarkGroup) fill(now int64, g *command.GroupSnapshot) {
 	e.AlertTier = g.AlertTier
 	e.ConfigGeneration = g.ConfigGeneration
 	e.ConfigAgeMs = ms(g.ConfigAge)
+	e.ThrottleK = finite(g.Throttle.K)
+	e.ThrottleRequests = g.Throttle.Requests
+	e.ThrottleAccepts = g.Throttle.Accepts
+	e.ThrottleProbability = ratio(g.Throttle.Probability)
 }
 
 // timeoutMs is a timeout in ms; a timeout that is off reads 0.

@@ -34,7 +34,8 @@ type Config struct {
 	Group command.GroupConfig
 	// Degrade answers a request that never left because the Transport
 	// refused it (a breaker short-circuited it, the bulkhead rejected it,
-	// or it timed out in the group's queue) with a synthetic 503 response
+	// it timed out in the group's queue, or the client-side throttle,
+	// Group.Throttle, refused it) with a synthetic 503 response
 	// instead of an error: a Retry-After header (the breaker's remaining
 	// open time in seconds, rounded up, at least 1) and X-Degraded with the
 	// reason, the event's label ("short_circuited", "thread_pool_rejected",

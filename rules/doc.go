@@ -19,7 +19,7 @@
 //
 // Group fields: preset, strategy ("thread" or "semaphore"), maxConcurrent,
 // queueSize, timeout, fallbackLimit, slowCallDuration, maxCommands,
-// noFallback, deadlineReserve, retry, rateLimit, keyedRateLimit, breaker,
+// noFallback, deadlineReserve, retry, throttle {k}, rateLimit, keyedRateLimit, breaker,
 // commandBreaker, commands. Breaker fields (breaker, commandBreaker, and a
 // command's breaker), grouped as circuit.Config groups them: window
 // {length, buckets}, minRequests, failureRatio, slowCallDuration,
@@ -57,7 +57,7 @@
 // halfOpen.maxWait and ramp.floor; a limiter's burst, window, buckets and
 // maxKeys. Omit such a field for the default (more exactly, to keep the
 // base's value, see below), write the value meant, or "none" for no
-// timeout. A zero that means off (deadlineReserve, a breaker's
+// timeout. A zero that means off (deadlineReserve, throttle.k, a breaker's
 // slowCallDuration, slowCallRatio, confidence, open.backoff, ramp.duration and warmUp, a
 // retry's maxAttempts) or is the value itself (queueSize) is accepted.
 //

@@ -37,6 +37,7 @@ type Group struct {
 	NoFallback       *bool              `json:"noFallback"`
 	DeadlineReserve  *Duration          `json:"deadlineReserve"`
 	Retry            *Retry             `json:"retry"`
+	Throttle         *Throttle          `json:"throttle"`
 	RateLimit        *RateLimit         `json:"rateLimit"`
 	KeyedRateLimit   *KeyedRateLimit    `json:"keyedRateLimit"`
 	Breaker          *Breaker           `json:"breaker"`
@@ -50,6 +51,12 @@ type Command struct {
 	SlowCallDuration *Duration  `json:"slowCallDuration" rules:"nonzero"`
 	Breaker          *Breaker   `json:"breaker"`
 	RateLimit        *RateLimit `json:"rateLimit"`
+}
+
+// Throttle overrides the fields of a command.ThrottleConfig it sets. Rand
+// is code's: it comes from the base.
+type Throttle struct {
+	K *float64 `json:"k"`
 }
 
 // Retry overrides the fields of a command.RetryConfig it sets. Sleep, Rand
@@ -203,6 +210,9 @@ func (r Group) config(name string, base command.GroupConfig, lim *limits) (comma
 	set(&cfg.NoFallback, r.NoFallback)
 	setDuration(&cfg.DeadlineReserve, r.DeadlineReserve)
 	r.Retry.apply(&cfg.Retry)
+	if r.Throttle != nil {
+		set(&cfg.Throttle.K, r.Throttle.K)
+	}
 	r.Breaker.apply(&cfg.Breaker)
 	r.CommandBreaker.apply(&cfg.CommandBreaker)
 	if r.RateLimit != nil {

@@ -73,7 +73,7 @@ func TestApplyPresetOverridesAndCommands(t *testing.T) {
 	require.NoError(t, err)
 	m := newManager(t, reg)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {
-		"recs": {"preset": "l1", "maxConcurrent": 20, "breaker": {"failureRatio": 0.3, "confidence": 0.95},
+		"recs": {"preset": "l1", "maxConcurrent": 20, "throttle": {"k": 1.5}, "breaker": {"failureRatio": 0.3, "confidence": 0.95},
 			"commands": {"similar": {"timeout": "50ms", "breaker": {"minRequests": 5}}}},
 		"pay": {"preset": "never-degrade", "strategy": "semaphore", "timeout": "none"}
 	}}`)))
@@ -84,6 +84,8 @@ func TestApplyPresetOverridesAndCommands(t *testing.T) {
 	assert.Equal(t, 80*time.Millisecond, c.Timeout, "from the preset")
 	assert.Equal(t, 0.3, c.Breaker.FailureRatio, "overridden")
 	assert.Equal(t, 0.95, c.Breaker.Confidence)
+	assert.Equal(t, 1.5, c.Throttle.K)
+	assert.Equal(t, 1.5, g.Snapshot().Throttle.K, "in force")
 	assert.Equal(t, 0.95, g.Breaker().Config().Confidence, "in force")
 	assert.Equal(t, 20, c.Breaker.MinRequests, "the preset's, where not overridden")
 	assert.Equal(t, 0.5, c.CommandBreaker.FailureRatio)

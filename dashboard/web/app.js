@@ -291,6 +291,7 @@
     ['cancelled', 'Cancelled', () => false, (h, n) => (n ? n.rollingCountCancelled : 0)],
     ['rate-limited', 'Rate limited', () => false, (h, n) => (n ? n.rollingCountRateLimited : 0)],
     ['retried', 'Retried', () => false, (h, n) => (n ? n.rollingCountRetried : 0)],
+    ['throttled', 'Throttled', () => false, (h, n) => (n ? n.rollingCountThrottled : 0)],
   ];
 
   const PERCENTILES = [
@@ -1132,8 +1133,16 @@
     setAttr(t.state, 'data-state', n ? key : '');
     setText(t.since, n ? circuitDetail(n).slice(0, 2).filter(Boolean).join(' · ') : '');
     setText(t.policy, policyDetail(n));
-    setText(t.config, n && n.configGeneration !== undefined
-      ? 'config gen ' + fmtInt(n.configGeneration) + ' · changed ' + fmtDur(n.configAgeMs) + ' ago' : '');
+    const config = [];
+    if (n && n.configGeneration !== undefined) {
+      config.push('config gen ' + fmtInt(n.configGeneration) + ' · changed ' + fmtDur(n.configAgeMs) + ' ago');
+    }
+    // The client-side throttle: the share it refuses, from the window's accepts and requests.
+    if (n && n.throttleK > 0) {
+      config.push('throttle ' + fmtPct(n.throttleProbability * 100) + ' (K ' + n.throttleK + ', ' +
+        fmtInt(n.throttleAccepts) + ' accepted of ' + fmtInt(n.throttleRequests) + ')');
+    }
+    setText(t.config, config.join(' · '));
   }
 
   // ---- controls (only with a control endpoint and its token) -------------

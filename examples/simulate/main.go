@@ -22,6 +22,11 @@
 // for the confidence rule (circuit.Config.Confidence). See
 // ConfidenceParams and docs/confidence.md.
 //
+// -scenario throttle offers a dependency twice what it can take, through a
+// bulwark group without and with the client-side throttle
+// (command.ThrottleConfig), and tells the load that reaches it and the
+// breakers' trips. See ThrottleParams and docs/throttle.md.
+//
 //	go run ./examples/simulate                 # the outage table
 //	go run ./examples/simulate -json           # one JSON object, run with the breaker
 //	go run ./examples/simulate -json -breaker=false
@@ -29,6 +34,7 @@
 //	go run ./examples/simulate -scenario chain -svg docs/chain.svg
 //	go run ./examples/simulate -scenario chain -fault 20s-70s -duration 120s -backoff 1
 //	go run ./examples/simulate -scenario confidence -confidence 0.99
+//	go run ./examples/simulate -scenario throttle
 //
 // Operating policies (see Policies): -halfopen-failures, -ramp and
 // -ramp-up, -warmup and -health-check, and the open duration's backoff
@@ -68,12 +74,13 @@ const (
 	scenarioOutage     = "outage"
 	scenarioChain      = "chain"
 	scenarioConfidence = "confidence"
+	scenarioThrottle   = "throttle"
 )
 
 // run is the command: it parses args, simulates and prints. It returns the
 // exit status: 0, 1 on a failed write, 2 on bad flags.
 func run(args []string, stdout, stderr io.Writer) int {
-	p, c, cp := DefaultParams(), DefaultChainParams(), DefaultConfidenceParams()
+	p, c, cp, tp := DefaultParams(), DefaultChainParams(), DefaultConfidenceParams(), DefaultThrottleParams()
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -87,7 +94,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			owner[n] = scenario
 		}
 	}
-	scenario := fs.String("scenario", scenarioOutage, "`NAME` of the scenario: outage, chain or confidence")
+	scenario := fs.String("scenario", scenarioOutage, "`NAME` of the scenario: outage, chain, confidence or throttle")
 	duration := fs.Duration("duration", 0, "length of the simulated run (default 10s for outage, 60s for chain)")
 	fs.DurationVar(&p.Window, "window", p.Window, "breaker window length (chain: default 5s)")
 	fs.IntVar(&p.Buckets, "buckets", p.Buckets, "breaker window buckets")
@@ -135,6 +142,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&cp.Confidence, "confidence", cp.Confidence, "confidence: the confidence rule's circuit.Config.Confidence")
 	fs.IntVar(&cp.Trials, "trials", cp.Trials, "confidence: outage runs per rate and rule, for the detection delay")
 	only(scenarioConfidence, "background", "confidence", "trials")
+	fs.Float64Var(&tp.Capacity, "capacity", tp.Capacity, "throttle: calls a second the dependency takes")
+	fs.Float64Var(&tp.Offered, "offered", tp.Offered, "throttle: calls a second the clients make")
+	only(scenarioThrottle, "capacity", "offered")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -152,8 +162,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return fail(fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0)))
 	}
-	if *scenario != scenarioOutage && *scenario != scenarioChain && *scenario != scenarioConfidence {
-		return fail(fmt.Errorf("%w: -scenario %q must be outage, chain or confidence", errUsage, *scenario))
+	if !slices.Contains([]string{scenarioOutage, scenarioChain, scenarioConfidence, scenarioThrottle}, *scenario) {
+		return fail(fmt.Errorf("%w: -scenario %q must be outage, chain, confidence or throttle", errUsage, *scenario))
 	}
 	var misplaced error
 	set := map[string]bool{}
@@ -170,7 +180,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		p.Duration, c.Duration = *duration, *duration
 	}
 	var err error
-	if *scenario == scenarioConfidence {
+	if *scenario == scenarioThrottle {
+		if set["duration"] {
+			tp.Duration = *duration
+		}
+		var rows []ThrottleRow
+		if rows, err = SimulateThrottle(tp); err == nil {
+			err = printThrottleTable(stdout, tp, rows)
+		}
+	} else if *scenario == scenarioConfidence {
 		for name, v := range confidenceBreakerFlags() {
 			if !set[name] {
 				_ = fs.Set(name, v) // a default's own text: it parses
