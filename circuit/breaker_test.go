@@ -347,7 +347,7 @@ func TestSnapshot(t *testing.T) {
 	s = r.b.Snapshot()
 	assert.Equal(t, Open, s.State)
 	assert.Equal(t, ReasonErrorRatio, s.LastReason)
-	assert.Equal(t, Health{Requests: 4, Failures: 3, ErrorRatio: 0.75}, s.Health)
+	assert.Equal(t, Health{Requests: 4, Failures: 3, ErrorRatio: 0.75, ErrorBound: 0.75}, s.Health)
 	assert.Zero(t, s.Since)
 	r.run("+400ms")
 	s = r.b.Snapshot()

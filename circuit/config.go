@@ -71,6 +71,19 @@ type Config struct {
 	// is set; must be zero otherwise.
 	SlowCallRatio float64
 
+	// Confidence turns the confidence rule on: the breaker trips when the
+	// lower bound of the Wilson score interval of the failure ratio (and
+	// of the slow-call ratio) at this confidence reaches FailureRatio
+	// (SlowCallRatio), rather than the ratio itself, so a window's noise
+	// trips it far less often, most of all a thin window (few calls), at
+	// the price of a later trip in a real outage (docs/confidence.md
+	// measures both). The interval is two-sided: at 0.95 the bound is 1.96
+	// standard errors below the ratio. Health.ErrorBound and SlowBound
+	// tell the bounds. In (0, 1); zero: off, the ratios trip as they are.
+	// Closing is decided by counts of consecutive probes, not a ratio:
+	// Confidence leaves the half-open trial alone.
+	Confidence float64
+
 	// Open is how long the breaker stays open, and how that grows after
 	// failed trials.
 	Open OpenConfig
@@ -295,6 +308,8 @@ func (c Config) Validate() error {
 	case e.SlowCallDuration == 0 && e.SlowCallRatio != 0:
 		return invalid("SlowCallRatio %v is set but SlowCallDuration is 0 (slow-call detection off)",
 			c.SlowCallRatio)
+	case !(e.Confidence >= 0 && e.Confidence < 1):
+		return invalid("Confidence %v must be in (0, 1), or 0 (off)", c.Confidence)
 	}
 	for _, check := range [...]func(Config) error{c.Open.validate, c.HealthCheck.validate, c.HalfOpen.validate, c.Ramp.validate} {
 		if err := check(e); err != nil {
@@ -407,6 +422,7 @@ func (e Config) settings() breaker.Settings {
 		FailureRatio:        e.FailureRatio,
 		SlowCallDuration:    e.SlowCallDuration,
 		SlowCallRatio:       e.SlowCallRatio,
+		Confidence:          e.Confidence,
 		OpenDuration:        e.Open.Duration,
 		Backoff:             max(e.Open.Backoff, 1),
 		MaxOpenDuration:     e.Open.Max,

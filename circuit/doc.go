@@ -26,7 +26,8 @@
 // Prometheus labels, the Hystrix stream) are listed in docs/events.md.
 //
 // Config reads in the order a breaker works: when a closed breaker trips
-// (Window, MinRequests, FailureRatio, SlowCallDuration, SlowCallRatio), how
+// (Window, MinRequests, FailureRatio, SlowCallDuration, SlowCallRatio,
+// Confidence), how
 // long it stays open (Open: Duration, Backoff, Max) and what may end that
 // early (HealthCheck), the half-open trial (HalfOpen: Probes, Successes,
 // Failures, MaxWait), how traffic comes back (Ramp, WarmUp), then how it is
@@ -44,6 +45,10 @@
 // buckets have raised the ratio: the verdict is taken on the outcome that can
 // raise it. Detection therefore takes about window × ratio: with a 1 s window
 // and 0.5, a full outage trips the breaker about 500 ms after it starts.
+// With Config.Confidence set, the ratios are replaced by the lower bounds
+// of their Wilson score intervals at that confidence (Health.ErrorBound,
+// SlowBound): noise in a thin window no longer trips the breaker, and an
+// outage trips it a little later (docs/confidence.md).
 //
 // Open: every call is refused with ErrOpen for the open duration. The breaker
 // never sleeps and starts no goroutine: the first Allow, State or Snapshot at

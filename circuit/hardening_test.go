@@ -174,7 +174,7 @@ func TestLeavingForcedClosedRestartsWithEmptyWindow(t *testing.T) {
 			assert.Equal(t, Health{}, r.b.Snapshot().Health, "the window is empty")
 			r.run("rf") // admitted while forced closed: stale, not counted
 			r.run("f =closed")
-			assert.Equal(t, Health{Requests: 1, Failures: 1, ErrorRatio: 1}, r.b.Snapshot().Health)
+			assert.Equal(t, Health{Requests: 1, Failures: 1, ErrorRatio: 1, ErrorBound: 1}, r.b.Snapshot().Health)
 			assert.Empty(t, r.transitions(), "the effective state stayed closed")
 		})
 	}

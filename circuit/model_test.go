@@ -87,6 +87,7 @@ func (m *refModel) health(now time.Duration) Health {
 		h.ErrorRatio = float64(h.Failures+h.Timeouts) / float64(h.Requests)
 		h.SlowRatio = float64(h.Slow) / float64(h.Requests)
 	}
+	h.ErrorBound, h.SlowBound = h.ErrorRatio, h.SlowRatio // without Confidence, the ratios are judged as they are
 	return h
 }
 

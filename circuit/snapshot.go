@@ -63,6 +63,12 @@ type Health struct {
 	Slow       int64   // successes slower than SlowCallDuration
 	ErrorRatio float64 // (Failures + Timeouts) / Requests; 0 when Requests is 0
 	SlowRatio  float64 // Slow / Requests; 0 when Requests is 0
+
+	// ErrorBound and SlowBound are what the breaker compares with
+	// FailureRatio and SlowCallRatio: with Config.Confidence set, the
+	// lower bounds of the two ratios' Wilson score intervals at that
+	// confidence; without, ErrorRatio and SlowRatio themselves.
+	ErrorBound, SlowBound float64
 }
 
 // Transition records one change of effective state.

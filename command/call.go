@@ -14,7 +14,7 @@ import (
 // its stages share, which are its methods, run in this order by
 // commandCall.execute:
 //
-//	[coalesce] → limit → admit → isolate → run → classify → record → retry or fallback → finish
+//	[coalesce] → limit → throttle → admit → isolate → run → classify → record → retry or fallback → finish
 //
 // (A registry's CallHook, if any, sees each attempt begin, before limit,
 // and end, in retried or finish.)
@@ -99,7 +99,7 @@ func (k *commandCall[T, C]) execute(opts []Option) (T, error) {
 		if k.g.hook != nil {
 			k.hookBegin(k.g.hook)
 		}
-		if k.limit(opts) && k.admit() {
+		if k.limit(opts) && k.throttle() && k.admit() {
 			// isolate hands the attempt to the bulkhead, which runs the run
 			// stage (runHeld on the caller's goroutine, or poolCall.run on a
 			// worker), and hands classify what came back.

@@ -76,7 +76,8 @@ type Info struct {
 	// Event is the call's primary outcome: EventSuccess, EventFailure,
 	// EventTimeout, EventBadRequest, EventShortCircuited,
 	// EventThreadPoolRejected, EventSemaphoreRejected, EventCancelled,
-	// EventQueueTimeout, EventRateLimited, EventReadOnly or EventCoalesced.
+	// EventQueueTimeout, EventRateLimited, EventReadOnly, EventCoalesced or
+	// EventThrottled.
 	Event Event
 	// Events holds every event the call emitted: the primary outcome, Slow,
 	// one fallback event if a fallback was considered, ExceptionThrown if
@@ -144,6 +145,7 @@ const (
 	EventRateLimited        = metrics.RateLimited
 	EventReadOnly           = metrics.ReadOnly
 	EventCoalesced          = metrics.Coalesced
+	EventThrottled          = metrics.Throttled
 )
 
 // NameOf returns the name Execute gives cmd when the call sets none with

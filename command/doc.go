@@ -99,6 +99,11 @@
 //     WithWrite); it was refused first, before the limiters; Run did not
 //     run. It falls back (a fallback that defers the write fits); its error
 //     matches ErrReadOnly. Reads go on.
+//   - THROTTLED: the group's client-side throttle (GroupConfig.Throttle,
+//     the SRE book's adaptive throttling) refused the call locally, after
+//     the rate limiters and before the breakers, because the dependency has
+//     accepted too few of the group's recent requests; Run did not run. It
+//     falls back, is never retried, and its error matches ErrThrottled.
 //
 // A degraded answer (Info.Degraded) carries its kind, Info.Degradation:
 // static default, last good value, feature off, deferred, or other for a

@@ -52,6 +52,10 @@ var (
 	// WithWrite): it was refused before anything else (READ_ONLY), and
 	// its fallback, if any, was tried.
 	ErrReadOnly error = &kindError{msg: "command: read-only"}
+	// ErrThrottled: the group's client-side throttle (GroupConfig.Throttle)
+	// refused the call locally (THROTTLED): the dependency has accepted
+	// too few of the group's recent requests.
+	ErrThrottled error = &kindError{msg: "command: throttled"}
 )
 
 // kindError is a sentinel that also matches the lower layer's sentinel.
@@ -65,12 +69,12 @@ func (e *kindError) Unwrap() error { return e.base }
 
 // Error is the error Execute returns when a call produced no value: its
 // primary outcome was FAILURE, TIMEOUT, QUEUE_TIMEOUT, SHORT_CIRCUITED,
-// *_REJECTED, RATE_LIMITED, READ_ONLY or CANCELLED and no fallback value was served. (A BAD_REQUEST error is
+// *_REJECTED, RATE_LIMITED, READ_ONLY, THROTTLED or CANCELLED and no fallback value was served. (A BAD_REQUEST error is
 // returned exactly as Run returned it.)
 //
 // errors.Is matches the outcome's sentinel (ErrTimeout, ErrShortCircuited,
 // ErrRejected, or ErrClosed for a closed group's rejection, ErrRateLimited,
-// ErrReadOnly;
+// ErrReadOnly; ErrThrottled;
 // the context's error for CANCELLED), the cause and the
 // fallback's error; errors.As reaches Run's own error (or the
 // *isolation.PanicError of a panic) through Err.
@@ -88,7 +92,7 @@ type Error struct {
 	// CANCELLED, which never falls back.
 	FallbackErr error
 
-	kind    error            // ErrTimeout, ErrShortCircuited, ErrRejected, ErrClosed, ErrRateLimited, ErrReadOnly, a context error, or nil
+	kind    error            // ErrTimeout, ErrShortCircuited, ErrRejected, ErrClosed, ErrRateLimited, ErrReadOnly, ErrThrottled, a context error, or nil
 	refuser *circuit.Breaker // the breaker that refused a SHORT_CIRCUITED call
 }
 

@@ -12,14 +12,15 @@ import (
 // both inferred: command.Execute(ctx, g, getProfile{id: 7}).
 //
 // The steps: the rate limiters, if any (the group's, then the command's),
-// must admit the call, else RATE_LIMITED; both breakers (the group's, then
+// must admit the call, else RATE_LIMITED; the client-side throttle, if on,
+// must admit it, else THROTTLED; both breakers (the group's, then
 // the command's) must admit it, else SHORT_CIRCUITED; the bulkhead must
 // admit it, else THREAD_POOL_REJECTED or SEMAPHORE_REJECTED; Run runs on a
 // pool worker (Thread) or on the caller's goroutine (Semaphore) with the
 // timeout in its ctx; the outcome (SUCCESS, FAILURE, TIMEOUT, QUEUE_TIMEOUT,
 // BAD_REQUEST or CANCELLED) is recorded in the command's metrics and in both
 // breakers; on FAILURE, TIMEOUT, QUEUE_TIMEOUT, a rejection, a short-circuit
-// or a rate-limit refusal the command's Fallback, if any, runs under the
+// or a rate-limit or throttle refusal the command's Fallback, if any, runs under the
 // group's fallback limit.
 //
 // In a group with retries (GroupConfig.Retry), a FAILURE or TIMEOUT of an

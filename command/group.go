@@ -185,6 +185,11 @@ type GroupConfig struct {
 	// Default 0: off. (Breaker.WarmUp and Group.WarmUp warm the whole
 	// breaker instead.)
 	InstanceWarmUp time.Duration
+	// Throttle is the group's client-side adaptive throttle: it refuses
+	// calls locally (THROTTLED) in proportion to the requests the
+	// dependency has not accepted lately; see ThrottleConfig. Default:
+	// off.
+	Throttle ThrottleConfig
 }
 
 // CommandConfig holds the settings of one command name in a group. Its zero
@@ -273,6 +278,9 @@ func (c GroupConfig) Validate() error {
 		return err
 	}
 	if err := e.Retry.validate(); err != nil {
+		return err
+	}
+	if err := e.Throttle.validate(); err != nil {
 		return err
 	}
 	if err := e.Window.Validate(); err != nil {
@@ -441,7 +449,7 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 	}
 	g := &Group{name: name, reg: r, clock: r.clock, logger: cfg.Logger, hook: r.hook,
 		breakerClock: cfg.Breaker.Clock, cmdBreakerClock: cfg.CommandBreaker.Clock}
-	g.live.Store(&liveConfig{GroupConfig: cfg, changed: r.clock.Now()})
+	g.live.Store(&liveConfig{GroupConfig: cfg, changed: r.clock.Now(), throttle: g.throttlerOf(&cfg)})
 	var err error
 	if g.breaker, err = circuit.New(g.breakerConfig(cfg.Breaker, name)); err != nil {
 		return nil, err
@@ -672,7 +680,7 @@ func (g *Group) overflowLocked(names *nameIndex) *commandState {
 func (g *Group) newCommand(name string) *commandState {
 	cfg := g.cfg()
 	c := &commandState{name: name, group: g}
-	c.settings.Store(cfg.commandSettings(name, g.clock, g.reg.readOnly.Load()))
+	c.settings.Store(cfg.settingsOf(name, g.clock, g.reg.readOnly.Load()))
 	var err error
 	if c.breaker, err = circuit.New(g.commandBreakerConfig(&cfg.GroupConfig, name)); err != nil {
 		panic(fmt.Sprintf("command: breaker of validated config refused: %v", err))
@@ -739,6 +747,7 @@ func (g *Group) Snapshot() GroupSnapshot {
 		FallbackLimit: cfg.FallbackLimit,
 		Breaker:       g.breaker.Snapshot(),
 		Metrics:       g.metrics.Snapshot(now),
+		Throttle:      cfg.throttleSnapshot(now),
 
 		ConfigGeneration: cfg.generation,
 		ConfigAge:        now - cfg.changed,

@@ -18,7 +18,7 @@ var errDeadline = errors.New("command: timeout")
 var primaries = [...]metrics.Event{
 	metrics.Success, metrics.Failure, metrics.Timeout, metrics.BadRequest, metrics.ShortCircuited,
 	metrics.ThreadPoolRejected, metrics.SemaphoreRejected, metrics.Cancelled, metrics.QueueTimeout,
-	metrics.RateLimited, metrics.ReadOnly, metrics.Coalesced,
+	metrics.RateLimited, metrics.ReadOnly, metrics.Coalesced, metrics.Throttled,
 }
 
 // callEvents are the events Calls reads: the primary outcomes and RETRIED.
@@ -48,7 +48,7 @@ func fallsBack(e metrics.Event) bool {
 	switch e {
 	case metrics.Failure, metrics.Timeout, metrics.ShortCircuited,
 		metrics.ThreadPoolRejected, metrics.SemaphoreRejected, metrics.QueueTimeout,
-		metrics.RateLimited, metrics.ReadOnly:
+		metrics.RateLimited, metrics.ReadOnly, metrics.Throttled:
 		return true
 	}
 	return false
@@ -200,6 +200,8 @@ func kindOf(ctx context.Context, r result) error {
 		return ErrRateLimited
 	case metrics.ReadOnly:
 		return ErrReadOnly
+	case metrics.Throttled:
+		return ErrThrottled
 	}
 	return nil
 }

@@ -82,6 +82,6 @@ func (g *Group) refreshSettings() {
 	cfg := g.cfg()
 	ro := g.reg.readOnly.Load()
 	for name, c := range g.commands.Load().byName {
-		c.settings.Store(cfg.commandSettings(name, g.clock, ro))
+		c.settings.Store(cfg.settingsOf(name, g.clock, ro))
 	}
 }

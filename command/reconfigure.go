@@ -19,6 +19,7 @@ type liveConfig struct {
 	GroupConfig
 	generation uint64        // accepted Reconfigure calls so far
 	changed    time.Duration // group clock reading of the last change (or creation)
+	throttle   *throttler    // the client-side throttle; nil: off
 }
 
 // commandSettings are the settings a call of one command reads: derived
@@ -46,6 +47,7 @@ type commandSettings struct {
 
 	instanceWarmUp time.Duration // the group's InstanceWarmUp; 0: off; sets limited
 	coalesce       bool          // the command's Coalesce
+	throttle       *throttler    // the group's client-side throttle; nil: off
 }
 
 // cfg returns the group's config in force.
@@ -222,12 +224,13 @@ func (g *Group) reconfigureLocked(cfg GroupConfig) error {
 	}
 	must(g.fallback.Resize(next.FallbackLimit))
 	must(g.breaker.Reconfigure(g.breakerConfig(next.Breaker, g.name)))
+	next.throttle = g.throttlerOf(&next.GroupConfig)
 	g.live.Store(next)
 	g.declareLocked()
 	for _, c := range g.commands.Load().names.all() {
 		name := c.name
 		must(c.breaker.Reconfigure(g.commandBreakerConfig(&next.GroupConfig, name)))
-		c.settings.Store(next.commandSettings(name, g.clock, g.reg.readOnly.Load()))
+		c.settings.Store(next.settingsOf(name, g.clock, g.reg.readOnly.Load()))
 	}
 	attrs := append([]slog.Attr{slog.String("group", g.name), slog.Uint64("generation", next.generation)},
 		confdiff.Diff(old.GroupConfig, next.GroupConfig)...)

@@ -41,7 +41,7 @@ type Idempotent interface {
 // and it is counted in the command's metrics and in the breakers with its
 // own primary outcome; an attempt that is retried also carries the event
 // RETRIED (so the metrics count retries as well as attempts). A
-// SHORT_CIRCUITED, *_REJECTED, QUEUE_TIMEOUT, RATE_LIMITED, BAD_REQUEST or
+// SHORT_CIRCUITED, *_REJECTED, QUEUE_TIMEOUT, RATE_LIMITED, THROTTLED, BAD_REQUEST or
 // CANCELLED attempt is never retried: bulwark's own refusals and the
 // caller's mistakes or departure are final. The fallback runs once, after
 // the last attempt. The caller's deadline bounds

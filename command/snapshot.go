@@ -39,6 +39,11 @@ type GroupSnapshot struct {
 	// Total are zero: latencies are per command.
 	Metrics metrics.Snapshot
 
+	// Throttle tells the client-side throttle (GroupConfig.Throttle): its
+	// window's requests and accepts and the share of calls it refuses
+	// now. The zero value when it is off.
+	Throttle ThrottleStatus
+
 	// Commands holds one entry per command name seen in the group (or
 	// declared in GroupConfig.Commands), sorted by name.
 	Commands []CommandSnapshot

@@ -121,12 +121,12 @@
 //     Hystrix has no key for: the pool could not start them in time, as for
 //     a rejection; rollingCountTimeout counts only Runs that timed out. The
 //     native event has the queue timeouts apart (rollingCountQueueTimeout).
-//   - rollingCountSemaphoreRejected also counts RATE_LIMITED calls, which
-//     Hystrix has no key for: refused at the door before Run, as a
+//   - rollingCountSemaphoreRejected also counts RATE_LIMITED and THROTTLED
+//     calls, which Hystrix has no key for: refused at the door before Run, as a
 //     semaphore rejection is (whatever the group's strategy), so Hystrix
 //     tools show them as rejections; the pool's rollingCountCommandRejections
 //     does not (the pool refused nothing). The native event has them apart
-//     (rollingCountRateLimited).
+//     (rollingCountRateLimited, rollingCountThrottled).
 //   - RETRIED, an attempt that failed and was retried (see
 //     command.RetryConfig), has no Hystrix key and is left out of the
 //     Hystrix event: its counts are of attempts, so each retried attempt is

@@ -258,6 +258,7 @@ func mergeNativeCommands(evs []*nativeCommand) *nativeCommand {
 	out.RollingCountProbeSuccess = total(evs, func(e *nativeCommand) int64 { return e.RollingCountProbeSuccess })
 	out.RollingCountProbeFailure = total(evs, func(e *nativeCommand) int64 { return e.RollingCountProbeFailure })
 	out.RollingCountRateLimited = total(evs, func(e *nativeCommand) int64 { return e.RollingCountRateLimited })
+	out.RollingCountThrottled = total(evs, func(e *nativeCommand) int64 { return e.RollingCountThrottled })
 	out.RollingCountRetried = total(evs, func(e *nativeCommand) int64 { return e.RollingCountRetried })
 	out.RollingCountReadOnly = total(evs, func(e *nativeCommand) int64 { return e.RollingCountReadOnly })
 	out.RollingCountDegradedStatic = total(evs, func(e *nativeCommand) int64 { return e.RollingCountDegradedStatic })

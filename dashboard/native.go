@@ -51,6 +51,12 @@ type policies struct {
 	HealthChecks     int64  `json:"healthChecks"`     // checks run so far
 	HealthCheckFails int64  `json:"healthCheckFails"` // checks failed so far
 	HealthCheckError string `json:"healthCheckError"` // error of the last check; "" if it passed
+	// The confidence rule (circuit.Config.Confidence; 0: off) and the
+	// ratios' lower bounds at it, which the breaker compares with its
+	// thresholds (the ratios themselves with the rule off).
+	Confidence float64 `json:"confidence"`
+	ErrorBound float64 `json:"errorBound"`
+	SlowBound  float64 `json:"slowBound"`
 }
 
 func (p *policies) fill(s *circuit.Snapshot) {
@@ -62,6 +68,9 @@ func (p *policies) fill(s *circuit.Snapshot) {
 		HealthChecks:     s.HealthCheck.Checks,
 		HealthCheckFails: s.HealthCheck.Failures,
 		HealthCheckError: s.HealthCheck.LastErr,
+		Confidence:       ratio(s.Config.Confidence),
+		ErrorBound:       ratio(s.Health.ErrorBound),
+		SlowBound:        ratio(s.Health.SlowBound),
 	}
 }
 
@@ -165,6 +174,10 @@ type bulwarkCommand struct {
 	// Coalescing is the number of calls waiting now for a Run another
 	// call started (command.CommandSnapshot.Coalescing).
 	Coalescing int64 `json:"coalescing"`
+	// RollingCountThrottled counts calls the group's client-side throttle
+	// refused (THROTTLED, see command.ThrottleConfig), also counted as
+	// semaphore rejections in the Hystrix event.
+	RollingCountThrottled int64 `json:"rollingCountThrottled"`
 }
 
 func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.CommandSnapshot) {
@@ -197,6 +210,7 @@ func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 	e.RollingCountDegradedDeferred = c.Metrics.Counts[metrics.DegradedDeferred]
 	e.RollingCountCoalesced = c.Metrics.Counts[metrics.Coalesced]
 	e.Coalescing = c.Coalescing
+	e.RollingCountThrottled = c.Metrics.Counts[metrics.Throttled]
 }
 
 // bulwarkGroup is the BulwarkGroup event: a group's bulkhead (pool or
@@ -224,6 +238,13 @@ type bulwarkGroup struct {
 
 	ConfigGeneration uint64 `json:"configGeneration"` // accepted Reconfigure calls
 	ConfigAgeMs      int64  `json:"configAgeMs"`      // since the last one (or creation)
+
+	// The client-side throttle (command.ThrottleConfig; throttleK 0: off):
+	// its window's requests and accepts, and the share it refuses now.
+	ThrottleK           float64 `json:"throttleK"`
+	ThrottleRequests    int64   `json:"throttleRequests"`
+	ThrottleAccepts     int64   `json:"throttleAccepts"`
+	ThrottleProbability float64 `json:"throttleProbability"`
 }
 
 func (e *bulwarkGroup) fill(now int64, g *command.GroupSnapshot) {
@@ -250,6 +271,10 @@ func (e *bulwarkGroup) fill(now int64, g *command.GroupSnapshot) {
 	e.AlertTier = g.AlertTier
 	e.ConfigGeneration = g.ConfigGeneration
 	e.ConfigAgeMs = ms(g.ConfigAge)
+	e.ThrottleK = finite(g.Throttle.K)
+	e.ThrottleRequests = g.Throttle.Requests
+	e.ThrottleAccepts = g.Throttle.Accepts
+	e.ThrottleProbability = ratio(g.Throttle.Probability)
 }
 
 // timeoutMs is a timeout in ms; a timeout that is off reads 0.

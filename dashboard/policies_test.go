@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 )
 
 // The native events carry the breaker's operating policies: warm-up,
-// half-open failures so far, and the health check's state.
+// half-open failures so far, the health check's state, and the confidence
+// rule with the bounds it judges.
 func TestStreamNativePolicies(t *testing.T) {
 	snap := sampleSnapshot()
 	users := &snap.Groups[1]
@@ -21,6 +23,8 @@ func TestStreamNativePolicies(t *testing.T) {
 	get.WarmUpLeft = 42 * time.Second
 	get.Config.HealthCheck = circuit.HealthCheckConfig{Check: func(context.Context) error { return nil }, Interval: 500 * time.Millisecond}
 	get.HealthCheck = circuit.HealthCheckStatus{Checks: 5, Failures: 4, LastErr: "connection refused"}
+	get.Config.Confidence = 0.95
+	get.Health.ErrorRatio, get.Health.ErrorBound, get.Health.SlowBound = 0.5, 0.29934, 0.01
 	list := &users.Commands[1].Breaker
 	list.State = circuit.HalfOpen
 	list.ProbeFailures = 1
@@ -39,6 +43,9 @@ func TestStreamNativePolicies(t *testing.T) {
 	assert.EqualValues(t, 5, num(ev["healthChecks"]))
 	assert.EqualValues(t, 4, num(ev["healthCheckFails"]))
 	assert.Equal(t, "connection refused", ev["healthCheckError"])
+	assert.Equal(t, json.Number("0.95"), ev["confidence"])
+	assert.Equal(t, json.Number("0.2993"), ev["errorBound"], "rounded like every ratio")
+	assert.Equal(t, json.Number("0.01"), ev["slowBound"])
 
 	ev = f.find(TypeBulwarkCommand, "ListUsers", "users")
 	require.NotNil(t, ev)
@@ -46,6 +53,7 @@ func TestStreamNativePolicies(t *testing.T) {
 	assert.EqualValues(t, 1, num(ev["probeFailures"]))
 	assert.Equal(t, false, ev["healthCheck"])
 	assert.Equal(t, "", ev["healthCheckError"])
+	assert.Equal(t, json.Number("0"), ev["confidence"], "the rule off")
 
 	g := f.find(TypeBulwarkGroup, "users", "")
 	require.NotNil(t, g)

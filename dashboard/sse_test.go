@@ -214,6 +214,7 @@ func sampleSnapshot() command.Snapshot {
 				Active: 4, Queued: 3, Detached: 2, LargestActive: 10, Completed: 1234, Rejected: 56},
 			Timeout: time.Second, FallbackLimit: 8,
 			Breaker: closed, Metrics: met,
+			Throttle: command.ThrottleStatus{K: 2, Requests: 100, Accepts: 30, Probability: 40.0 / 101},
 			Commands: []command.CommandSnapshot{
 				{Name: "GetUser", Group: "users", InFlight: 4, Detached: 3, Timeout: 250 * time.Millisecond,
 					Breaker: open, Metrics: met},

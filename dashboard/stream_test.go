@@ -109,7 +109,7 @@ func TestStreamHystrixValues(t *testing.T) {
 		"rollingCountBadRequests":        counts[3],
 		"rollingCountShortCircuited":     counts[4],
 		"rollingCountThreadPoolRejected": counts[metrics.ThreadPoolRejected] + counts[metrics.QueueTimeout],
-		"rollingCountSemaphoreRejected":  counts[metrics.SemaphoreRejected] + counts[metrics.RateLimited],
+		"rollingCountSemaphoreRejected":  counts[metrics.SemaphoreRejected] + counts[metrics.RateLimited] + counts[metrics.Throttled],
 		"rollingCountFallbackSuccess":    counts[7],
 		"rollingCountFallbackFailure":    counts[8],
 		"rollingCountFallbackRejection":  counts[9],
@@ -208,6 +208,9 @@ func TestStreamNativeEvents(t *testing.T) {
 	assert.EqualValues(t, retried, num(ev["rollingCountRetried"]), "RETRIED")
 	coalesced := sampleSnapshot().Groups[1].Commands[0].Metrics.Counts[metrics.Coalesced]
 	assert.EqualValues(t, coalesced, num(ev["rollingCountCoalesced"]), "COALESCED")
+	throttled := sampleSnapshot().Groups[1].Commands[0].Metrics.Counts[metrics.Throttled]
+	assert.Positive(t, throttled)
+	assert.EqualValues(t, throttled, num(ev["rollingCountThrottled"]), "THROTTLED apart")
 
 	// Transitions in wall time: the last one was Since (2 s) before the
 	// snapshot, the first one 6 s before the last.
@@ -241,14 +244,16 @@ func TestStreamNativeEvents(t *testing.T) {
 	for key, want := range map[string]int64{
 		"capacity": 10, "queueCapacity": 5, "active": 4, "queued": 3, "detached": 2,
 		"largestActive": 10, "completed": 1234, "rejected": 56, "timeoutMs": 1000, "fallbackLimit": 8,
-		"windowMs": 10000,
+		"windowMs": 10000, "throttleK": 2, "throttleRequests": 100, "throttleAccepts": 30,
 	} {
 		assert.EqualValues(t, want, num(g[key]), key)
 	}
+	assert.InDelta(t, 0.396, flt(g["throttleProbability"]), 1e-9, "(100 − 2·30) / 101, rounded")
 	sem := f.find(TypeBulwarkGroup, "cache", "")
 	require.NotNil(t, sem)
 	assert.Equal(t, "SEMAPHORE", sem["strategy"])
 	assert.EqualValues(t, 0, num(sem["timeoutMs"]))
+	assert.EqualValues(t, 0, num(sem["throttleK"]), "no throttle")
 }
 
 // TestStreamDelay: ?delay= sets how often the stream's hub takes a

@@ -185,7 +185,7 @@ func (c ReplayerConfig) validate() error {
 //     so an outage is probed at a bounded rate, with the oldest due
 //     write, not with every entry. Once the write is older than MaxAge,
 //     it is dead-lettered instead (ReasonMaxAge).
-//   - SHORT_CIRCUITED, *_REJECTED, RATE_LIMITED, QUEUE_TIMEOUT, READ_ONLY
+//   - SHORT_CIRCUITED, *_REJECTED, RATE_LIMITED, THROTTLED, QUEUE_TIMEOUT, READ_ONLY
 //     (a replay is a write: a read-only group holds the queue): bulwark
 //     refused the replay itself and the write never left: no attempt, no
 //     delivery; the round stops and the entry is due again at once

@@ -159,7 +159,7 @@ func (d degradingCall) Fallback(_ context.Context, err error) (*http.Response, e
 	var se *statusError
 	switch e.Event {
 	case metrics.ShortCircuited, metrics.ThreadPoolRejected, metrics.SemaphoreRejected, metrics.QueueTimeout,
-		metrics.ReadOnly:
+		metrics.ReadOnly, metrics.Throttled:
 		if d.refusals {
 			return degradedResponse(d.req, e, http.StatusServiceUnavailable), nil
 		}

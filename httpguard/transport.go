@@ -34,13 +34,14 @@ type Config struct {
 	Group command.GroupConfig
 	// Degrade answers a request that never left because the Transport
 	// refused it (a breaker short-circuited it, the bulkhead rejected it,
-	// it timed out in the group's queue, or it was a write, any method but
-	// GET, HEAD, OPTIONS and TRACE, in a read-only group) with a synthetic
-	// 503 response instead of an error: a Retry-After header (the breaker's
+	// it timed out in the group's queue, the client-side throttle,
+	// Group.Throttle, refused it, or it was a write, any method but GET,
+	// HEAD, OPTIONS and TRACE, in a read-only group) with a synthetic 503
+	// response instead of an error: a Retry-After header (the breaker's
 	// remaining open time in seconds, rounded up, at least 1) and
 	// X-Degraded with the reason, the event's label ("short_circuited",
 	// "thread_pool_rejected", "semaphore_rejected", "queue_timeout",
-	// "read_only"; see docs/events.md).
+	// "throttled", "read_only"; see docs/events.md).
 	// A request a rate limiter refused (Group.RateLimit, RATE_LIMITED) gets
 	// 429 Too Many Requests instead, its Retry-After the limiter's delay
 	// (rounded up, at least 1 s) and X-Degraded "rate_limited".

@@ -8,13 +8,13 @@ import (
 // Event is one kind of thing that can happen to a command call. The names
 // follow Hystrix so the stream stays compatible with its tooling; Cancelled,
 // Slow, QueueTimeout, the Probe events, RateLimited, Retried, ReadOnly, the
-// Degraded events and Coalesced are bulwark's own.
+// Degraded events, Coalesced and Throttled are bulwark's own.
 type Event uint8
 
 // The events counted in every bucket. A call has exactly one primary outcome
 // (Success, Failure, Timeout, BadRequest, ShortCircuited, ThreadPoolRejected,
-// SemaphoreRejected, Cancelled, QueueTimeout, RateLimited, ReadOnly or
-// Coalesced); the others are recorded alongside it.
+// SemaphoreRejected, Cancelled, QueueTimeout, RateLimited, ReadOnly,
+// Coalesced or Throttled); the others are recorded alongside it.
 const (
 	Success            Event = iota // Run returned without error
 	Failure                         // Run returned an error or panicked
@@ -42,6 +42,7 @@ const (
 	DegradedFeatureOff              // the fallback turned the feature off: an empty answer (beside FALLBACK_SUCCESS)
 	DegradedDeferred                // the fallback deferred the work for later (beside FALLBACK_SUCCESS)
 	Coalesced                       // the call shared another call's Run (request coalescing); it did not run its own
+	Throttled                       // the client-side throttle refused the call locally; Run never started
 	NumEvents                       // number of event kinds; not an event
 )
 
@@ -72,6 +73,7 @@ var eventNames = [NumEvents]string{
 	DegradedFeatureOff: "DEGRADED_FEATURE_OFF",
 	DegradedDeferred:   "DEGRADED_DEFERRED",
 	Coalesced:          "COALESCED",
+	Throttled:          "THROTTLED",
 }
 
 // eventLabels are the events' names in lower case (TestEventLabels).
@@ -102,6 +104,7 @@ var eventLabels = [NumEvents]string{
 	DegradedFeatureOff: "degraded_feature_off",
 	DegradedDeferred:   "degraded_deferred",
 	Coalesced:          "coalesced",
+	Throttled:          "throttled",
 }
 
 // String returns the event's Hystrix-style name, such as "SHORT_CIRCUITED":

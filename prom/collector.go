@@ -79,9 +79,12 @@ var (
 	grpSinceDesc   = desc("group_circuit_state_seconds", "Time the group's breaker has been in its current state.", "group")
 	cmdModeDesc    = desc("command_circuit_mode", "1 for the mode the command's breaker is in (normal, forced-open, forced-closed, observe-only), 0 for the others.", "group", "command", "mode")
 	grpModeDesc    = desc("group_circuit_mode", "1 for the mode the group's breaker is in, 0 for the others.", "group", "mode")
+	cmdBoundDesc   = desc("command_circuit_error_bound", "Lower bound of the command's breaker's failure ratio at its confidence (circuit.Config.Confidence), what it trips on; no series with the rule off.", cmdLabels...)
+	grpBoundDesc   = desc("group_circuit_error_bound", "Lower bound of the group's breaker's failure ratio at its confidence; no series with the rule off.", "group")
 	cmdAlertDesc   = desc("command_alert_tier", "1, labelled with the alert tier the command's breaker has reached in its current outage; no series when none.", "group", "command", "tier")
 	grpAlertDesc   = desc("group_alert_tier", "1, labelled with the alert tier the group's breaker has reached in its current outage; no series when none.", "group", "tier")
 	alarmDesc      = desc("command_degraded_alarm", "1 while the command's degraded alarm is raised, else 0.", cmdLabels...)
+	throttleDesc   = desc("group_throttle_probability", "Share of the group's calls its client-side throttle refuses now (command.ThrottleConfig); no series with the throttle off.", "group")
 	generationDesc = desc("group_config_generation", "Accepted Reconfigure calls of the group since it was created.", "group")
 	activeDesc     = desc("bulkhead_active", "Bulkhead slots or permits taken.", "group")
 	queuedDesc     = desc("bulkhead_queued", "Calls waiting in the bulkhead's queue.", "group")
@@ -96,8 +99,8 @@ var (
 
 	allDescs = []*prometheus.Desc{
 		eventsDesc, callsDesc, inFlightDesc, detachedDesc, degradedDesc, histogramDesc, latencyDesc, latencyAvgDesc,
-		cmdStateDesc, cmdSinceDesc, grpStateDesc, grpSinceDesc, cmdModeDesc, grpModeDesc,
-		transitionDesc, cmdAlertDesc, grpAlertDesc, alarmDesc, generationDesc,
+		cmdStateDesc, cmdSinceDesc, grpStateDesc, grpSinceDesc, cmdModeDesc, grpModeDesc, cmdBoundDesc, grpBoundDesc,
+		transitionDesc, cmdAlertDesc, grpAlertDesc, alarmDesc, generationDesc, throttleDesc,
 		activeDesc, queuedDesc, capacityDesc, queueCapDesc, bhDetachedDesc, rejectedDesc, completedDesc,
 		renamedDesc, droppedDesc,
 	}
@@ -214,8 +217,11 @@ func (o out) group(g command.GroupSnapshot) {
 	o.counter(rejectedDesc, float64(b.Rejected), g.Name)
 	o.counter(completedDesc, float64(b.Completed), g.Name)
 	o.gauge(generationDesc, float64(g.ConfigGeneration), g.Name)
+	if g.Throttle.K > 0 {
+		o.gauge(throttleDesc, g.Throttle.Probability, g.Name)
+	}
 	o.gauge(renamedDesc, float64(g.RenamedCommands), g.Name)
-	o.breaker(breakerDescs{grpStateDesc, grpSinceDesc, grpModeDesc}, g.Breaker, g.Name)
+	o.breaker(breakerDescs{grpStateDesc, grpSinceDesc, grpModeDesc, grpBoundDesc}, g.Breaker, g.Name)
 	o.transitions(g.Breaker, g.Name, "")
 	o.tier(grpAlertDesc, g.AlertTier, g.Name)
 }
@@ -239,12 +245,15 @@ func (o out) command(c command.CommandSnapshot, lat command.CommandLatency) {
 		for _, s := range states {
 			o.gauge(cmdStateDesc, oneIf(c.Breaker.State == s), c.Group, c.Name, s.String())
 		}
+		if c.Breaker.Config.Confidence > 0 {
+			o.gauge(cmdBoundDesc, c.Breaker.Health.ErrorBound, c.Group, c.Name)
+		}
 		return
 	}
 	o.gauge(detachedDesc, float64(c.Detached), c.Group, c.Name)
 	o.gauge(degradedDesc, c.DegradedRate, c.Group, c.Name)
 	o.window(c, "run", m.Run, lat.Run)
-	o.breaker(breakerDescs{cmdStateDesc, cmdSinceDesc, cmdModeDesc}, c.Breaker, c.Group, c.Name)
+	o.breaker(breakerDescs{cmdStateDesc, cmdSinceDesc, cmdModeDesc, cmdBoundDesc}, c.Breaker, c.Group, c.Name)
 }
 
 // window sends the latency summary of one phase of command c: the
@@ -274,11 +283,11 @@ func (o out) window(c command.CommandSnapshot, phase string, win metrics.Latency
 
 // breakerDescs are the descriptions of a breaker's metrics, the group's or
 // a command's.
-type breakerDescs struct{ state, since, mode *prometheus.Desc }
+type breakerDescs struct{ state, since, mode, bound *prometheus.Desc }
 
-// breaker sends b's state (one series per state), time in state and mode
-// (one series per mode), labelled with labels (group, or group and
-// command).
+// breaker sends b's state (one series per state), time in state, mode
+// (one series per mode) and, with the confidence rule on, the failure
+// ratio's lower bound, labelled with labels (group, or group and command).
 func (o out) breaker(d breakerDescs, b circuit.Snapshot, labels ...string) {
 	for _, s := range states {
 		o.gauge(d.state, oneIf(b.State == s), append(labels, s.String())...)
@@ -286,6 +295,9 @@ func (o out) breaker(d breakerDescs, b circuit.Snapshot, labels ...string) {
 	o.gauge(d.since, b.Since.Seconds(), labels...)
 	for _, m := range modes {
 		o.gauge(d.mode, oneIf(b.Mode == m), append(labels, m.String())...)
+	}
+	if b.Config.Confidence > 0 {
+		o.gauge(d.bound, b.Health.ErrorBound, labels...)
 	}
 }
 

@@ -516,3 +516,50 @@ func TestCollectorIsLeanByDefault(t *testing.T) {
 	assert.NotContains(t, l["pay/charge"], "bulwark_command_events_total"+timeout, "no timeout ever: no series")
 	assert.Contains(t, d["pay/charge"], "bulwark_command_events_total"+timeout)
 }
+
+// The failure ratio's lower bound is exported for a breaker with the
+// confidence rule on, and only for it.
+func TestCollectorExportsTheErrorBound(t *testing.T) {
+	clock := new(metrics.ManualClock)
+	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+	g, err := reg.NewGroup("g", command.GroupConfig{Strategy: command.Semaphore, Timeout: command.NoTimeout,
+		CommandBreaker: circuit.Config{MinRequests: 100, Confidence: 0.95}})
+	require.NoError(t, err)
+	for i := range 20 {
+		c := call{name: "q", clock: clock}
+		if i%2 == 1 {
+			c.err = errors.New("down")
+		}
+		_, _ = command.Execute(context.Background(), g, c)
+	}
+	c, err := New(reg)
+	require.NoError(t, err)
+	fams := scrape(t, c)
+	assert.InDelta(t, 0.2993, value(t, fams, "bulwark_command_circuit_error_bound", "group", "g", "command", "q"), 1e-4,
+		"10 failures in 20 calls at 0.95")
+	assert.NotContains(t, fams, "bulwark_group_circuit_error_bound", "the group's breaker judges the plain ratio")
+}
+
+// A group's client-side throttle exports the share it refuses, and its
+// refusals are an event like any other.
+func TestCollectorExportsTheThrottle(t *testing.T) {
+	clock := new(metrics.ManualClock)
+	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+	g, err := reg.NewGroup("g", command.GroupConfig{Strategy: command.Semaphore, Timeout: command.NoTimeout,
+		Throttle: command.ThrottleConfig{K: 2, Rand: func() float64 { return 0.95 }}})
+	require.NoError(t, err)
+	for range 22 {
+		_, _ = command.Execute(context.Background(), g, call{name: "q", err: errors.New("overloaded"), clock: clock})
+	}
+	c, err := New(reg)
+	require.NoError(t, err)
+	fams := scrape(t, c)
+	// Nothing accepted: before call i the probability is i/(i+1), which
+	// beats the draw of 0.95 from i = 20 on, so the last 2 calls of 22 are
+	// throttled; all 22 are requests.
+	throttled := value(t, fams, "bulwark_command_events_total", "group", "g", "command", "q", "event", "throttled")
+	assert.Equal(t, 2.0, throttled)
+	assert.InDelta(t, 22.0/23, value(t, fams, "bulwark_group_throttle_probability", "group", "g"), 1e-9)
+}

@@ -33,10 +33,13 @@
 //	bulwark_command_circuit_mode{group,command,mode}    gauge: 1 for the breaker's mode, 0 for the others
 //	bulwark_group_circuit_mode{group,mode}              gauge: the group-level breaker, as above
 //	bulwark_breaker_transitions_total{group,command,from,to,reason}  counter: transitions since created, one series per kind seen; command="" for the group's breaker
+//	bulwark_command_circuit_error_bound{group,command}  gauge: failure ratio's lower bound at Config.Confidence; none when off
+//	bulwark_group_circuit_error_bound{group}            gauge: the group-level breaker, as above
 //	bulwark_command_alert_tier{group,command,tier}      gauge: 1 for the alert tier reached; no series when none
 //	bulwark_group_alert_tier{group,tier}                gauge: the group-level breaker, as above
 //	bulwark_command_degraded_alarm{group,command}       gauge: 1 while the degraded alarm is raised, else 0
 //	bulwark_group_config_generation{group}              gauge: accepted Reconfigure calls
+//	bulwark_group_throttle_probability{group}           gauge: share the client-side throttle refuses now; none when off
 //	bulwark_bulkhead_active{group}                      gauge: slots or permits taken
 //	bulwark_bulkhead_queued{group}                      gauge: calls waiting for a worker
 //	bulwark_bulkhead_capacity{group}                    gauge: pool size or semaphore limit
@@ -55,7 +58,7 @@
 // (a kind appears when it first counts; Prometheus's rate and increase
 // miss the increments of a series' first scrape, so WithDetail exports
 // every kind from zero), calls_total, in_flight, degraded_alarm,
-// circuit_state (three series), the window summary of phase "total" at
+// circuit_state (three series; and circuit_error_bound with the confidence rule on), the window summary of phase "total" at
 // quantiles 0.5 and 0.99 with its _count and _sum, alert_tier while a tier
 // is reached and breaker_transitions_total for the kinds seen. WithDetail
 // adds the rest of the list above: every event kind, detached,

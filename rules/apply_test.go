@@ -154,6 +154,8 @@ var fuzzSeeds = []string{
 	`{"groups": {"a": {"maxConcurrent": 9}}} {}`,
 	`{"groups": {"a": {"maxConcurent": 9}}}`,
 	`{"groups": {"a": {"breaker": {"slowCallDuration": "1s"}}, "z": {}}}`,
+	`{"groups": {"a": {"maxConcurrent": 9}, "coded": {"breaker": {"confidence": 1}}}}`,
+	`{"groups": {"a": {"throttle": {"k": 2}}, "coded": {"throttle": {"k": 0.5}}}}`,
 }
 
 // FuzzRefusedDocumentChangesNothing: whatever the document, if Apply

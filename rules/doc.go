@@ -19,11 +19,11 @@
 //
 // Group fields: preset, strategy ("thread" or "semaphore"), maxConcurrent,
 // queueSize, timeout, fallbackLimit, slowCallDuration, maxCommands,
-// noFallback, readOnly, deadlineReserve, retry, rateLimit, keyedRateLimit, breaker,
+// noFallback, readOnly, deadlineReserve, retry, throttle {k}, rateLimit, keyedRateLimit, breaker,
 // commandBreaker, commands. Breaker fields (breaker, commandBreaker, and a
 // command's breaker), grouped as circuit.Config groups them: window
 // {length, buckets}, minRequests, failureRatio, slowCallDuration,
-// slowCallRatio, open {duration, backoff, max}, halfOpen {probes,
+// slowCallRatio, confidence, open {duration, backoff, max}, halfOpen {probes,
 // successes, maxWait}, ramp {duration, floor}, warmUp. (A document written
 // for the first, flat format, with halfOpenProbes and the like, is refused
 // with an error that names the new place of each such field.) Retry fields: maxAttempts, backoff,
@@ -57,8 +57,8 @@
 // halfOpen.maxWait and ramp.floor; a limiter's burst, window, buckets and
 // maxKeys. Omit such a field for the default (more exactly, to keep the
 // base's value, see below), write the value meant, or "none" for no
-// timeout. A zero that means off (deadlineReserve, a breaker's
-// slowCallDuration, slowCallRatio, open.backoff, ramp.duration and warmUp, a
+// timeout. A zero that means off (deadlineReserve, throttle.k, a breaker's
+// slowCallDuration, slowCallRatio, confidence, open.backoff, ramp.duration and warmUp, a
 // retry's maxAttempts) or is the value itself (queueSize) is accepted.
 //
 // Rate limits are declared, one kind of package ratelimit each:

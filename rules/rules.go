@@ -38,6 +38,7 @@ type Group struct {
 	ReadOnly         *bool              `json:"readOnly"`
 	DeadlineReserve  *Duration          `json:"deadlineReserve"`
 	Retry            *Retry             `json:"retry"`
+	Throttle         *Throttle          `json:"throttle"`
 	RateLimit        *RateLimit         `json:"rateLimit"`
 	KeyedRateLimit   *KeyedRateLimit    `json:"keyedRateLimit"`
 	Breaker          *Breaker           `json:"breaker"`
@@ -51,6 +52,12 @@ type Command struct {
 	SlowCallDuration *Duration  `json:"slowCallDuration" rules:"nonzero"`
 	Breaker          *Breaker   `json:"breaker"`
 	RateLimit        *RateLimit `json:"rateLimit"`
+}
+
+// Throttle overrides the fields of a command.ThrottleConfig it sets. Rand
+// is code's: it comes from the base.
+type Throttle struct {
+	K *float64 `json:"k"`
 }
 
 // Retry overrides the fields of a command.RetryConfig it sets. Sleep, Rand
@@ -72,6 +79,7 @@ type Breaker struct {
 	FailureRatio     *float64  `json:"failureRatio" rules:"nonzero"`
 	SlowCallDuration *Duration `json:"slowCallDuration"`
 	SlowCallRatio    *float64  `json:"slowCallRatio"`
+	Confidence       *float64  `json:"confidence"`
 	Open             *Open     `json:"open"`
 	HalfOpen         *HalfOpen `json:"halfOpen"`
 	Ramp             *Ramp     `json:"ramp"`
@@ -204,6 +212,9 @@ func (r Group) config(name string, base command.GroupConfig, lim *limits) (comma
 	set(&cfg.ReadOnly, r.ReadOnly)
 	setDuration(&cfg.DeadlineReserve, r.DeadlineReserve)
 	r.Retry.apply(&cfg.Retry)
+	if r.Throttle != nil {
+		set(&cfg.Throttle.K, r.Throttle.K)
+	}
 	r.Breaker.apply(&cfg.Breaker)
 	r.CommandBreaker.apply(&cfg.CommandBreaker)
 	if r.RateLimit != nil {
@@ -306,6 +317,7 @@ func (b *Breaker) apply(c *circuit.Config) {
 	set(&c.FailureRatio, b.FailureRatio)
 	setDuration(&c.SlowCallDuration, b.SlowCallDuration)
 	set(&c.SlowCallRatio, b.SlowCallRatio)
+	set(&c.Confidence, b.Confidence)
 	if o := b.Open; o != nil {
 		setDuration(&c.Open.Duration, o.Duration)
 		set(&c.Open.Backoff, o.Backoff)

@@ -73,7 +73,7 @@ func TestApplyPresetOverridesAndCommands(t *testing.T) {
 	require.NoError(t, err)
 	m := newManager(t, reg)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {
-		"recs": {"preset": "l1", "maxConcurrent": 20, "breaker": {"failureRatio": 0.3},
+		"recs": {"preset": "l1", "maxConcurrent": 20, "throttle": {"k": 1.5}, "breaker": {"failureRatio": 0.3, "confidence": 0.95},
 			"commands": {"similar": {"timeout": "50ms", "breaker": {"minRequests": 5}}}},
 		"pay": {"preset": "never-degrade", "strategy": "semaphore", "timeout": "none"}
 	}}`)))
@@ -83,6 +83,10 @@ func TestApplyPresetOverridesAndCommands(t *testing.T) {
 	assert.Equal(t, 20, c.MaxConcurrent)
 	assert.Equal(t, 80*time.Millisecond, c.Timeout, "from the preset")
 	assert.Equal(t, 0.3, c.Breaker.FailureRatio, "overridden")
+	assert.Equal(t, 0.95, c.Breaker.Confidence)
+	assert.Equal(t, 1.5, c.Throttle.K)
+	assert.Equal(t, 1.5, g.Snapshot().Throttle.K, "in force")
+	assert.Equal(t, 0.95, g.Breaker().Config().Confidence, "in force")
 	assert.Equal(t, 20, c.Breaker.MinRequests, "the preset's, where not overridden")
 	assert.Equal(t, 0.5, c.CommandBreaker.FailureRatio)
 	assert.Equal(t, circuit.ObserveOnly, c.CommandBreaker.Mode, "what code set stays")
@@ -356,7 +360,7 @@ func TestExplicitZeroThatMeansDefaultIsRefused(t *testing.T) {
 
 	doc, err := Parse([]byte(`{"groups": {"a": {"queueSize": 0, "deadlineReserve": "0s", "noFallback": false,
 		"retry": {"maxAttempts": 0},
-		"breaker": {"slowCallDuration": "0s", "slowCallRatio": 0, "open": {"backoff": 0}, "ramp": {"duration": "0s"}, "warmUp": "0s"},
+		"breaker": {"slowCallDuration": "0s", "slowCallRatio": 0, "confidence": 0, "open": {"backoff": 0}, "ramp": {"duration": "0s"}, "warmUp": "0s"},
 		"commands": {"q": {"timeout": "none"}}}}}`))
 	require.NoError(t, err, "a zero that means off, or is the value itself")
 	assert.Zero(t, *doc.Groups["a"].QueueSize)

@@ -256,6 +256,10 @@
     if (n.healthCheck && n.state === 'open' && n.healthCheckFails > 0) {
       parts.push('health check failed ×' + n.healthCheckFails + (n.healthCheckError ? ': ' + n.healthCheckError : ''));
     }
+    // The confidence rule: the breaker trips on the ratios' lower bounds.
+    if (n.confidence > 0) {
+      parts.push('errors ≥ ' + fmtPct(n.errorBound * 100) + ' at ' + fmtPct(n.confidence * 100) + ' confidence');
+    }
     return parts.join(' · ');
   }
 
@@ -295,6 +299,7 @@
       (h, n) => (n ? n.rollingCountDegradedFeatureOff : 0)],
     ['degraded-deferred', 'Degraded: deferred', () => false, (h, n) => (n ? n.rollingCountDegradedDeferred : 0)],
     ['coalesced', 'Coalesced', () => false, (h, n) => (n ? n.rollingCountCoalesced : 0)],
+    ['throttled', 'Throttled', () => false, (h, n) => (n ? n.rollingCountThrottled : 0)],
   ];
 
   const PERCENTILES = [
@@ -1136,8 +1141,16 @@
     setAttr(t.state, 'data-state', n ? key : '');
     setText(t.since, n ? circuitDetail(n).slice(0, 2).filter(Boolean).join(' · ') : '');
     setText(t.policy, policyDetail(n));
-    setText(t.config, n && n.configGeneration !== undefined
-      ? 'config gen ' + fmtInt(n.configGeneration) + ' · changed ' + fmtDur(n.configAgeMs) + ' ago' : '');
+    const config = [];
+    if (n && n.configGeneration !== undefined) {
+      config.push('config gen ' + fmtInt(n.configGeneration) + ' · changed ' + fmtDur(n.configAgeMs) + ' ago');
+    }
+    // The client-side throttle: the share it refuses, from the window's accepts and requests.
+    if (n && n.throttleK > 0) {
+      config.push('throttle ' + fmtPct(n.throttleProbability * 100) + ' (K ' + n.throttleK + ', ' +
+        fmtInt(n.throttleAccepts) + ' accepted of ' + fmtInt(n.throttleRequests) + ')');
+    }
+    setText(t.config, config.join(' · '));
   }
 
   // ---- controls (only with a control endpoint and its token) -------------

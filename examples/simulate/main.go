@@ -20,6 +20,16 @@
 // origin) without request coalescing, with it, and with it and a
 // LastGood (stale while revalidate): the origin's load and the callers'
 // latency. See CoalesceParams and docs/coalescing.md.
+// -scenario confidence replays a dependency that fails 40% of calls at
+// random under a 0.5 threshold, at 20, 200 and 2,000 req/s, and counts the
+// false trips and a real outage's detection delay for the plain ratio and
+// for the confidence rule (circuit.Config.Confidence). See
+// ConfidenceParams and docs/confidence.md.
+//
+// -scenario throttle offers a dependency twice what it can take, through a
+// bulwark group without and with the client-side throttle
+// (command.ThrottleConfig), and tells the load that reaches it and the
+// breakers' trips. See ThrottleParams and docs/throttle.md.
 //
 //	go run ./examples/simulate                 # the outage table
 //	go run ./examples/simulate -json           # one JSON object, run with the breaker
@@ -27,6 +37,8 @@
 //	go run ./examples/simulate -outage 1s-3s -open 500ms -probes 2
 //	go run ./examples/simulate -scenario chain -svg docs/chain.svg
 //	go run ./examples/simulate -scenario chain -fault 20s-70s -duration 120s -backoff 1
+//	go run ./examples/simulate -scenario confidence -confidence 0.99
+//	go run ./examples/simulate -scenario throttle
 //
 // Operating policies (see Policies): -halfopen-failures, -ramp and
 // -ramp-up, -warmup and -health-check, and the open duration's backoff
@@ -63,15 +75,17 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 // The scenarios.
 const (
-	scenarioOutage   = "outage"
-	scenarioChain    = "chain"
-	scenarioCoalesce = "coalesce"
+	scenarioOutage     = "outage"
+	scenarioChain      = "chain"
+	scenarioCoalesce   = "coalesce"
+	scenarioConfidence = "confidence"
+	scenarioThrottle   = "throttle"
 )
 
 // run is the command: it parses args, simulates and prints. It returns the
 // exit status: 0, 1 on a failed write, 2 on bad flags.
 func run(args []string, stdout, stderr io.Writer) int {
-	p, c := DefaultParams(), DefaultChainParams()
+	p, c, cp, tp := DefaultParams(), DefaultChainParams(), DefaultConfidenceParams(), DefaultThrottleParams()
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -85,7 +99,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			owner[n] = scenario
 		}
 	}
-	scenario := fs.String("scenario", scenarioOutage, "`NAME` of the scenario: outage, chain or coalesce")
+	scenario := fs.String("scenario", scenarioOutage, "`NAME` of the scenario: outage, chain, coalesce, confidence or throttle")
 	duration := fs.Duration("duration", 0, "length of the simulated run (default 10s for outage, 60s for chain, 5s for coalesce)")
 	fs.DurationVar(&p.Window, "window", p.Window, "breaker window length (chain: default 5s)")
 	fs.IntVar(&p.Buckets, "buckets", p.Buckets, "breaker window buckets")
@@ -129,6 +143,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"delay", "client-timeout", "gateway-timeout", "order-timeout", "retries", "retry-backoff", "retry-budget",
 		"fallback", "seed")
 
+	fs.Float64Var(&cp.Background, "background", cp.Background, "confidence: share of calls that fail outside the outage")
+	fs.Float64Var(&cp.Confidence, "confidence", cp.Confidence, "confidence: the confidence rule's circuit.Config.Confidence")
+	fs.IntVar(&cp.Trials, "trials", cp.Trials, "confidence: outage runs per rate and rule, for the detection delay")
+	only(scenarioConfidence, "background", "confidence", "trials")
+	fs.Float64Var(&tp.Capacity, "capacity", tp.Capacity, "throttle: calls a second the dependency takes")
+	fs.Float64Var(&tp.Offered, "offered", tp.Offered, "throttle: calls a second the clients make")
+	only(scenarioThrottle, "capacity", "offered")
+
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -145,8 +167,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return fail(fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0)))
 	}
-	if *scenario != scenarioOutage && *scenario != scenarioChain && *scenario != scenarioCoalesce {
-		return fail(fmt.Errorf("%w: -scenario %q must be outage, chain or coalesce", errUsage, *scenario))
+	if !slices.Contains([]string{scenarioOutage, scenarioChain, scenarioCoalesce, scenarioConfidence, scenarioThrottle}, *scenario) {
+		return fail(fmt.Errorf("%w: -scenario %q must be outage, chain, coalesce, confidence or throttle", errUsage, *scenario))
 	}
 	var misplaced error
 	set := map[string]bool{}
@@ -164,11 +186,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var err error
 	if *scenario == scenarioCoalesce {
-		cp := DefaultCoalesceParams()
+		coal := DefaultCoalesceParams()
+		if set["duration"] {
+			coal.Duration = *duration
+		}
+		err = runCoalesce(coal, stdout)
+	} else if *scenario == scenarioThrottle {
+		if set["duration"] {
+			tp.Duration = *duration
+		}
+		var rows []ThrottleRow
+		if rows, err = SimulateThrottle(tp); err == nil {
+			err = printThrottleTable(stdout, tp, rows)
+		}
+	} else if *scenario == scenarioConfidence {
+		for name, v := range confidenceBreakerFlags() {
+			if !set[name] {
+				_ = fs.Set(name, v) // a default's own text: it parses
+			}
+		}
+		cp.BreakerParams = p.BreakerParams
 		if set["duration"] {
 			cp.Duration = *duration
 		}
-		err = runCoalesce(cp, stdout)
+		var rows []ConfidenceRow
+		if rows, err = SimulateConfidence(cp); err == nil {
+			err = printConfidenceTable(stdout, cp, rows)
+		}
 	} else if *scenario == scenarioChain {
 		for name, v := range chainBreakerFlags() {
 			if !set[name] {

@@ -379,9 +379,9 @@ func (c *settings) verdict(h Health) Reason {
 	switch {
 	case h.Requests < int64(c.MinRequests):
 		return ""
-	case h.ErrorRatio >= c.FailureRatio:
+	case h.ErrorBound >= c.FailureRatio:
 		return ReasonErrorRatio
-	case c.slowOn && h.SlowRatio >= c.SlowCallRatio:
+	case c.slowOn && h.SlowBound >= c.SlowCallRatio:
 		return ReasonSlowRatio
 	}
 	return ""

@@ -21,6 +21,7 @@ type Settings struct {
 	FailureRatio     float64
 	SlowCallDuration time.Duration // 0: slow-call detection off
 	SlowCallRatio    float64
+	Confidence       float64 // 0: the ratios trip as they are; else their Wilson lower bounds at this confidence do
 
 	// Open: how long, and the health check that may end it early.
 	OpenDuration        time.Duration
@@ -65,6 +66,7 @@ type settings struct {
 	Settings
 	window     *metrics.Rolling // the health window
 	slowOn     bool             // slow-call detection is on
+	z          float64          // the normal quantile of Confidence (two-sided); 0: off
 	generation uint64           // accepted Reconfigure calls so far
 }
 
@@ -73,7 +75,7 @@ func (b *Breaker) cfg() *settings { return b.settings.Load() }
 
 // derive returns the settings of s with window w.
 func derive(s Settings, w *metrics.Rolling) *settings {
-	return &settings{Settings: s, window: w, slowOn: s.SlowCallDuration > 0}
+	return &settings{Settings: s, window: w, slowOn: s.SlowCallDuration > 0, z: zScore(s.Confidence)}
 }
 
 // Reconfigure replaces the breaker's settings with s, validated by its

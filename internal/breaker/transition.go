@@ -20,6 +20,11 @@ type Health struct {
 	Slow       int64   // successes slower than SlowCallDuration
 	ErrorRatio float64 // (Failures + Timeouts) / Requests; 0 when Requests is 0
 	SlowRatio  float64 // Slow / Requests; 0 when Requests is 0
+
+	// The ratios the breaker compares with its thresholds: with
+	// Confidence set, the lower bounds of their Wilson score intervals at
+	// that confidence; without, the ratios themselves.
+	ErrorBound, SlowBound float64
 }
 
 // healthEvents are the events healthOf reads: the only ones a breaker's
@@ -54,7 +59,13 @@ type Transition struct {
 // health returns the Health of the window of settings c at now. It reads
 // only the window's healthEvents.
 func (c *settings) health(now time.Duration) Health {
-	return healthOf(c.window.CountsOf(now, healthEvents))
+	h := healthOf(c.window.CountsOf(now, healthEvents))
+	h.ErrorBound, h.SlowBound = h.ErrorRatio, h.SlowRatio
+	if c.z > 0 {
+		h.ErrorBound = wilsonLower(h.Failures+h.Timeouts, h.Requests, c.z)
+		h.SlowBound = wilsonLower(h.Slow, h.Requests, c.z)
+	}
+	return h
 }
 
 // TransitionCount is how many transitions a breaker has made from one
