@@ -14,7 +14,7 @@ import (
 // its stages share, which are its methods, run in this order by
 // commandCall.execute:
 //
-//	limit → admit → isolate → run → classify → record → retry or fallback → finish
+//	limit → admit → shed → isolate → run → classify → record → retry or fallback → finish
 //
 // A stage reads what the stages before it left in the call and leaves its
 // own decision there. Two things go by hand instead, in plain sight in
@@ -48,9 +48,10 @@ type call struct {
 
 	attempt // the attempt under way; a retry starts a new one
 
-	attempts           int32 // the attempts made, this one included
-	degraded, deferred bool  // the caller gets a fallback's value; the fallback deferred the work (Info)
-	err                error // the caller's error, once fallback or finish decided it
+	attempts           int32    // the attempts made, this one included
+	priority           Priority // WithPriority's, plus 1 (0: none given), for shed
+	degraded, deferred bool     // the caller gets a fallback's value; the fallback deferred the work (Info)
+	err                error    // the caller's error, once fallback or finish decided it
 }
 
 // attempt is what one attempt of a call decides, stage by stage. A retry
@@ -78,7 +79,7 @@ type commandCall[T any, C Runner[T]] struct {
 
 // execute is the pipeline: Execute's call of k.cmd in group k.g with
 // context k.ctx and options opts, stage by stage. A
-// stage that refuses the attempt (limit, admit) has set its outcome, and
+// stage that refuses the attempt (limit, admit, shed) has set its outcome, and
 // the attempt goes on at record; a retry goes round again from limit, as an
 // attempt of its own through the limiters, the breakers and the bulkhead.
 func (k *commandCall[T, C]) execute(opts []Option) (T, error) {
@@ -86,7 +87,7 @@ func (k *commandCall[T, C]) execute(opts []Option) (T, error) {
 		return k.v, k.err // a nil command: refused before anything is counted
 	}
 	for {
-		if k.limit(opts) && k.admit() {
+		if k.limit(opts) && k.admit() && k.shed() {
 			// isolate hands the attempt to the bulkhead, which runs the run
 			// stage (runHeld on the caller's goroutine, or poolCall.run on a
 			// worker), and hands classify what came back.
@@ -117,6 +118,9 @@ func (k *commandCall[T, C]) begin(opts []Option) bool {
 		}
 		if o.name != "" {
 			name = o.name
+		}
+		if o.priority != 0 {
+			k.priority = o.priority
 		}
 	}
 	g := k.g

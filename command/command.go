@@ -48,12 +48,13 @@ type Discarder[T any] interface {
 // created.
 const NoTimeout time.Duration = -1
 
-// Option adjusts one call of Execute. Build it with WithTimeout or WithName;
-// it is a small value.
+// Option adjusts one call of Execute. Build it with WithTimeout, WithName,
+// WithKey or WithPriority; it is a small value.
 type Option struct {
-	timeout time.Duration
-	name    string
-	key     string
+	timeout  time.Duration
+	name     string
+	key      string
+	priority Priority // WithPriority's, plus 1; 0: none given
 }
 
 // WithTimeout overrides the command's timeout for this call. NoTimeout
@@ -74,7 +75,7 @@ type Info struct {
 	// Event is the call's primary outcome: EventSuccess, EventFailure,
 	// EventTimeout, EventBadRequest, EventShortCircuited,
 	// EventThreadPoolRejected, EventSemaphoreRejected, EventCancelled,
-	// EventQueueTimeout or EventRateLimited.
+	// EventQueueTimeout, EventRateLimited or EventPriorityRejected.
 	Event Event
 	// Events holds every event the call emitted: the primary outcome, Slow,
 	// one fallback event if a fallback was considered, ExceptionThrown if
@@ -133,6 +134,7 @@ const (
 	EventCancelled          = metrics.Cancelled
 	EventQueueTimeout       = metrics.QueueTimeout
 	EventRateLimited        = metrics.RateLimited
+	EventPriorityRejected   = metrics.PriorityRejected
 )
 
 // NameOf returns the name Execute gives cmd when the call sets none with

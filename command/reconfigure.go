@@ -40,8 +40,9 @@ type commandSettings struct {
 	limited    bool
 	limitWaits bool
 
-	retry      *RetryConfig // the group's Retry, defaults applied; nil: off
-	noFallback bool         // the group's NoFallback
+	retry      *RetryConfig    // the group's Retry, defaults applied; nil: off
+	priority   *PriorityConfig // the group's Priority; nil: no priority shedding
+	noFallback bool            // the group's NoFallback
 }
 
 // cfg returns the group's config in force.
@@ -57,6 +58,9 @@ func (c *GroupConfig) commandSettings(name string, clock metrics.Clock) *command
 	s.limitWaits = mayWait(c.RateLimit) || mayWait(c.KeyedRateLimit)
 	if c.Retry.enabled() {
 		s.retry = &c.Retry
+	}
+	if c.Priority.enabled() {
+		s.priority = &c.Priority
 	}
 	cc, ok := c.Commands[name]
 	if !ok {

@@ -259,6 +259,7 @@ func mergeNativeCommands(evs []*nativeCommand) *nativeCommand {
 	out.RollingCountProbeFailure = total(evs, func(e *nativeCommand) int64 { return e.RollingCountProbeFailure })
 	out.RollingCountRateLimited = total(evs, func(e *nativeCommand) int64 { return e.RollingCountRateLimited })
 	out.RollingCountRetried = total(evs, func(e *nativeCommand) int64 { return e.RollingCountRetried })
+	out.RollingCountPriorityRejected = total(evs, func(e *nativeCommand) int64 { return e.RollingCountPriorityRejected })
 	out.ReportingHosts = int64(total(evs, func(e *nativeCommand) int { return int(e.hosts()) }))
 	return &out
 }

@@ -146,6 +146,10 @@ type bulwarkCommand struct {
 	// (RETRIED, see command.RetryConfig); each is also counted with its
 	// own outcome (FAILURE or TIMEOUT). The Hystrix event has no key for it.
 	RollingCountRetried int64 `json:"rollingCountRetried"`
+	// RollingCountPriorityRejected counts calls that priority shedding
+	// refused (PRIORITY_REJECTED, see command.PriorityConfig), also counted
+	// as semaphore rejections in the Hystrix event.
+	RollingCountPriorityRejected int64 `json:"rollingCountPriorityRejected"`
 }
 
 func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.CommandSnapshot) {
@@ -171,6 +175,7 @@ func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 	e.DegradedAlarm = c.DegradedAlarm
 	e.RollingCountRateLimited = c.Metrics.Counts[metrics.RateLimited]
 	e.RollingCountRetried = c.Metrics.Counts[metrics.Retried]
+	e.RollingCountPriorityRejected = c.Metrics.Counts[metrics.PriorityRejected]
 }
 
 // bulwarkGroup is the BulwarkGroup event: a group's bulkhead (pool or

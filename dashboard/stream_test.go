@@ -109,7 +109,7 @@ func TestStreamHystrixValues(t *testing.T) {
 		"rollingCountBadRequests":        counts[3],
 		"rollingCountShortCircuited":     counts[4],
 		"rollingCountThreadPoolRejected": counts[metrics.ThreadPoolRejected] + counts[metrics.QueueTimeout],
-		"rollingCountSemaphoreRejected":  counts[metrics.SemaphoreRejected] + counts[metrics.RateLimited],
+		"rollingCountSemaphoreRejected":  counts[metrics.SemaphoreRejected] + counts[metrics.RateLimited] + counts[metrics.PriorityRejected],
 		"rollingCountFallbackSuccess":    counts[7],
 		"rollingCountFallbackFailure":    counts[8],
 		"rollingCountFallbackRejection":  counts[9],
@@ -206,6 +206,8 @@ func TestStreamNativeEvents(t *testing.T) {
 	assert.EqualValues(t, rateLimited, num(ev["rollingCountRateLimited"]), "RATE_LIMITED apart")
 	retried := sampleSnapshot().Groups[1].Commands[0].Metrics.Counts[metrics.Retried]
 	assert.EqualValues(t, retried, num(ev["rollingCountRetried"]), "RETRIED")
+	shed := sampleSnapshot().Groups[1].Commands[0].Metrics.Counts[metrics.PriorityRejected]
+	assert.EqualValues(t, shed, num(ev["rollingCountPriorityRejected"]), "PRIORITY_REJECTED apart")
 
 	// Transitions in wall time: the last one was Since (2 s) before the
 	// snapshot, the first one 6 s before the last.

@@ -7,14 +7,14 @@ import (
 
 // Event is one kind of thing that can happen to a command call. The names
 // follow Hystrix so the stream stays compatible with its tooling; Cancelled,
-// Slow, QueueTimeout, the Probe events, RateLimited and Retried are
-// bulwark's own.
+// Slow, QueueTimeout, the Probe events, RateLimited, Retried and
+// PriorityRejected are bulwark's own.
 type Event uint8
 
 // The events counted in every bucket. A call has exactly one primary outcome
 // (Success, Failure, Timeout, BadRequest, ShortCircuited, ThreadPoolRejected,
-// SemaphoreRejected, Cancelled, QueueTimeout or RateLimited); the others are recorded
-// alongside it.
+// SemaphoreRejected, Cancelled, QueueTimeout, RateLimited or PriorityRejected);
+// the others are recorded alongside it.
 const (
 	Success            Event = iota // Run returned without error
 	Failure                         // Run returned an error or panicked
@@ -36,6 +36,7 @@ const (
 	ProbeFailure                    // a probe judged a failure or timeout
 	RateLimited                     // a rate limiter refused the call; Run never started
 	Retried                         // the attempt failed and is being retried (recorded alongside its FAILURE or TIMEOUT)
+	PriorityRejected                // priority shedding refused the call: the bulkhead was too full for its priority; Run never started
 	NumEvents                       // number of event kinds; not an event
 )
 
@@ -60,6 +61,7 @@ var eventNames = [NumEvents]string{
 	ProbeFailure:       "PROBE_FAILURE",
 	RateLimited:        "RATE_LIMITED",
 	Retried:            "RETRIED",
+	PriorityRejected:   "PRIORITY_REJECTED",
 }
 
 // eventLabels are the events' names in lower case (TestEventLabels).
@@ -84,6 +86,7 @@ var eventLabels = [NumEvents]string{
 	ProbeFailure:       "probe_failure",
 	RateLimited:        "rate_limited",
 	Retried:            "retried",
+	PriorityRejected:   "priority_rejected",
 }
 
 // String returns the event's Hystrix-style name, such as "SHORT_CIRCUITED":

@@ -262,9 +262,10 @@
   // ---- commands ---------------------------------------------------------
 
   // The window's counters, in the Hystrix dashboard's colours. Cancelled,
-  // Rate limited and Retried are bulwark's own (from the native event).
-  // Rejected includes queue timeouts and rate-limit refusals, as the Hystrix
-  // event counts them (the native event has them apart). Retried counts
+  // Rate limited, Retried and Shed are bulwark's own (from the native
+  // event). Rejected includes queue timeouts, rate-limit refusals and
+  // priority shedding (Shed), as the Hystrix event counts them (the native
+  // event has them apart). Retried counts
   // attempts that failed and were tried again; each is also in Failure or
   // Timeout.
   //
@@ -287,6 +288,7 @@
     ['cancelled', 'Cancelled', () => false, (h, n) => (n ? n.rollingCountCancelled : 0)],
     ['rate-limited', 'Rate limited', () => false, (h, n) => (n ? n.rollingCountRateLimited : 0)],
     ['retried', 'Retried', () => false, (h, n) => (n ? n.rollingCountRetried : 0)],
+    ['priority-rejected', 'Shed', () => false, (h, n) => (n ? n.rollingCountPriorityRejected : 0)],
   ];
 
   const PERCENTILES = [
