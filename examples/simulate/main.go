@@ -1,11 +1,16 @@
 // Command simulate replays failures on a virtual clock, with and without
 // bulwark circuit breakers, and prints what the callers saw. It is
-// deterministic and never sleeps. Two scenarios:
+// deterministic and never sleeps. Three scenarios:
 //
 // -scenario outage (the default) replays a downstream outage in front of one
 // breaker: how many calls were forwarded or failed fast, how many reached
 // the failing dependency, the latency percentiles, and every breaker
 // transition with its virtual time.
+//
+// -scenario priority replays an overload at twice a bulkhead's capacity,
+// with a plain bulkhead and with priority shedding, and prints what the
+// callers of each priority (P0..P3) saw; see PriorityParams and
+// docs/priority.md.
 //
 // -scenario chain replays a fault-injection drill on a chain of services,
 // gateway → order → inventory, through bulwark's command groups: thread
@@ -21,6 +26,7 @@
 //	go run ./examples/simulate -json -breaker=false
 //	go run ./examples/simulate -outage 1s-3s -open 500ms -probes 2
 //	go run ./examples/simulate -scenario chain -svg docs/chain.svg
+//	go run ./examples/simulate -scenario priority
 //	go run ./examples/simulate -scenario chain -fault 20s-70s -duration 120s -backoff 1
 //
 // Operating policies (see Policies): -halfopen-failures, -ramp and
@@ -58,8 +64,9 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 // The scenarios.
 const (
-	scenarioOutage = "outage"
-	scenarioChain  = "chain"
+	scenarioOutage   = "outage"
+	scenarioChain    = "chain"
+	scenarioPriority = "priority"
 )
 
 // run is the command: it parses args, simulates and prints. It returns the
@@ -79,7 +86,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			owner[n] = scenario
 		}
 	}
-	scenario := fs.String("scenario", scenarioOutage, "`NAME` of the scenario: outage or chain")
+	scenario := fs.String("scenario", scenarioOutage, "`NAME` of the scenario: outage, chain or priority")
 	duration := fs.Duration("duration", 0, "length of the simulated run (default 10s for outage, 60s for chain)")
 	fs.DurationVar(&p.Window, "window", p.Window, "breaker window length (chain: default 5s)")
 	fs.IntVar(&p.Buckets, "buckets", p.Buckets, "breaker window buckets")
@@ -123,6 +130,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"delay", "client-timeout", "gateway-timeout", "order-timeout", "retries", "retry-backoff", "retry-budget",
 		"fallback", "seed")
 
+	pp := DefaultPriorityParams()
+	reserve := fs.String("reserve", formatReserve(pp.Reserve), "priority: the `P0,P1,P2,P3` shares of the bulkhead kept from each priority")
+	fs.Float64Var(&pp.Overload, "overload", pp.Overload, "priority: offered load as a multiple of the bulkhead's capacity")
+	only(scenarioPriority, "reserve", "overload")
+
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -139,8 +151,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return fail(fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0)))
 	}
-	if *scenario != scenarioOutage && *scenario != scenarioChain {
-		return fail(fmt.Errorf("%w: -scenario %q must be outage or chain", errUsage, *scenario))
+	if *scenario != scenarioOutage && *scenario != scenarioChain && *scenario != scenarioPriority {
+		return fail(fmt.Errorf("%w: -scenario %q must be outage, chain or priority", errUsage, *scenario))
 	}
 	var misplaced error
 	set := map[string]bool{}
@@ -157,7 +169,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		p.Duration, c.Duration = *duration, *duration
 	}
 	var err error
-	if *scenario == scenarioChain {
+	if *scenario == scenarioPriority {
+		if set["duration"] {
+			pp.Duration = *duration
+		}
+		if pp.Reserve, err = parseReserve(*reserve); err == nil {
+			err = runPriority(pp, stdout)
+		}
+	} else if *scenario == scenarioChain {
 		for name, v := range chainBreakerFlags() {
 			if !set[name] {
 				_ = fs.Set(name, v) // a default's own text: it parses
