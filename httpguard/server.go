@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -65,9 +66,10 @@ type ServerConfig struct {
 	RetryAfter time.Duration
 	// Recover makes a handler's panic answer 500 (if the handler wrote
 	// nothing yet) instead of panicking again. Default false: the panic is
-	// counted (a FAILURE) and goes on up to net/http, which logs it and
-	// drops the connection, as without the middleware; http.ErrAbortHandler
-	// is re-panicked as is whatever Recover says.
+	// counted (a FAILURE), logged at Error level with the handler's stack
+	// by the registry's logger, and goes on up to net/http, which drops
+	// the connection, as without the middleware; http.ErrAbortHandler is
+	// re-panicked as is, unlogged, whatever Recover says.
 	Recover bool
 	// MaxRoutes bounds the routes that get a group of their own; the
 	// requests of further routes share the group of OtherRoute. Default
@@ -231,7 +233,14 @@ func (s *Server) answer(rw *responseWriter, err error) {
 	}
 	var pe *isolation.PanicError
 	if e.Event == metrics.Failure && errors.As(e.Err, &pe) {
-		if !s.cfg.Recover || pe.Value == http.ErrAbortHandler {
+		if pe.Value == http.ErrAbortHandler {
+			panic(pe.Value)
+		}
+		// Logged here with the handler's own stack: a panic again from here
+		// would show net/http this function's.
+		s.reg.Logger().Error("bulwark: handler panicked", slog.String("group", e.Group),
+			slog.Any("panic", pe.Value), slog.String("stack", string(pe.Stack)), slog.Bool("recovered", s.cfg.Recover))
+		if !s.cfg.Recover {
 			panic(pe.Value)
 		}
 		if !rw.wrote {
