@@ -126,8 +126,9 @@ func answerOf(ctx context.Context, err error) (got *rpcError, refused *command.E
 // refusal returns the status of a call that did not get the dependency's
 // answer: e's outcome is not FAILURE or BAD_REQUEST.
 //
-//   - SHORT_CIRCUITED, THREAD_POOL_REJECTED, SEMAPHORE_REJECTED (a breaker
-//     open, a bulkhead full or closed): Unavailable, "not now, try later".
+//   - SHORT_CIRCUITED, THREAD_POOL_REJECTED, SEMAPHORE_REJECTED,
+//     PRIORITY_REJECTED (a breaker open, a bulkhead full or closed, a call
+//     shed by priority): Unavailable, "not now, try later".
 //   - RATE_LIMITED: ResourceExhausted, the code of a quota.
 //   - TIMEOUT, QUEUE_TIMEOUT: DeadlineExceeded.
 //   - CANCELLED: Canceled, or DeadlineExceeded when ctx, the caller's
