@@ -49,7 +49,7 @@ var (
 	ErrRateLimited error = &kindError{msg: "command: rate limited"}
 	// ErrPriorityRejected: priority shedding (GroupConfig.Priority) refused
 	// the call: the bulkhead was too full for its priority
-	// (PRIORITY_REJECTED); the *PriorityError cause says how full. Also
+	// (PRIORITY_REJECTED); the cause's message says how full. Also
 	// matches ErrRejected and isolation.ErrRejected: the bulkhead had no
 	// room for it.
 	ErrPriorityRejected error = &kindError{"command: shed by priority", ErrRejected}

@@ -145,7 +145,7 @@ func (k *commandCall[T, C]) shedding() bool {
 	}
 	held, capacity := k.g.occupancy()
 	if ceiling := pc.ceiling(p, capacity); held >= ceiling {
-		k.r = result{event: metrics.PriorityRejected, err: &PriorityError{Priority: p, Held: held, Ceiling: ceiling, Capacity: capacity}}
+		k.r = result{event: metrics.PriorityRejected, err: &priorityError{priority: p, held: held, ceiling: ceiling, capacity: capacity}}
 		return false
 	}
 	return true
@@ -163,16 +163,16 @@ func (g *Group) occupancy() (held, capacity int) {
 	return s.Active + s.Queued, s.Capacity + s.QueueCapacity
 }
 
-// PriorityError is the cause of a PRIORITY_REJECTED call (Error.Err): the
-// bulkhead held Held calls of its Capacity, and a call of Priority enters
-// only while it holds fewer than Ceiling.
-type PriorityError struct {
-	Priority                Priority
-	Held, Ceiling, Capacity int
+// priorityError is the cause of a PRIORITY_REJECTED call (Error.Err): the
+// bulkhead held held calls of its capacity, and a call of priority enters
+// only while it holds fewer than ceiling.
+type priorityError struct {
+	priority                Priority
+	held, ceiling, capacity int
 }
 
 // Error says which priority was refused and how full the bulkhead was.
-func (e *PriorityError) Error() string {
+func (e *priorityError) Error() string {
 	return fmt.Sprintf("command: %v shed: the bulkhead holds %d of %d calls and %v enters below %d",
-		e.Priority, e.Held, e.Capacity, e.Priority, e.Ceiling)
+		e.priority, e.held, e.capacity, e.priority, e.ceiling)
 }

@@ -96,7 +96,7 @@ func TestPriorityShedsLowerFirst(t *testing.T) {
 
 // TestPriorityRejectedError: without a fallback, a shed call's error
 // matches ErrPriorityRejected, ErrRejected and isolation.ErrRejected, and
-// its cause is a *PriorityError that says how full the bulkhead was.
+// its cause says how full the bulkhead was.
 func TestPriorityRejectedError(t *testing.T) {
 	g, _ := newTestGroup(t, GroupConfig{Strategy: Semaphore, MaxConcurrent: 2, Timeout: NoTimeout,
 		Priority: PriorityConfig{Reserve: DefaultPriorityReserve}})
@@ -109,9 +109,9 @@ func TestPriorityRejectedError(t *testing.T) {
 	assert.ErrorIs(t, err, ErrRejected)
 	assert.ErrorIs(t, err, isolation.ErrRejected)
 	assert.ErrorIs(t, err, ErrFallbackMissing)
-	var pe *PriorityError
+	var pe *priorityError
 	require.ErrorAs(t, err, &pe)
-	assert.Equal(t, PriorityError{Priority: P3, Held: 1, Ceiling: 1, Capacity: 2}, *pe)
+	assert.Equal(t, priorityError{priority: P3, held: 1, ceiling: 1, capacity: 2}, *pe)
 	assert.Equal(t, "command deps/report: priority_rejected: command: P3 shed: the bulkhead holds 1 of 2 calls and P3 enters below 1 (fallback: command: no fallback)",
 		err.Error())
 	var ce *Error
