@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -277,6 +278,16 @@ func (m *refModel) snapshot(now time.Duration) Snapshot {
 		RampShare: 1, Health: m.health(now)}
 	if len(m.trans) > 0 {
 		s.LastReason = m.trans[len(m.trans)-1].Reason
+	}
+	for _, t := range m.trans { // counted by kind, in the order each kind first happened
+		i := slices.IndexFunc(s.TransitionCounts, func(c TransitionCount) bool {
+			return c.From == t.From && c.To == t.To && c.Reason == t.Reason
+		})
+		if i < 0 {
+			s.TransitionCounts = append(s.TransitionCounts, TransitionCount{From: t.From, To: t.To, Reason: t.Reason})
+			i = len(s.TransitionCounts) - 1
+		}
+		s.TransitionCounts[i].N++
 	}
 	switch {
 	case m.isForced():

@@ -87,29 +87,28 @@ type Transition struct {
 func (b *Breaker) Snapshot() Snapshot {
 	s := b.engine().Snapshot()
 	out := Snapshot{
-		Config:           configOf(s.Settings),
-		State:            State(s.State),
-		Mode:             Mode(s.Mode),
-		Since:            s.Since,
-		LastReason:       Reason(s.LastReason),
-		OpenDuration:     s.OpenDuration,
-		RetryAfter:       s.RetryAfter,
-		Probes:           s.Probes,
-		ProbeSuccesses:   s.ProbeSuccesses,
-		ProbeFailures:    s.ProbeFailures,
-		RampShare:        s.RampShare,
-		Health:           Health(s.Health),
-		Transitions:      make([]Transition, len(s.Transitions)),
-		TransitionCounts: make([]TransitionCount, len(s.Counts)),
-		WarmUpLeft:       s.WarmUpLeft,
-		HealthCheck:      HealthCheckStatus(s.HealthCheck),
-		Shared:           s.Shared,
+		Config:         configOf(s.Settings),
+		State:          State(s.State),
+		Mode:           Mode(s.Mode),
+		Since:          s.Since,
+		LastReason:     Reason(s.LastReason),
+		OpenDuration:   s.OpenDuration,
+		RetryAfter:     s.RetryAfter,
+		Probes:         s.Probes,
+		ProbeSuccesses: s.ProbeSuccesses,
+		ProbeFailures:  s.ProbeFailures,
+		RampShare:      s.RampShare,
+		Health:         Health(s.Health),
+		Transitions:    make([]Transition, len(s.Transitions)),
+		WarmUpLeft:     s.WarmUpLeft,
+		HealthCheck:    HealthCheckStatus(s.HealthCheck),
+		Shared:         s.Shared,
 	}
 	for i, t := range s.Transitions {
 		out.Transitions[i] = transitionOf(t)
 	}
-	for i, c := range s.Counts {
-		out.TransitionCounts[i] = TransitionCount{From: State(c.From), To: State(c.To), Reason: Reason(c.Reason), N: c.N}
+	for _, c := range s.Counts {
+		out.TransitionCounts = append(out.TransitionCounts, TransitionCount{From: State(c.From), To: State(c.To), Reason: Reason(c.Reason), N: c.N})
 	}
 	return out
 }

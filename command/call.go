@@ -14,7 +14,7 @@ import (
 // its stages share, which are its methods, run in this order by
 // commandCall.execute:
 //
-//	[coalesce] → limit → throttle → admit → isolate → run → classify → record → retry or fallback → finish
+//	[coalesce] → limit → throttle → admit → shed → isolate → run → classify → record → retry or fallback → finish
 //
 // (A registry's CallHook, if any, sees each attempt begin, before limit,
 // and end, in retried or finish.)
@@ -52,6 +52,7 @@ type call struct {
 	attempt // the attempt under way; a retry starts a new one
 
 	attempts    int32       // the attempts made, this one included
+	priority    Priority    // WithPriority's, plus 1 (0: none given), for shed
 	degraded    bool        // the caller gets a fallback's value (Info)
 	degradation Degradation // its kind (Info)
 	err         error       // the caller's error, once fallback or finish decided it
@@ -85,7 +86,7 @@ type commandCall[T any, C Runner[T]] struct {
 
 // execute is the pipeline: Execute's call of k.cmd in group k.g with
 // context k.ctx and options opts, stage by stage. A
-// stage that refuses the attempt (limit, admit) has set its outcome, and
+// stage that refuses the attempt (limit, admit, shed) has set its outcome, and
 // the attempt goes on at record; a retry goes round again from limit, as an
 // attempt of its own through the limiters, the breakers and the bulkhead.
 func (k *commandCall[T, C]) execute(opts []Option) (T, error) {
@@ -99,7 +100,7 @@ func (k *commandCall[T, C]) execute(opts []Option) (T, error) {
 		if k.g.hook != nil {
 			k.hookBegin(k.g.hook)
 		}
-		if k.limit(opts) && k.throttle() && k.admit() {
+		if k.limit(opts) && k.throttle() && k.admit() && k.shed() {
 			// isolate hands the attempt to the bulkhead, which runs the run
 			// stage (runHeld on the caller's goroutine, or poolCall.run on a
 			// worker), and hands classify what came back.
@@ -130,6 +131,9 @@ func (k *commandCall[T, C]) begin(opts []Option) bool {
 		}
 		if o.name != "" {
 			name = o.name
+		}
+		if o.priority != 0 {
+			k.priority = o.priority
 		}
 	}
 	g := k.g

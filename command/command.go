@@ -48,14 +48,15 @@ type Discarder[T any] interface {
 // created.
 const NoTimeout time.Duration = -1
 
-// Option adjusts one call of Execute. Build it with WithTimeout or WithName;
-// it is a small value.
+// Option adjusts one call of Execute. Build it with WithTimeout, WithName,
+// WithKey or WithPriority; it is a small value.
 type Option struct {
 	timeout  time.Duration
 	name     string
 	key      string
 	instance string
 	write    bool
+	priority Priority // WithPriority's, plus 1; 0: none given
 }
 
 // WithTimeout overrides the command's timeout for this call. NoTimeout
@@ -76,8 +77,8 @@ type Info struct {
 	// Event is the call's primary outcome: EventSuccess, EventFailure,
 	// EventTimeout, EventBadRequest, EventShortCircuited,
 	// EventThreadPoolRejected, EventSemaphoreRejected, EventCancelled,
-	// EventQueueTimeout, EventRateLimited, EventReadOnly, EventCoalesced or
-	// EventThrottled.
+	// EventQueueTimeout, EventRateLimited, EventReadOnly, EventCoalesced,
+	// EventThrottled or EventPriorityRejected.
 	Event Event
 	// Events holds every event the call emitted: the primary outcome, Slow,
 	// one fallback event if a fallback was considered, ExceptionThrown if
@@ -146,6 +147,7 @@ const (
 	EventReadOnly           = metrics.ReadOnly
 	EventCoalesced          = metrics.Coalesced
 	EventThrottled          = metrics.Throttled
+	EventPriorityRejected   = metrics.PriorityRejected
 )
 
 // NameOf returns the name Execute gives cmd when the call sets none with

@@ -254,7 +254,7 @@ func chaosCall(t *testing.T, r *rand.Rand, g *Group, local map[string]*tally) (c
 	name := fmt.Sprintf("cmd%d", r.IntN(4))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	opts := []Option{WithName(name)}
+	opts := []Option{WithName(name), WithPriority(Priority(r.IntN(NumPriorities)))} // ignored by a group that does not shed
 	if sc == scTimeout || sc == scHung || sc == scLateBadRequest {
 		opts = append(opts, WithTimeout(time.Millisecond))
 	}
@@ -303,7 +303,7 @@ func chaosCall(t *testing.T, r *rand.Rand, g *Group, local map[string]*tally) (c
 	}
 	ok := assert.Len(t, primary, 1, "exactly one primary outcome: %v", info.Events) &&
 		assert.Equal(t, info.Event, primary[0]) &&
-		assert.Contains(t, []metrics.Event{expected[sc], g.rejected, metrics.ShortCircuited, metrics.QueueTimeout, metrics.RateLimited, metrics.Throttled}, info.Event, "scenario %d", sc) &&
+		assert.Contains(t, []metrics.Event{expected[sc], g.rejected, metrics.ShortCircuited, metrics.QueueTimeout, metrics.RateLimited, metrics.Throttled, metrics.PriorityRejected}, info.Event, "scenario %d", sc) &&
 		assert.Equal(t, err != nil, info.Events.Has(metrics.ExceptionThrown), "EXCEPTION_THROWN iff error: %v", err) &&
 		assert.Equal(t, info.Degraded, info.Events.Has(metrics.FallbackSuccess)) &&
 		assert.Equal(t, info.Degraded, err == nil && v == -1, "a degraded call serves the fallback's value")

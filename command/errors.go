@@ -56,6 +56,12 @@ var (
 	// refused the call locally (THROTTLED): the dependency has accepted
 	// too few of the group's recent requests.
 	ErrThrottled error = &kindError{msg: "command: throttled"}
+	// ErrPriorityRejected: priority shedding (GroupConfig.Priority) refused
+	// the call: the bulkhead was too full for its priority
+	// (PRIORITY_REJECTED); the cause's message says how full. Also
+	// matches ErrRejected and isolation.ErrRejected: the bulkhead had no
+	// room for it.
+	ErrPriorityRejected error = &kindError{"command: shed by priority", ErrRejected}
 )
 
 // kindError is a sentinel that also matches the lower layer's sentinel.
@@ -69,12 +75,12 @@ func (e *kindError) Unwrap() error { return e.base }
 
 // Error is the error Execute returns when a call produced no value: its
 // primary outcome was FAILURE, TIMEOUT, QUEUE_TIMEOUT, SHORT_CIRCUITED,
-// *_REJECTED, RATE_LIMITED, READ_ONLY, THROTTLED or CANCELLED and no fallback value was served. (A BAD_REQUEST error is
+// *_REJECTED, RATE_LIMITED, READ_ONLY, THROTTLED, PRIORITY_REJECTED or CANCELLED and no fallback value was served. (A BAD_REQUEST error is
 // returned exactly as Run returned it.)
 //
 // errors.Is matches the outcome's sentinel (ErrTimeout, ErrShortCircuited,
 // ErrRejected, or ErrClosed for a closed group's rejection, ErrRateLimited,
-// ErrReadOnly; ErrThrottled;
+// ErrReadOnly; ErrThrottled; ErrPriorityRejected;
 // the context's error for CANCELLED), the cause and the
 // fallback's error; errors.As reaches Run's own error (or the
 // *isolation.PanicError of a panic) through Err.

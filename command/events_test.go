@@ -68,5 +68,5 @@ func TestEventsTable(t *testing.T) {
 	}
 	assert.Equal(t, primaries[:], []Event{EventSuccess, EventFailure, EventTimeout, EventBadRequest,
 		EventShortCircuited, EventThreadPoolRejected, EventSemaphoreRejected, EventCancelled, EventQueueTimeout,
-		EventRateLimited, EventReadOnly, EventCoalesced, EventThrottled}, "command's Event constants are the primary outcomes")
+		EventRateLimited, EventReadOnly, EventCoalesced, EventThrottled, EventPriorityRejected}, "command's Event constants are the primary outcomes")
 }

@@ -190,6 +190,12 @@ type GroupConfig struct {
 	// dependency has not accepted lately; see ThrottleConfig. Default:
 	// off.
 	Throttle ThrottleConfig
+	// Priority turns on priority shedding: when the bulkhead fills up, the
+	// less important calls (WithPriority, Prioritizer) are refused first
+	// (PRIORITY_REJECTED), keeping a share of it for the more important
+	// ones; see PriorityConfig. It changes live through Reconfigure.
+	// Default: off.
+	Priority PriorityConfig
 }
 
 // CommandConfig holds the settings of one command name in a group. Its zero
@@ -281,6 +287,9 @@ func (c GroupConfig) Validate() error {
 		return err
 	}
 	if err := e.Throttle.validate(); err != nil {
+		return err
+	}
+	if err := e.Priority.validate(); err != nil {
 		return err
 	}
 	if err := e.Window.Validate(); err != nil {

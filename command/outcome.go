@@ -18,7 +18,7 @@ var errDeadline = errors.New("command: timeout")
 var primaries = [...]metrics.Event{
 	metrics.Success, metrics.Failure, metrics.Timeout, metrics.BadRequest, metrics.ShortCircuited,
 	metrics.ThreadPoolRejected, metrics.SemaphoreRejected, metrics.Cancelled, metrics.QueueTimeout,
-	metrics.RateLimited, metrics.ReadOnly, metrics.Coalesced, metrics.Throttled,
+	metrics.RateLimited, metrics.ReadOnly, metrics.Coalesced, metrics.Throttled, metrics.PriorityRejected,
 }
 
 // callEvents are the events Calls reads: the primary outcomes and RETRIED.
@@ -48,7 +48,7 @@ func fallsBack(e metrics.Event) bool {
 	switch e {
 	case metrics.Failure, metrics.Timeout, metrics.ShortCircuited,
 		metrics.ThreadPoolRejected, metrics.SemaphoreRejected, metrics.QueueTimeout,
-		metrics.RateLimited, metrics.ReadOnly, metrics.Throttled:
+		metrics.RateLimited, metrics.ReadOnly, metrics.Throttled, metrics.PriorityRejected:
 		return true
 	}
 	return false
@@ -202,6 +202,8 @@ func kindOf(ctx context.Context, r result) error {
 		return ErrReadOnly
 	case metrics.Throttled:
 		return ErrThrottled
+	case metrics.PriorityRejected:
+		return ErrPriorityRejected
 	}
 	return nil
 }

@@ -41,9 +41,10 @@ type commandSettings struct {
 	limited    bool
 	limitWaits bool
 
-	retry      *RetryConfig // the group's Retry, defaults applied; nil: off
-	noFallback bool         // the group's NoFallback
-	readOnly   bool         // the group is read-only (GroupConfig.ReadOnly or its registry's switch); sets limited
+	retry      *RetryConfig    // the group's Retry, defaults applied; nil: off
+	priority   *PriorityConfig // the group's Priority; nil: no priority shedding
+	noFallback bool            // the group's NoFallback
+	readOnly   bool            // the group is read-only (GroupConfig.ReadOnly or its registry's switch); sets limited
 
 	instanceWarmUp time.Duration // the group's InstanceWarmUp; 0: off; sets limited
 	coalesce       bool          // the command's Coalesce
@@ -65,6 +66,9 @@ func (c *GroupConfig) commandSettings(name string, clock metrics.Clock, readOnly
 	s.limitWaits = mayWait(c.RateLimit) || mayWait(c.KeyedRateLimit)
 	if c.Retry.enabled() {
 		s.retry = &c.Retry
+	}
+	if c.Priority.enabled() {
+		s.priority = &c.Priority
 	}
 	cc, ok := c.Commands[name]
 	if !ok {

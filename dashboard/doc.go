@@ -126,7 +126,10 @@
 //     semaphore rejection is (whatever the group's strategy), so Hystrix
 //     tools show them as rejections; the pool's rollingCountCommandRejections
 //     does not (the pool refused nothing). The native event has them apart
-//     (rollingCountRateLimited, rollingCountThrottled).
+//     (rollingCountRateLimited, rollingCountThrottled). PRIORITY_REJECTED
+//     (priority shedding, see command.PriorityConfig) is counted there too,
+//     for the same reason, and apart in the native event
+//     (rollingCountPriorityRejected).
 //   - RETRIED, an attempt that failed and was retried (see
 //     command.RetryConfig), has no Hystrix key and is left out of the
 //     Hystrix event: its counts are of attempts, so each retried attempt is

@@ -119,7 +119,7 @@ func (e *hystrixCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 		RollingCountFallbackMissing:    counts[metrics.FallbackMissing],
 		RollingCountFallbackRejection:  counts[metrics.FallbackRejection],
 		RollingCountFallbackSuccess:    counts[metrics.FallbackSuccess],
-		RollingCountSemaphoreRejected:  counts[metrics.SemaphoreRejected] + counts[metrics.RateLimited] + counts[metrics.Throttled],
+		RollingCountSemaphoreRejected:  counts[metrics.SemaphoreRejected] + counts[metrics.RateLimited] + counts[metrics.Throttled] + counts[metrics.PriorityRejected],
 		RollingCountShortCircuited:     counts[metrics.ShortCircuited],
 		RollingCountSuccess:            counts[metrics.Success],
 		RollingCountThreadPoolRejected: counts[metrics.ThreadPoolRejected] + counts[metrics.QueueTimeout],

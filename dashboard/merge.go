@@ -267,6 +267,7 @@ func mergeNativeCommands(evs []*nativeCommand) *nativeCommand {
 	out.RollingCountDegradedDeferred = total(evs, func(e *nativeCommand) int64 { return e.RollingCountDegradedDeferred })
 	out.RollingCountCoalesced = total(evs, func(e *nativeCommand) int64 { return e.RollingCountCoalesced })
 	out.Coalescing = total(evs, func(e *nativeCommand) int64 { return e.Coalescing })
+	out.RollingCountPriorityRejected = total(evs, func(e *nativeCommand) int64 { return e.RollingCountPriorityRejected })
 	out.ReportingHosts = int64(total(evs, func(e *nativeCommand) int { return int(e.hosts()) }))
 	return &out
 }

@@ -178,6 +178,10 @@ type bulwarkCommand struct {
 	// refused (THROTTLED, see command.ThrottleConfig), also counted as
 	// semaphore rejections in the Hystrix event.
 	RollingCountThrottled int64 `json:"rollingCountThrottled"`
+	// RollingCountPriorityRejected counts calls that priority shedding
+	// refused (PRIORITY_REJECTED, see command.PriorityConfig), also counted
+	// as semaphore rejections in the Hystrix event.
+	RollingCountPriorityRejected int64 `json:"rollingCountPriorityRejected"`
 }
 
 func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.CommandSnapshot) {
@@ -211,6 +215,7 @@ func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 	e.RollingCountCoalesced = c.Metrics.Counts[metrics.Coalesced]
 	e.Coalescing = c.Coalescing
 	e.RollingCountThrottled = c.Metrics.Counts[metrics.Throttled]
+	e.RollingCountPriorityRejected = c.Metrics.Counts[metrics.PriorityRejected]
 }
 
 // bulwarkGroup is the BulwarkGroup event: a group's bulkhead (pool or

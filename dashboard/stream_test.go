@@ -109,7 +109,7 @@ func TestStreamHystrixValues(t *testing.T) {
 		"rollingCountBadRequests":        counts[3],
 		"rollingCountShortCircuited":     counts[4],
 		"rollingCountThreadPoolRejected": counts[metrics.ThreadPoolRejected] + counts[metrics.QueueTimeout],
-		"rollingCountSemaphoreRejected":  counts[metrics.SemaphoreRejected] + counts[metrics.RateLimited] + counts[metrics.Throttled],
+		"rollingCountSemaphoreRejected":  counts[metrics.SemaphoreRejected] + counts[metrics.RateLimited] + counts[metrics.Throttled] + counts[metrics.PriorityRejected],
 		"rollingCountFallbackSuccess":    counts[7],
 		"rollingCountFallbackFailure":    counts[8],
 		"rollingCountFallbackRejection":  counts[9],
@@ -211,6 +211,8 @@ func TestStreamNativeEvents(t *testing.T) {
 	throttled := sampleSnapshot().Groups[1].Commands[0].Metrics.Counts[metrics.Throttled]
 	assert.Positive(t, throttled)
 	assert.EqualValues(t, throttled, num(ev["rollingCountThrottled"]), "THROTTLED apart")
+	shed := sampleSnapshot().Groups[1].Commands[0].Metrics.Counts[metrics.PriorityRejected]
+	assert.EqualValues(t, shed, num(ev["rollingCountPriorityRejected"]), "PRIORITY_REJECTED apart")
 
 	// Transitions in wall time: the last one was Since (2 s) before the
 	// snapshot, the first one 6 s before the last.

@@ -1,7 +1,10 @@
-// Package httpguard protects HTTP clients: Transport is an
+// Package httpguard protects HTTP clients and servers. Transport is an
 // http.RoundTripper that runs each request as a bulwark command in a group
 // per host, so that a failing host is short-circuited, bounded by its own
-// bulkhead and timeout, and kept apart from the healthy ones.
+// bulkhead and timeout, and kept apart from the healthy ones. Server's
+// Middleware protects a service's own handlers: a bulkhead per route, a
+// rate limit per caller, priority shedding, answered 429 or 503 with
+// Retry-After (see Server and docs/inbound.md).
 //
 //	reg := command.NewRegistry(command.RegistryConfig{})
 //	defer reg.Close(ctx)

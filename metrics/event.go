@@ -8,13 +8,15 @@ import (
 // Event is one kind of thing that can happen to a command call. The names
 // follow Hystrix so the stream stays compatible with its tooling; Cancelled,
 // Slow, QueueTimeout, the Probe events, RateLimited, Retried, ReadOnly, the
-// Degraded events, Coalesced and Throttled are bulwark's own.
+// Degraded events, Coalesced, Throttled and PriorityRejected are bulwark's
+// own.
 type Event uint8
 
 // The events counted in every bucket. A call has exactly one primary outcome
 // (Success, Failure, Timeout, BadRequest, ShortCircuited, ThreadPoolRejected,
 // SemaphoreRejected, Cancelled, QueueTimeout, RateLimited, ReadOnly,
-// Coalesced or Throttled); the others are recorded alongside it.
+// Coalesced, Throttled or PriorityRejected); the others are recorded
+// alongside it.
 const (
 	Success            Event = iota // Run returned without error
 	Failure                         // Run returned an error or panicked
@@ -43,6 +45,7 @@ const (
 	DegradedDeferred                // the fallback deferred the work for later (beside FALLBACK_SUCCESS)
 	Coalesced                       // the call shared another call's Run (request coalescing); it did not run its own
 	Throttled                       // the client-side throttle refused the call locally; Run never started
+	PriorityRejected                // priority shedding refused the call: the bulkhead was too full for its priority; Run never started
 	NumEvents                       // number of event kinds; not an event
 )
 
@@ -74,6 +77,7 @@ var eventNames = [NumEvents]string{
 	DegradedDeferred:   "DEGRADED_DEFERRED",
 	Coalesced:          "COALESCED",
 	Throttled:          "THROTTLED",
+	PriorityRejected:   "PRIORITY_REJECTED",
 }
 
 // eventLabels are the events' names in lower case (TestEventLabels).
@@ -105,6 +109,7 @@ var eventLabels = [NumEvents]string{
 	DegradedDeferred:   "degraded_deferred",
 	Coalesced:          "coalesced",
 	Throttled:          "throttled",
+	PriorityRejected:   "priority_rejected",
 }
 
 // String returns the event's Hystrix-style name, such as "SHORT_CIRCUITED":

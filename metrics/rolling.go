@@ -31,7 +31,7 @@ type bucket struct {
 	counts [NumEvents]atomic.Int64
 	max    atomic.Int64
 	sums   [3]atomic.Int64 // of the latencies in slotHists same, run and total; negative: saturated (see sumSaturated)
-	_      [cacheline.Size - (NumEvents+4)*8%cacheline.Size]byte
+	_      [(cacheline.Size - (int(NumEvents)+4)*8%cacheline.Size) % cacheline.Size]byte
 }
 
 // The ring's current-bucket hint, cur, packs the newest bucket's epoch with

@@ -266,10 +266,10 @@
   // ---- commands ---------------------------------------------------------
 
   // The window's counters, in the Hystrix dashboard's colours. Cancelled,
-  // Rate limited, Retried and Coalesced are bulwark's own (from the native
-  // event).
-  // Rejected includes queue timeouts and rate-limit refusals, as the Hystrix
-  // event counts them (the native event has them apart). Retried counts
+  // Rate limited, Retried, Coalesced, Throttled and Shed are bulwark's own
+  // (from the native event). Rejected includes queue timeouts, rate-limit
+  // and throttle refusals and priority shedding (Shed), as the Hystrix event
+  // counts them (the native event has them apart). Retried counts
   // attempts that failed and were tried again; each is also in Failure or
   // Timeout. Coalesced counts calls that shared another call's Run.
   //
@@ -300,6 +300,7 @@
     ['degraded-deferred', 'Degraded: deferred', () => false, (h, n) => (n ? n.rollingCountDegradedDeferred : 0)],
     ['coalesced', 'Coalesced', () => false, (h, n) => (n ? n.rollingCountCoalesced : 0)],
     ['throttled', 'Throttled', () => false, (h, n) => (n ? n.rollingCountThrottled : 0)],
+    ['priority-rejected', 'Shed', () => false, (h, n) => (n ? n.rollingCountPriorityRejected : 0)],
   ];
 
   const PERCENTILES = [

@@ -7,6 +7,11 @@
 // the failing dependency, the latency percentiles, and every breaker
 // transition with its virtual time.
 //
+// -scenario priority replays an overload at twice a bulkhead's capacity,
+// with a plain bulkhead and with priority shedding, and prints what the
+// callers of each priority (P0..P3) saw; see PriorityParams and
+// docs/priority.md.
+//
 // -scenario chain replays a fault-injection drill on a chain of services,
 // gateway → order → inventory, through bulwark's command groups: thread
 // pools shared by each service's endpoints, callers' timeouts, callers'
@@ -36,6 +41,7 @@
 //	go run ./examples/simulate -json -breaker=false
 //	go run ./examples/simulate -outage 1s-3s -open 500ms -probes 2
 //	go run ./examples/simulate -scenario chain -svg docs/chain.svg
+//	go run ./examples/simulate -scenario priority
 //	go run ./examples/simulate -scenario chain -fault 20s-70s -duration 120s -backoff 1
 //	go run ./examples/simulate -scenario confidence -confidence 0.99
 //	go run ./examples/simulate -scenario throttle
@@ -80,6 +86,7 @@ const (
 	scenarioCoalesce   = "coalesce"
 	scenarioConfidence = "confidence"
 	scenarioThrottle   = "throttle"
+	scenarioPriority   = "priority"
 )
 
 // run is the command: it parses args, simulates and prints. It returns the
@@ -99,7 +106,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			owner[n] = scenario
 		}
 	}
-	scenario := fs.String("scenario", scenarioOutage, "`NAME` of the scenario: outage, chain, coalesce, confidence or throttle")
+	scenario := fs.String("scenario", scenarioOutage, "`NAME` of the scenario: outage, chain, coalesce, confidence, throttle or priority")
 	duration := fs.Duration("duration", 0, "length of the simulated run (default 10s for outage, 60s for chain, 5s for coalesce)")
 	fs.DurationVar(&p.Window, "window", p.Window, "breaker window length (chain: default 5s)")
 	fs.IntVar(&p.Buckets, "buckets", p.Buckets, "breaker window buckets")
@@ -150,6 +157,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&tp.Capacity, "capacity", tp.Capacity, "throttle: calls a second the dependency takes")
 	fs.Float64Var(&tp.Offered, "offered", tp.Offered, "throttle: calls a second the clients make")
 	only(scenarioThrottle, "capacity", "offered")
+	pp := DefaultPriorityParams()
+	reserve := fs.String("reserve", formatReserve(pp.Reserve), "priority: the `P0,P1,P2,P3` shares of the bulkhead kept from each priority")
+	fs.Float64Var(&pp.Overload, "overload", pp.Overload, "priority: offered load as a multiple of the bulkhead's capacity")
+	only(scenarioPriority, "reserve", "overload")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -167,8 +178,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return fail(fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0)))
 	}
-	if !slices.Contains([]string{scenarioOutage, scenarioChain, scenarioCoalesce, scenarioConfidence, scenarioThrottle}, *scenario) {
-		return fail(fmt.Errorf("%w: -scenario %q must be outage, chain, coalesce, confidence or throttle", errUsage, *scenario))
+	if !slices.Contains([]string{scenarioOutage, scenarioChain, scenarioCoalesce, scenarioConfidence, scenarioThrottle, scenarioPriority}, *scenario) {
+		return fail(fmt.Errorf("%w: -scenario %q must be outage, chain, coalesce, confidence, throttle or priority", errUsage, *scenario))
 	}
 	var misplaced error
 	set := map[string]bool{}
@@ -212,6 +223,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		var rows []ConfidenceRow
 		if rows, err = SimulateConfidence(cp); err == nil {
 			err = printConfidenceTable(stdout, cp, rows)
+		}
+	} else if *scenario == scenarioPriority {
+		if set["duration"] {
+			pp.Duration = *duration
+		}
+		if pp.Reserve, err = parseReserve(*reserve); err == nil {
+			err = runPriority(pp, stdout)
 		}
 	} else if *scenario == scenarioChain {
 		for name, v := range chainBreakerFlags() {

@@ -193,3 +193,41 @@ func TestBackoffFlags(t *testing.T) {
 	require.GreaterOrEqual(t, len(waits), 4)
 	assert.Equal(t, []float64{250, 500, 1000, 1000}, waits[:4])
 }
+
+// TestPriorityScenario: at twice the bulkhead's capacity, priority
+// shedding keeps P0's success at 99% or more while P3 absorbs the
+// shedding, where the plain bulkhead refuses every priority alike; two
+// runs print the same.
+func TestPriorityScenario(t *testing.T) {
+	p := DefaultPriorityParams()
+	p.Duration = 10 * time.Second
+	plain, err := SimulatePriority(p, false)
+	require.NoError(t, err)
+	shed, err := SimulatePriority(p, true)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, shed[0].SuccessPct(), 99.0, "P0 with shedding")
+	assert.Zero(t, shed[0].Shed, "P0 is never shed")
+	for pr := 1; pr < len(shed); pr++ {
+		assert.Less(t, shed[pr].SuccessPct(), shed[pr-1].SuccessPct(), "P%d below P%d", pr, pr-1)
+		assert.InDelta(t, plain[0].SuccessPct(), plain[pr].SuccessPct(), 10, "the plain bulkhead refuses P%d as P0", pr)
+	}
+	assert.Less(t, plain[0].SuccessPct(), 60.0, "the plain bulkhead refuses about half")
+	assert.Greater(t, shed[3].Shed, shed[2].Shed, "P3 absorbs the most shedding")
+
+	var a, b bytes.Buffer
+	require.NoError(t, runPriority(p, &a))
+	require.NoError(t, runPriority(p, &b))
+	assert.Equal(t, a.String(), b.String(), "deterministic")
+}
+
+func TestPriorityScenarioFlags(t *testing.T) {
+	var out, errs bytes.Buffer
+	assert.Equal(t, 2, run([]string{"-scenario", "priority", "-reserve", "0,0.1"}, &out, &errs))
+	assert.Contains(t, errs.String(), "-reserve")
+	errs.Reset()
+	assert.Equal(t, 2, run([]string{"-scenario", "priority", "-reserve", "0.5,0.1,0.2,0.3"}, &out, &errs))
+	assert.Contains(t, errs.String(), "Priority.Reserve[0] 0.5 must be 0")
+	errs.Reset()
+	assert.Equal(t, 2, run([]string{"-scenario", "outage", "-reserve", "0,0.1,0.2,0.3"}, &out, &errs))
+	assert.Contains(t, errs.String(), "-reserve applies to -scenario priority only")
+}

@@ -98,13 +98,16 @@
 // handlers of the method running at once (a per-method bulkhead; for a
 // streaming method, the streams), Group.RateLimit limits the method's
 // calls and Group.KeyedRateLimit each caller's, by the key ServerConfig.Key
-// takes from the RPC (KeyByPeer, KeyByMetadata). Server groups are
+// takes from the RPC (KeyByPeer, KeyByMetadata), and Group.Priority sheds
+// the less important calls first when the bulkhead fills up, by the
+// priority ServerConfig.Priority takes from the RPC (PriorityByMetadata).
+// Server groups are
 // Semaphore groups: the handler runs on its RPC's goroutine. A call the
 // Server refuses never reaches the handler: a rate-limited one is answered
-// ResourceExhausted, a short-circuited or rejected one Unavailable, each
-// with the pushback trailer when bulwark knows the delay (the limiter's
-// wait, the breaker's remaining open time), so that a gRPC client retries
-// no sooner. The handler's own answers pass through unchanged and are
+// ResourceExhausted, a short-circuited, rejected or shed one Unavailable,
+// each with the pushback trailer when bulwark knows the delay (the
+// limiter's wait, the breaker's remaining open time), or else
+// ServerConfig.Pushback if set, so that a gRPC client retries no sooner. The handler's own answers pass through unchanged and are
 // classified for the method's breakers like a client's (ServerConfig.
 // Classes); a handler that panics is a FAILURE, logged with its stack by
 // the group and answered Internal.

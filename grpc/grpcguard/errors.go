@@ -127,9 +127,9 @@ func answerOf(ctx context.Context, err error) (got *rpcError, refused *command.E
 // answer: e's outcome is not FAILURE or BAD_REQUEST.
 //
 //   - SHORT_CIRCUITED, THREAD_POOL_REJECTED, SEMAPHORE_REJECTED, THROTTLED,
-//     READ_ONLY (a breaker open, a bulkhead full or closed, the client-side
-//     throttle, a write refused in read-only mode): Unavailable, "not now,
-//     try later".
+//     PRIORITY_REJECTED, READ_ONLY (a breaker open, a bulkhead full or
+//     closed, the client-side throttle, a call shed by priority, a write
+//     refused in read-only mode): Unavailable, "not now, try later".
 //   - RATE_LIMITED: ResourceExhausted, the code of a quota.
 //   - TIMEOUT, QUEUE_TIMEOUT: DeadlineExceeded.
 //   - CANCELLED: Canceled, or DeadlineExceeded when ctx, the caller's

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
+	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -39,6 +42,18 @@ type ServerConfig struct {
 	// your own. Required when Group.KeyedRateLimit is set. The keys should
 	// be bounded (ratelimit.PerKeyConfig.MaxKeys bounds them anyway).
 	Key func(ctx context.Context, method string) string
+	// Priority returns the RPC's priority for Group.Priority (priority
+	// shedding: when the method's bulkhead fills up, the less important
+	// calls are refused first, answered Unavailable) from its ctx and
+	// method: PriorityByMetadata or your own. Default: none, every call has
+	// Group.Priority.Default.
+	Priority func(ctx context.Context, method string) command.Priority
+	// Pushback, when positive, is the pushback (PushbackMetadata) of the
+	// refusals whose delay bulwark does not know: a full bulkhead, a call
+	// shed by priority, a breaker half-open. Default 0: those refusals
+	// carry none (a rate limit's and an open breaker's own delays are sent
+	// whatever it says).
+	Pushback time.Duration
 	// Classes overrides DefaultClass for the status codes the handlers
 	// return: how the method's breakers count them.
 	Classes map[codes.Code]Class
@@ -65,9 +80,11 @@ type ServerConfig struct {
 // when bulwark knows when to come back. A Server is safe for concurrent
 // use.
 type Server struct {
-	groups  *groups
-	key     func(ctx context.Context, method string) string
-	classes classes
+	groups   *groups
+	key      func(ctx context.Context, method string) string
+	priority func(ctx context.Context, method string) command.Priority
+	pushback time.Duration
+	classes  classes
 }
 
 // NewServer returns a Server that keeps its groups in reg. The error wraps
@@ -90,6 +107,9 @@ func NewServer(reg *command.Registry, cfg ServerConfig) (*Server, error) {
 	if cfg.Group.KeyedRateLimit != nil && cfg.Key == nil {
 		return nil, fmt.Errorf("%w: grpcguard: ServerConfig.Group.KeyedRateLimit is set but ServerConfig.Key is nil: every caller would share one quota (use KeyByPeer, KeyByMetadata or a function of yours)", command.ErrInvalidConfig)
 	}
+	if cfg.Pushback < 0 {
+		return nil, fmt.Errorf("%w: grpcguard: ServerConfig.Pushback %v must not be negative", command.ErrInvalidConfig, cfg.Pushback)
+	}
 	if cfg.MaxGroups < 0 {
 		return nil, fmt.Errorf("%w: grpcguard: ServerConfig.MaxGroups %d must not be negative", command.ErrInvalidConfig, cfg.MaxGroups)
 	}
@@ -97,7 +117,8 @@ func NewServer(reg *command.Registry, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{groups: newGroups(reg, cfg.Group, cfg.MaxGroups, cfg.Logger), key: cfg.Key, classes: cls}, nil
+	return &Server{groups: newGroups(reg, cfg.Group, cfg.MaxGroups, cfg.Logger), key: cfg.Key, priority: cfg.Priority,
+		pushback: cfg.Pushback, classes: cls}, nil
 }
 
 // Group returns the group of method's handlers, creating it if needed. Its
@@ -129,7 +150,7 @@ func (s *Server) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 	if err == nil {
 		return r.resp, r.err
 	}
-	return nil, answer(ctx, err, func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) })
+	return nil, answer(ctx, err, s.pushback, func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) })
 }
 
 // Stream is the stream server interceptor (a grpc.StreamServerInterceptor):
@@ -145,24 +166,35 @@ func (s *Server) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	if err == nil {
 		return r.err
 	}
-	return answer(ss.Context(), err, func(md metadata.MD) error { ss.SetTrailer(md); return nil })
+	return answer(ss.Context(), err, s.pushback, func(md metadata.MD) error { ss.SetTrailer(md); return nil })
 }
 
 // options returns the command options of a call of method.
 func (s *Server) options(ctx context.Context, method string) []command.Option {
-	if s.key == nil {
-		return []command.Option{command.WithName(method)}
+	opts := make([]command.Option, 1, 3)
+	opts[0] = command.WithName(method)
+	if s.key != nil {
+		opts = append(opts, command.WithKey(s.key(ctx, method)))
 	}
-	return []command.Option{command.WithName(method), command.WithKey(s.key(ctx, method))}
+	if s.priority != nil {
+		opts = append(opts, command.WithPriority(s.priority(ctx, method)))
+	}
+	return opts
 }
 
 // answer returns the error a handler's caller gets for Execute's error err
 // (ctx is the RPC's; see answerOf), and sets the pushback trailer through
-// setTrailer when bulwark refused the call and knows when to come back.
-func answer(ctx context.Context, err error, setTrailer func(metadata.MD) error) error {
+// setTrailer when bulwark refused the call and knows when to come back,
+// or else, for a refusal of an Unavailable or ResourceExhausted kind, the
+// pushback dflt (0: none).
+func answer(ctx context.Context, err error, dflt time.Duration, setTrailer func(metadata.MD) error) error {
 	_, refused, out := answerOf(ctx, err)
 	if refused != nil {
-		if d := refused.RetryAfter(); d > 0 {
+		d := refused.RetryAfter()
+		if c := status.Code(out); d <= 0 && (c == codes.Unavailable || c == codes.ResourceExhausted) {
+			d = dflt
+		}
+		if d > 0 {
 			// A failure to set it (the stream is done) leaves the answer
 			// without pushback, nothing worse.
 			_ = setTrailer(metadata.Pairs(PushbackMetadata, formatPushback(d)))
@@ -246,5 +278,24 @@ func KeyByMetadata(name string) func(ctx context.Context, method string) string 
 			return v[0]
 		}
 		return ""
+	}
+}
+
+// PriorityByMetadata returns a ServerConfig.Priority that reads the first
+// value of the incoming metadata key name (such as "x-priority"): "0" to
+// "3" or "P0" to "P3"; a call without it, or with another value, has the
+// priority missing. Metadata is the caller's word: set it at a gateway you
+// trust, or derive the priority from the method.
+func PriorityByMetadata(name string, missing command.Priority) func(ctx context.Context, method string) command.Priority {
+	return func(ctx context.Context, _ string) command.Priority {
+		v := metadata.ValueFromIncomingContext(ctx, name)
+		if len(v) == 0 {
+			return missing
+		}
+		s := strings.TrimPrefix(strings.TrimPrefix(v[0], "P"), "p")
+		if p, err := strconv.ParseUint(s, 10, 8); err == nil && p < command.NumPriorities {
+			return command.Priority(p)
+		}
+		return missing
 	}
 }
