@@ -3,14 +3,8 @@
 // the circuit breakers and periodically by the dashboard stream.
 //
 // A [Rolling] covers a [Window] (for example 10 s in 10 buckets). Each bucket
-// holds one atomic counter per [Event], a rolling maximum and, optionally, run
-// time and total time latencies in the log-linear bins of a [Histogram], each
-// bin at most 1/32 of its lower bound wide, so every percentile is within
-// 1.6% (TestRingPercentileAccuracy). The bins are stored sparsely: an octave
-// (the 32 bins of one power of two of values) is allocated for every bucket
-// the first time a latency falls in it, so a command whose latencies span
-// four powers of two (1-8 ms, say) holds 4 × 128 bytes per bucket instead of
-// the dense Histogram's 5 KiB. Buckets
+// holds one atomic counter per [Event], a rolling maximum and, optionally, two
+// fixed log-linear latency [Histogram]s (run time and total time). Buckets
 // rotate lazily: the first write that lands in a new bucket interval resets
 // the slot it reuses, so an idle ring costs nothing and needs no goroutine.
 // Readers sum only the buckets whose interval lies inside the window, so an

@@ -19,8 +19,8 @@ func (r *Rolling) Add(now time.Duration, e Event) {
 // does (a negative d counts as zero). It does nothing on a ring created
 // without latency.
 func (r *Rolling) ObserveRun(now, d time.Duration) {
-	if b := r.at(now); b != nil && r.lat != nil {
-		r.lat.apart(&r.lat.run).record(b.slot, &b.sums[sumRun], max(int64(d), 0))
+	if b := r.at(now); b != nil && b.lat != nil {
+		apart(&b.lat.run).record(max(int64(d), 0))
 	}
 }
 
@@ -28,7 +28,7 @@ func (r *Rolling) ObserveRun(now, d time.Duration) {
 // instant now, as Histogram.Record does (a negative d counts as zero). It
 // does nothing on a ring created without latency.
 func (r *Rolling) ObserveTotal(now, d time.Duration) {
-	if b := r.at(now); b != nil && r.lat != nil {
-		r.lat.apart(&r.lat.total).record(b.slot, &b.sums[sumTotal], max(int64(d), 0))
+	if b := r.at(now); b != nil && b.lat != nil {
+		apart(&b.lat.total).record(max(int64(d), 0))
 	}
 }

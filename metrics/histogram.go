@@ -85,101 +85,18 @@ func (h *Histogram) Record(d time.Duration) { h.record(max(int64(d), 0)) }
 // enough to be inlined in them (Rolling's hot path).
 func (h *Histogram) record(v int64) {
 	v = min(v, maxValue)
-	count(&h.bins[binOf(v)], &h.sum, v)
-}
-
-// count adds one observation of v to its bin and to the sum of its
-// histogram.
-func count(bin *atomic.Uint32, sum *atomic.Int64, v int64) {
+	bin := &h.bins[binOf(v)]
 	if bin.Add(1) > binMax {
 		bin.Store(binMax) // full: the record is dropped
-	} else if sum.Add(v) < 0 {
-		sum.Store(sumSaturated) // keeps it negative: saturated for good
+	} else if h.sum.Add(v) < 0 {
+		h.sum.Store(sumSaturated) // keeps it negative: saturated for good
 	}
 }
 
-// histAccumulator merges histograms for one percentile computation. It
-// holds only the octaves (runs of subBuckets bins, a power of two of
-// values each above the first two) that received a record, so that an
-// accumulator of latencies spread over a few powers of two costs a few
-// hundred bytes and a pass over those octaves, not over all numBins.
+// histAccumulator merges histograms for one percentile computation.
 type histAccumulator struct {
-	used  uint64 // bit o: octave o holds records (oct[o] may be allocated and empty otherwise)
-	oct   [numOctaves]*[subBuckets]int64
-	sum   int64               // negative: saturated
-	spare [][subBuckets]int64 // memory for the next octaves, before any is allocated
-}
-
-// numOctaves is the number of octaves of bins.
-const numOctaves = numBins / subBuckets
-
-// octave returns octave o of a for adding, allocating it if needed.
-func (a *histAccumulator) octave(o int) *[subBuckets]int64 {
-	if a.used&(1<<o) == 0 {
-		a.used |= 1 << o
-		switch {
-		case a.oct[o] != nil:
-		case len(a.spare) > 0:
-			a.oct[o], a.spare = &a.spare[0], a.spare[1:]
-		default:
-			a.oct[o] = new([subBuckets]int64)
-		}
-	}
-	return a.oct[o]
-}
-
-// reset empties a, keeping its octaves' memory for reuse.
-func (a *histAccumulator) reset() {
-	for u := a.used; u != 0; u &= u - 1 {
-		*a.oct[bits.TrailingZeros64(u)] = [subBuckets]int64{}
-	}
-	a.used, a.sum = 0, 0
-}
-
-// copyFrom makes a a deep copy of b.
-func (a *histAccumulator) copyFrom(b *histAccumulator) {
-	a.reset()
-	for u := b.used; u != 0; u &= u - 1 {
-		o := bits.TrailingZeros64(u)
-		*a.octave(o) = *b.oct[o]
-	}
-	a.sum = b.sum
-}
-
-// merge adds b to a.
-func (a *histAccumulator) merge(b *histAccumulator) {
-	for u := b.used; u != 0; u &= u - 1 {
-		o := bits.TrailingZeros64(u)
-		dst := a.octave(o)
-		for j, c := range b.oct[o] {
-			dst[j] += c
-		}
-	}
-	a.addSum(b.sum)
-}
-
-// bins yields the index and count of every nonzero bin, in order (range
-// over a.bins).
-func (a *histAccumulator) bins(yield func(i int, c int64) bool) {
-	for u := a.used; u != 0; u &= u - 1 {
-		o := bits.TrailingZeros64(u)
-		for j, c := range a.oct[o] {
-			if c != 0 && !yield(o*subBuckets+j, c) {
-				return
-			}
-		}
-	}
-}
-
-// count returns the number of observations.
-func (a *histAccumulator) count() int64 {
-	var n int64
-	for u := a.used; u != 0; u &= u - 1 {
-		for _, c := range a.oct[bits.TrailingZeros64(u)] {
-			n += c
-		}
-	}
-	return n
+	bins [numBins]int64
+	sum  int64 // negative: saturated
 }
 
 func (a *histAccumulator) add(h *Histogram) {
@@ -191,7 +108,7 @@ func (a *histAccumulator) add(h *Histogram) {
 	}
 	for i := range h.bins {
 		if c := h.bins[i].Load(); c != 0 {
-			a.octave(i / subBuckets)[i%subBuckets] += int64(min(c, binMax))
+			a.bins[i] += int64(min(c, binMax))
 		}
 	}
 	a.addSum(sum)
@@ -212,35 +129,28 @@ func (a *histAccumulator) addSum(sum int64) {
 // the j-th of them sits at lo + (j+0.5)·width/c. The rank for percentile q is
 // the nearest-rank definition, ceil(q/100·n) - 1.
 func (a *histAccumulator) latency() Latency {
-	n := a.count()
+	var n int64
+	for _, c := range a.bins {
+		n += c
+	}
 	l := Latency{Count: n}
 	if n == 0 {
 		return l
 	}
 	l.Mean = a.mean(n)
-	qi, rank := 0, quantileRank(0, n)
-	var below int64
-	for u := a.used; u != 0 && qi < len(quantiles); u &= u - 1 {
-		o := bits.TrailingZeros64(u)
-		for j, c := range a.oct[o] {
-			for ; c != 0 && qi < len(quantiles) && below+c > rank; qi++ {
-				lo, width := binBounds(o*subBuckets + j)
-				l.Percentiles[qi] = time.Duration(lo + int64((float64(rank-below)+0.5)*float64(width)/float64(c)))
-				if qi+1 < len(quantiles) {
-					rank = quantileRank(qi+1, n)
-				}
-			}
-			below += c
+	bin, below := 0, int64(0)
+	for qi, q := range quantiles {
+		rank := int64(math.Ceil(q/100*float64(n))) - 1
+		rank = min(max(rank, 0), n-1)
+		for below+a.bins[bin] <= rank {
+			below += a.bins[bin]
+			bin++
 		}
+		lo, width := binBounds(bin)
+		j := rank - below
+		l.Percentiles[qi] = time.Duration(lo + int64((float64(j)+0.5)*float64(width)/float64(a.bins[bin])))
 	}
 	return l
-}
-
-// quantileRank is the 0-based rank of percentile quantiles[qi] among n
-// observations.
-func quantileRank(qi int, n int64) int64 {
-	rank := int64(math.Ceil(quantiles[qi]/100*float64(n))) - 1
-	return min(max(rank, 0), n-1)
 }
 
 // mean returns the mean of the n observations: exact from the sum, or, when
@@ -257,8 +167,10 @@ func (a *histAccumulator) mean(n int64) time.Duration {
 func (a *histAccumulator) estimatedSum() float64 {
 	var total float64
 	for i, c := range a.bins {
-		lo, width := binBounds(i)
-		total += float64(c) * (float64(lo) + float64(width)/2)
+		if c != 0 {
+			lo, width := binBounds(i)
+			total += float64(c) * (float64(lo) + float64(width)/2)
+		}
 	}
 	return total
 }

@@ -17,21 +17,59 @@ const emptyEpoch = math.MinInt64
 // bucket holds what happened during one bucket interval. epoch is the
 // interval's number (time / bucket width); it is written only under the
 // ring's mutex, after the counters were emptied, so a writer that loads the
-// current epoch (acquire) adds into freshly emptied counters. slot is the
-// bucket's index in the ring, where its latencies are (see slotHist).
+// current epoch (acquire) adds into freshly emptied counters.
 //
-// Every call reads epoch and writes counts: the padding keeps the two
+// Every call reads epoch and lat and writes counts: the padding keeps the two
 // on separate cache lines (and buckets apart from each other), so that a
 // write on one core does not invalidate the line every other core must read
 // first. Without it, parallel callers measured 2-3 times slower per call.
 type bucket struct {
 	epoch  atomic.Int64
-	slot   int
+	lat    *latencies // nil when the ring records no latency
 	_      [cacheline.Size - 16]byte
 	counts [NumEvents]atomic.Int64
 	max    atomic.Int64
-	sums   [3]atomic.Int64 // of the latencies in slotHists same, run and total; negative: saturated (see sumSaturated)
-	_      [(cacheline.Size - (int(NumEvents)+4)*8%cacheline.Size) % cacheline.Size]byte
+	_      [(cacheline.Size - (int(NumEvents)+1)*8%cacheline.Size) % cacheline.Size]byte
+}
+
+// latencies holds a bucket's run and total latencies in three histograms, so
+// that the common call, whose run and total latencies are equal (nothing
+// happened after Run: no fallback, no queue), costs one histogram record
+// instead of two. Run is same+run, Total is same+total, exactly. run and
+// total are created when first needed (a ring whose calls never differ
+// never has them) and kept across rotations.
+type latencies struct {
+	same       Histogram
+	run, total atomic.Pointer[Histogram]
+}
+
+// apart returns the histogram in p, creating it if needed.
+func apart(p *atomic.Pointer[Histogram]) *Histogram {
+	if h := p.Load(); h != nil {
+		return h
+	}
+	return create(p)
+}
+
+// create is apart's first use: it installs a new histogram in p, unless
+// another writer just did. Kept out of line so that apart is inlined.
+//
+//go:noinline
+func create(p *atomic.Pointer[Histogram]) *Histogram {
+	p.CompareAndSwap(nil, new(Histogram))
+	return p.Load()
+}
+
+// addTo merges the bucket's run and total latencies into run and total.
+func (l *latencies) addTo(run, total *histAccumulator) {
+	run.add(&l.same)
+	total.add(&l.same)
+	if h := l.run.Load(); h != nil {
+		run.add(h)
+	}
+	if h := l.total.Load(); h != nil {
+		total.add(h)
+	}
 }
 
 // The ring's current-bucket hint, cur, packs the newest bucket's epoch with
@@ -57,11 +95,10 @@ const (
 // cumulative counts since creation. Recording is lock-free and allocation
 // free: a bucket is reset lazily by the first write of a new interval (under
 // a mutex taken once per bucket interval, not per call). A call's events and
-// latencies go in with one Record, one bucket lookup. (The exceptions to
-// "allocation free", each once for the ring's life: the first latency that
-// falls in an octave of bins, a power of two of values, allocates that
-// octave for every bucket slot; the first call whose run and total
-// latencies differ creates the histograms for such calls.)
+// latencies go in with one Record, one bucket lookup. (The one exception to
+// "allocation free": the first call of a bucket slot whose run and total
+// latencies differ creates the histograms for such calls, once for the
+// ring's life.)
 //
 // An event whose instant lies a whole window behind the newest write (a
 // writer delayed that long between reading its clock and recording) is kept
@@ -74,7 +111,6 @@ type Rolling struct {
 	maxEp   int64 // largest |epoch| cur may hold (see curMaxStart)
 	buckets []bucket
 	cur     atomic.Uint64 // hint: the newest bucket (see curSlotBits); 0 when none
-	lat     *ringLatency  // nil when the ring records no latency
 
 	// The cumulative counts are folded, not counted twice: each event is
 	// added to its bucket only, and a rotation or Reset moves the bucket's
@@ -83,6 +119,11 @@ type Rolling struct {
 	// too late for any bucket go straight into folded.
 	folded [NumEvents]atomic.Int64
 	mu     sync.Mutex // serialises bucket rotation, Reset and Cumulative
+
+	// foldedLat holds the latencies rotation and Reset moved out of the
+	// buckets, as folded does the counts (see CumulativeLatency); nil on a
+	// ring without latency. Guarded by mu.
+	foldedLat *latencyTotals
 }
 
 // Contents says what a ring records.
@@ -93,11 +134,8 @@ const (
 	// CountsOnly records events and the rolling maximum.
 	CountsOnly Contents = iota
 	// CountsAndLatencies also records run-time and total-time latencies in
-	// every bucket, in octaves of bins allocated on first use: 128 bytes
-	// per bucket for each power of two the latencies spread over (2-4 ms
-	// is one), for each of three phases used (calls whose run and total
-	// latencies are equal, and, once some differ, run and total apart),
-	// plus the cumulative latencies' 256 bytes per octave per phase.
+	// every bucket: 5 KiB per bucket while every call's run and total
+	// latencies are equal, 15 KiB once some differ.
 	CountsAndLatencies
 )
 
@@ -110,14 +148,15 @@ func NewRolling(w Window, c Contents) (*Rolling, error) {
 		return nil, fmt.Errorf("%w: Contents %d is not CountsOnly or CountsAndLatencies", ErrInvalidConfig, c)
 	}
 	width := int64(w.BucketWidth())
-	r := &Rolling{window: w, width: width, maxEp: curMaxStart / width,
-		buckets: make([]bucket, w.Buckets)}
+	r := &Rolling{window: w, width: width, maxEp: curMaxStart / width, buckets: make([]bucket, w.Buckets)}
 	if c == CountsAndLatencies {
-		r.lat = &ringLatency{same: slotHist{slots: w.Buckets}}
+		r.foldedLat = new(latencyTotals)
 	}
 	for i := range r.buckets {
 		r.buckets[i].epoch.Store(emptyEpoch)
-		r.buckets[i].slot = i
+		if c == CountsAndLatencies {
+			r.buckets[i].lat = new(latencies)
+		}
 	}
 	return r, nil
 }
@@ -181,8 +220,8 @@ func (r *Rolling) empty(b *bucket) {
 		}
 	}
 	b.max.Store(0)
-	if r.lat != nil {
-		r.lat.fold(b)
+	if b.lat != nil {
+		b.lat.moveTo(r.foldedLat)
 	}
 }
 
@@ -203,23 +242,18 @@ func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Dur
 	for s := uint32(events); s != 0; s &= s - 1 {
 		b.counts[bits.TrailingZeros32(s)].Add(1)
 	}
-	l := r.lat
-	switch {
-	case l == nil:
-	case run >= 0 && run == total:
-		// Recorded in same, as its record does, with the common case
-		// inline: run's octave exists. A run above maxValue needs no
-		// clamp here: its octave, 40 to 58, is below octSlots and never
-		// allocated, so it takes record, which clamps it.
-		v := int64(run)
-		i := binOf(v)
-		if o := l.same.oct[i>>subBits&(octSlots-1)].Load(); o != nil {
-			count(octaveBin(o, b.slot, i), &b.sums[sumSame], v)
-		} else {
-			l.same.record(b.slot, &b.sums[sumSame], v)
+	if l := b.lat; l != nil {
+		switch {
+		case run >= 0 && run == total:
+			l.same.record(int64(run))
+		case run >= 0:
+			apart(&l.run).record(int64(run))
+			if total >= 0 {
+				apart(&l.total).record(int64(total))
+			}
+		case total >= 0:
+			apart(&l.total).record(int64(total))
 		}
-	default:
-		l.recordApart(b, int64(run), int64(total))
 	}
 }
 
@@ -359,16 +393,15 @@ type Snapshot struct {
 	Total      Latency // end-to-end time (zero on a ring without latency)
 }
 
-// Snapshot summarises the window that ends at now. It costs a pass over the
-// bins of every bucket in the window, in the octaves the latencies took, so
-// call it on a schedule (the stream does, every 500 ms), not per request.
+// Snapshot summarises the window that ends at now. It costs a pass over every
+// histogram bin, so call it on a schedule (the stream does, every 500 ms),
+// not per request.
 func (r *Rolling) Snapshot(now time.Duration) Snapshot {
 	s := Snapshot{Window: r.window, Cumulative: r.Cumulative()}
 	cur := r.epoch(now)
-	var same, run, total histAccumulator
-	if r.lat != nil {
-		spare := make([][subBuckets]int64, 12) // the accumulators' first octaves, in one allocation
-		same.spare, run.spare, total.spare = spare[:4], spare[4:8], spare[8:]
+	var run, total *histAccumulator
+	if r.buckets[0].lat != nil {
+		run, total = new(histAccumulator), new(histAccumulator)
 	}
 	for i := range r.buckets {
 		b := &r.buckets[i]
@@ -379,13 +412,11 @@ func (r *Rolling) Snapshot(now time.Duration) Snapshot {
 			s.Counts[e] += b.counts[e].Load()
 		}
 		s.Max = max(s.Max, b.max.Load())
-		if r.lat != nil {
-			r.lat.addTo(b, &same, &run, &total)
+		if run != nil {
+			b.lat.addTo(run, total)
 		}
 	}
-	if r.lat != nil {
-		run.merge(&same)
-		total.merge(&same)
+	if run != nil {
 		s.Run, s.Total = run.latency(), total.latency()
 	}
 	return s
