@@ -14,7 +14,7 @@ import (
 // its stages share, which are its methods, run in this order by
 // commandCall.execute:
 //
-//	[coalesce] → limit → throttle → admit → shed → isolate → run → classify → record → retry or fallback → finish
+//	[coalesce] → limit (→ throttle → shed) → admit → isolate → run → classify → record → retry or fallback → finish
 //
 // (A registry's CallHook, if any, sees each attempt begin, before limit,
 // and end, in retried or finish.)
@@ -97,10 +97,7 @@ func (k *commandCall[T, C]) execute(opts []Option) (T, error) {
 		return k.v, k.err // answered by a flight, and recorded (see coalesce)
 	}
 	for {
-		if k.g.hook != nil {
-			k.hookBegin(k.g.hook)
-		}
-		if k.limit(opts) && k.throttle() && k.admit() && k.shed() {
+		if k.limit(opts) && k.admit() {
 			// isolate hands the attempt to the bulkhead, which runs the run
 			// stage (runHeld on the caller's goroutine, or poolCall.run on a
 			// worker), and hands classify what came back.
@@ -186,7 +183,7 @@ func (k *call) finish() {
 		run = k.r.run
 	}
 	k.c.done(k.now, k.events, run, k.now-k.start)
-	if k.g.hook != nil {
+	if k.cs.limited && k.g.hook != nil { // a hook makes the settings limited: one test without
 		k.hookEnd(k.g.hook)
 	}
 }

@@ -689,7 +689,7 @@ func (g *Group) overflowLocked(names *nameIndex) *commandState {
 func (g *Group) newCommand(name string) *commandState {
 	cfg := g.cfg()
 	c := &commandState{name: name, group: g}
-	c.settings.Store(cfg.settingsOf(name, g.clock, g.reg.readOnly.Load()))
+	c.settings.Store(cfg.settingsOf(g, name))
 	var err error
 	if c.breaker, err = circuit.New(g.commandBreakerConfig(&cfg.GroupConfig, name)); err != nil {
 		panic(fmt.Sprintf("command: breaker of validated config refused: %v", err))

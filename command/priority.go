@@ -114,11 +114,12 @@ func (c *PriorityConfig) ceiling(p Priority, capacity int) int {
 	return capacity - int(math.Ceil(float64(capacity)*c.Reserve[p]))
 }
 
-// shed is the stage between admit and isolate: priority shedding. It
-// reports whether the attempt goes on to the bulkhead; if not, the attempt
-// is PRIORITY_REJECTED (or BAD_REQUEST for a priority out of range) and
-// k.r says why. A group without GroupConfig.Priority pays one test,
-// inlined.
+// shed is priority shedding, the last step of the limit stage (after the
+// rate limiters and the throttle, before the breakers: a shed call never
+// takes a probe's place). It reports whether the attempt goes on; if not,
+// the attempt is PRIORITY_REJECTED (or BAD_REQUEST for a priority out of
+// range) and k.r says why. It runs only in a group whose settings are
+// limited (GroupConfig.Priority sets it).
 func (k *commandCall[T, C]) shed() bool {
 	return k.cs.priority == nil || k.shedding()
 }
@@ -146,6 +147,7 @@ func (k *commandCall[T, C]) shedding() bool {
 	held, capacity := k.g.occupancy()
 	if ceiling := pc.ceiling(p, capacity); held >= ceiling {
 		k.r = result{event: metrics.PriorityRejected, err: &priorityError{priority: p, held: held, ceiling: ceiling, capacity: capacity}}
+		k.now = k.t0
 		return false
 	}
 	return true

@@ -106,11 +106,18 @@ func (k *commandCall[T, C]) limit(opts []Option) bool {
 }
 
 // limited is limit for a call with an invalid WithTimeout, in a read-only
-// group, to a warming instance or with rate limiters: it asks whether the
-// call is a write only in a read-only group (the question converts the
-// command to an interface), and hands the rest to passLimits.
+// group, to a warming instance, with rate limiters, a throttle, priority
+// shedding or a registry's CallHook: it begins the attempt in the hook
+// (before anything else of the attempt), asks whether the call is a write only in a read-only group
+// (the question converts the command to an interface), hands the rest to
+// passLimits, then to the throttle and priority shedding stages (which
+// refuse before the breakers are asked, so a refused call never takes a
+// probe's place).
 func (k *commandCall[T, C]) limited(opts []Option) bool {
-	return k.passLimits(opts, k.cs.readOnly && k.g.writes(any(k.cmd), opts))
+	if h := k.g.hook; h != nil {
+		k.hookBegin(h)
+	}
+	return k.passLimits(opts, k.cs.readOnly && k.g.writes(any(k.cmd), opts)) && k.throttle() && k.shed()
 }
 
 // passLimits decides limited's call and reports whether the attempt goes

@@ -80,8 +80,7 @@ func (g *Group) refreshSettings() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	cfg := g.cfg()
-	ro := g.reg.readOnly.Load()
 	for name, c := range g.commands.Load().byName {
-		c.settings.Store(cfg.settingsOf(name, g.clock, ro))
+		c.settings.Store(cfg.settingsOf(g, name))
 	}
 }

@@ -33,8 +33,10 @@ type commandSettings struct {
 	probeClassifier func(err error) metrics.Event // judges failed probes; nil: as any call
 
 	// The call's rate limiters, asked in this order (see call.passLimits);
-	// limited is set when there is any, limitWaits when one may wait (see
-	// Limiter).
+	// limited is set when there is any, or any other refusal the limit
+	// stage makes (read-only, instance warm-up, throttle, priority
+	// shedding), so that a call with none of them tests one flag;
+	// limitWaits is set when a limiter may wait (see Limiter).
 	groupLimit limitStage
 	keyedLimit KeyedLimiter
 	limit      limitStage
@@ -68,7 +70,7 @@ func (c *GroupConfig) commandSettings(name string, clock metrics.Clock, readOnly
 		s.retry = &c.Retry
 	}
 	if c.Priority.enabled() {
-		s.priority = &c.Priority
+		s.priority, s.limited = &c.Priority, true
 	}
 	cc, ok := c.Commands[name]
 	if !ok {
@@ -234,7 +236,7 @@ func (g *Group) reconfigureLocked(cfg GroupConfig) error {
 	for _, c := range g.commands.Load().names.all() {
 		name := c.name
 		must(c.breaker.Reconfigure(g.commandBreakerConfig(&next.GroupConfig, name)))
-		c.settings.Store(next.settingsOf(name, g.clock, g.reg.readOnly.Load()))
+		c.settings.Store(next.settingsOf(g, name))
 	}
 	attrs := append([]slog.Attr{slog.String("group", g.name), slog.Uint64("generation", next.generation)},
 		confdiff.Diff(old.GroupConfig, next.GroupConfig)...)

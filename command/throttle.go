@@ -141,11 +141,17 @@ func (c *liveConfig) throttleSnapshot(now time.Duration) ThrottleStatus {
 	return c.throttle.status(now)
 }
 
-// settingsOf returns the settings of the command called name under c, in
-// a group whose clock is clock and whose registry's read-only switch is
-// readOnly: commandSettings, with the group's throttle.
-func (c *liveConfig) settingsOf(name string, clock metrics.Clock, readOnly bool) *commandSettings {
-	s := c.commandSettings(name, clock, readOnly)
-	s.throttle = c.throttle
+// settingsOf returns the settings of the command called name of group g
+// under c: commandSettings (on g's clock and its registry's read-only
+// switch), with the group's throttle, and limited when the registry has a
+// CallHook (whose Begin the limit stage calls).
+func (c *liveConfig) settingsOf(g *Group, name string) *commandSettings {
+	s := c.commandSettings(name, g.clock, g.reg.readOnly.Load())
+	if c.throttle != nil {
+		s.throttle, s.limited = c.throttle, true
+	}
+	if g.hook != nil {
+		s.limited = true
+	}
 	return s
 }
