@@ -490,6 +490,29 @@ func TestBalanceWithLiveBreakers(t *testing.T) {
 
 // waitIdle waits until the detached calls of the pool groups have returned,
 // so that no test leaves a worker behind.
+// chaosRefusals runs the chaos of calls calls in groups, waits until they
+// are idle, checks the discards and every command's counts against what its
+// callers saw, and returns the calls made and how many of them ended in
+// refusal, which the test asserts on.
+func chaosRefusals(t *testing.T, groups []*Group, calls int, refusal metrics.Event) (total, refused int64) {
+	t.Helper()
+	res := runChaos(t, groups, calls)
+	require.False(t, t.Failed())
+	waitIdle(t, groups)
+	checkDiscards(t, res)
+	for _, g := range groups {
+		now := g.clock.Now()
+		for name, c := range g.commands.Load().byName {
+			seen := res.tallies[g.name+"/"+name]
+			checkCommandCounts(t, g, name, c, seen, now)
+			total += seen.calls
+			refused += seen.events[refusal]
+		}
+	}
+	assert.Equal(t, int64(calls/chaosGoroutines*chaosGoroutines), total)
+	return total, refused
+}
+
 func waitIdle(t *testing.T, groups []*Group) {
 	require.Eventually(t, func() bool {
 		for _, g := range groups {

@@ -260,21 +260,7 @@ func TestConservationWithPriority(t *testing.T) {
 		require.NoError(t, g.Reconfigure(cfg))
 	}
 	const calls = chaosCalls / 16
-	res := runChaos(t, groups, calls)
-	require.False(t, t.Failed())
-	waitIdle(t, groups)
-	checkDiscards(t, res)
-	var total, shed int64
-	for _, g := range groups {
-		now := g.clock.Now()
-		for name, c := range g.commands.Load().byName {
-			seen := res.tallies[g.name+"/"+name]
-			checkCommandCounts(t, g, name, c, seen, now)
-			total += seen.calls
-			shed += seen.events[metrics.PriorityRejected]
-		}
-	}
-	assert.Equal(t, int64(calls/chaosGoroutines*chaosGoroutines), total)
+	total, shed := chaosRefusals(t, groups, calls, metrics.PriorityRejected)
 	assert.Positive(t, shed, "calls were shed")
 	t.Logf("%d of %d calls shed", shed, total)
 }

@@ -161,22 +161,7 @@ func TestConservationWithRateLimit(t *testing.T) {
 	lim := &countingLimiter{Limiter: bucket}
 	groups := chaosRegistry(t, circuit.Config{Mode: circuit.ForcedClosed}, lim)
 	const calls = chaosCalls / 4
-	res := runChaos(t, groups, calls)
-	require.False(t, t.Failed())
-	waitIdle(t, groups)
-	checkDiscards(t, res)
-
-	var total, limited int64
-	for _, g := range groups {
-		now := g.clock.Now()
-		for name, c := range g.commands.Load().byName {
-			seen := res.tallies[g.name+"/"+name]
-			checkCommandCounts(t, g, name, c, seen, now)
-			total += seen.calls
-			limited += seen.events[metrics.RateLimited]
-		}
-	}
-	assert.Equal(t, int64(calls/chaosGoroutines*chaosGoroutines), total)
+	total, limited := chaosRefusals(t, groups, calls, metrics.RateLimited)
 	assert.Equal(t, lim.refused.Load(), limited, "one RATE_LIMITED per refusal")
 	assert.Equal(t, lim.admitted.Load(), total-limited, "every admitted call went on")
 	assert.Positive(t, limited, "the limiter refused calls")

@@ -174,21 +174,7 @@ func TestConservationWithThrottle(t *testing.T) {
 		require.NoError(t, g.Reconfigure(cfg))
 	}
 	const calls = chaosCalls / 4
-	res := runChaos(t, groups, calls)
-	require.False(t, t.Failed())
-	waitIdle(t, groups)
-	checkDiscards(t, res)
-	var total, throttled int64
-	for _, g := range groups {
-		now := g.clock.Now()
-		for name, c := range g.commands.Load().byName {
-			seen := res.tallies[g.name+"/"+name]
-			checkCommandCounts(t, g, name, c, seen, now)
-			total += seen.calls
-			throttled += seen.events[metrics.Throttled]
-		}
-	}
-	assert.Equal(t, int64(calls/chaosGoroutines*chaosGoroutines), total)
+	total, throttled := chaosRefusals(t, groups, calls, metrics.Throttled)
 	assert.Positive(t, throttled, "the throttle refused calls")
 	t.Logf("%d of %d calls throttled", throttled, total)
 }
