@@ -3,17 +3,14 @@ package browsertest
 import (
 	"context"
 	"log/slog"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/command"
-	"github.com/bulwark-go/bulwark/dashboard"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -58,12 +55,5 @@ func TestBrowserCoalescedCounter(t *testing.T) {
 	}
 	wg.Wait()
 
-	url := serveRegistry(t, reg, dashboard.Config{})
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(url+"/?delay=100")))
-	counter := func(k string) func() (string, error) { return tileCounter(ctx, "Profile", k) }
-	waitFor(t, 10*time.Second, "Coalesced counter", strconv.Itoa(calls-1), counter("coalesced"))
-	waitFor(t, 10*time.Second, "Success counter", "1", counter("success"))
-	label, err := tileText(ctx, "Profile", ".counter.c-coalesced .k")
-	require.NoError(t, err)
-	assert.Equal(t, "Coalesced", label)
+	tileShows(t, ctx, reg, "Profile", "coalesced", "Coalesced", map[string]int{"coalesced": calls - 1, "success": 1})
 }

@@ -3,16 +3,12 @@ package browsertest
 import (
 	"context"
 	"log/slog"
-	"strconv"
 	"testing"
-	"time"
 
-	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/command"
-	"github.com/bulwark-go/bulwark/dashboard"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -55,12 +51,5 @@ func TestBrowserShedCounter(t *testing.T) {
 	<-done
 	<-done
 
-	url := serveRegistry(t, reg, dashboard.Config{})
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(url+"/?delay=100")))
-	counter := func(k string) func() (string, error) { return tileCounter(ctx, "Export", k) }
-	waitFor(t, 10*time.Second, "Shed counter", strconv.Itoa(calls), counter("priority-rejected"))
-	waitFor(t, 10*time.Second, "Rejected counter (Hystrix's view)", strconv.Itoa(calls), counter("rejected"))
-	label, err := tileText(ctx, "Export", ".counter.c-priority-rejected .k")
-	require.NoError(t, err)
-	assert.Equal(t, "Shed", label)
+	tileShows(t, ctx, reg, "Export", "priority-rejected", "Shed", map[string]int{"priority-rejected": calls, "rejected": calls})
 }

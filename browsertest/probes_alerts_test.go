@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -30,6 +33,21 @@ func tileText(ctx context.Context, name, selector string) (string, error) {
 // "rate-limited") in a command's tile.
 func tileCounter(ctx context.Context, name, k string) func() (string, error) {
 	return func() (string, error) { return tileText(ctx, name, ".counter.c-"+k+" .v") }
+}
+
+// tileShows serves reg's dashboard in the browser of ctx and waits until
+// the tile of command name shows each counter of want (CSS class suffix →
+// value), and the label of counter key reads label.
+func tileShows(t *testing.T, ctx context.Context, reg *command.Registry, name, key, label string, want map[string]int) {
+	t.Helper()
+	url := serveRegistry(t, reg, dashboard.Config{})
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(url+"/?delay=100")))
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		waitFor(t, 10*time.Second, k+" counter", strconv.Itoa(want[k]), tileCounter(ctx, name, k))
+	}
+	got, err := tileText(ctx, name, ".counter.c-"+key+" .k")
+	require.NoError(t, err)
+	assert.Equal(t, label, got)
 }
 
 // serveRegistry serves the dashboard of reg with cfg until the test ends,

@@ -3,16 +3,12 @@ package browsertest
 import (
 	"context"
 	"log/slog"
-	"strconv"
 	"testing"
-	"time"
 
-	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/command"
-	"github.com/bulwark-go/bulwark/dashboard"
 	"github.com/bulwark-go/bulwark/metrics"
 	"github.com/bulwark-go/bulwark/ratelimit"
 )
@@ -47,14 +43,6 @@ func TestBrowserRateLimitedCounter(t *testing.T) {
 	}
 	require.Equal(t, calls-burst, limited, "the bucket admits its burst, then refuses")
 
-	url := serveRegistry(t, reg, dashboard.Config{})
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(url+"/?delay=100")))
-
-	counter := func(k string) func() (string, error) { return tileCounter(ctx, "Query", k) }
-	waitFor(t, 10*time.Second, "Rate limited counter", strconv.Itoa(calls-burst), counter("rate-limited"))
-	waitFor(t, 10*time.Second, "Success counter", strconv.Itoa(burst), counter("success"))
-	waitFor(t, 10*time.Second, "Rejected counter (Hystrix's view)", strconv.Itoa(calls-burst), counter("rejected"))
-	label, err := tileText(ctx, "Query", ".counter.c-rate-limited .k")
-	require.NoError(t, err)
-	assert.Equal(t, "Rate limited", label)
+	tileShows(t, ctx, reg, "Query", "rate-limited", "Rate limited",
+		map[string]int{"rate-limited": calls - burst, "success": burst, "rejected": calls - burst})
 }
