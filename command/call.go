@@ -16,8 +16,8 @@ import (
 //
 //	[coalesce] → limit (→ throttle → shed) → admit → isolate → run → classify → record → retry or fallback → finish
 //
-// (A registry's CallHook, if any, sees each attempt begin, before limit,
-// and end, in retried or finish.)
+// (A registry's CallHook, if any, sees each attempt begin, first thing in
+// limit's rare path, and end, in retried or finish.)
 //
 // A stage reads what the stages before it left in the call and leaves its
 // own decision there. Two things go by hand instead, in plain sight in
@@ -86,7 +86,8 @@ type commandCall[T any, C Runner[T]] struct {
 
 // execute is the pipeline: Execute's call of k.cmd in group k.g with
 // context k.ctx and options opts, stage by stage. A
-// stage that refuses the attempt (limit, admit, shed) has set its outcome, and
+// stage that refuses the attempt (limit, with its throttle and shed steps,
+// or admit) has set its outcome, and
 // the attempt goes on at record; a retry goes round again from limit, as an
 // attempt of its own through the limiters, the breakers and the bulkhead.
 func (k *commandCall[T, C]) execute(opts []Option) (T, error) {
