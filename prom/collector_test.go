@@ -512,6 +512,16 @@ func TestCollectorIsLeanByDefault(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 15, len(l["pay/charge"]))
+
+	ok := command.NewRegistry(command.RegistryConfig{Clock: new(metrics.ManualClock), Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { require.NoError(t, ok.Close(context.Background())) })
+	g, err := ok.NewGroup("users", command.GroupConfig{Strategy: command.Semaphore, Timeout: command.NoTimeout})
+	require.NoError(t, err)
+	_, err = command.Execute(context.Background(), g, call{name: "get", clock: new(metrics.ManualClock)})
+	require.NoError(t, err)
+	healthy, err := New(ok)
+	require.NoError(t, err)
+	assert.Len(t, seriesByCommand(scrape(t, healthy))["users/get"], 11, "a command that only succeeded")
 	timeout := ",command=charge,event=timeout,group=pay"
 	assert.NotContains(t, l["pay/charge"], "bulwark_command_events_total"+timeout, "no timeout ever: no series")
 	assert.Contains(t, d["pay/charge"], "bulwark_command_events_total"+timeout)
