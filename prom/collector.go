@@ -39,7 +39,8 @@ type Collector struct {
 type Option func(*Collector)
 
 // WithDetail makes the collector export every series of the package doc
-// for every command (about 90 per command), where by default it exports
+// for every command (more than three times the default set:
+// TestCollectorIsLeanByDefault), where by default it exports
 // the few an operator reads first (at most 15 per command; see Series per
 // command in the package doc).
 func WithDetail() Option { return func(c *Collector) { c.detail = true } }
