@@ -16,14 +16,14 @@ import (
 type profile struct {
 	id   int
 	runs *atomic.Int64
-	wait func() // the dependency answers once it returns
+	wait func(context.Context) // the dependency answers once it returns
 }
 
 func (p profile) Key() string { return fmt.Sprint(p.id) }
 
 func (p profile) Run(ctx context.Context) (string, error) {
 	p.runs.Add(1)
-	p.wait()
+	p.wait(ctx)
 	return fmt.Sprintf("profile %d", p.id), nil
 }
 
@@ -33,12 +33,14 @@ func (p profile) Run(ctx context.Context) (string, error) {
 func ExampleCommandConfig_coalesce() {
 	reg := command.NewRegistry(command.RegistryConfig{})
 	defer reg.Close(context.Background())
-	users, _ := reg.NewGroup("users", command.GroupConfig{Strategy: command.Semaphore,
+	// No timeout: how long 100 goroutines take to start must not decide
+	// the output (with one, a waiter that starts late would time out).
+	users, _ := reg.NewGroup("users", command.GroupConfig{Strategy: command.Semaphore, Timeout: command.NoTimeout,
 		Commands: map[string]command.CommandConfig{"profile": {Coalesce: true}}})
 
 	var runs atomic.Int64
-	everyone := func() { // a slow dependency: it answers once all 100 calls are in flight
-		for inFlight(users) < 100 {
+	everyone := func(ctx context.Context) { // a slow dependency: it answers once all 100 calls are in flight
+		for inFlight(users) < 100 && ctx.Err() == nil {
 			time.Sleep(time.Millisecond)
 		}
 	}
