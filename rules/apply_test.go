@@ -156,6 +156,7 @@ var fuzzSeeds = []string{
 	`{"groups": {"a": {"breaker": {"slowCallDuration": "1s"}}, "z": {}}}`,
 	`{"groups": {"a": {"maxConcurrent": 9}, "coded": {"breaker": {"confidence": 1}}}}`,
 	`{"groups": {"a": {"throttle": {"k": 2}}, "coded": {"throttle": {"k": 0.5}}}}`,
+	`{"groups": {"a": {"priority": {"reserve": [0, 0.1, 0.25, 0.5]}}, "coded": {"priority": {"default": "P9"}}}}`,
 }
 
 // FuzzRefusedDocumentChangesNothing: whatever the document, if Apply

@@ -19,8 +19,9 @@
 //
 // Group fields: preset, strategy ("thread" or "semaphore"), maxConcurrent,
 // queueSize, timeout, fallbackLimit, slowCallDuration, maxCommands,
-// noFallback, readOnly, deadlineReserve, retry, throttle {k}, rateLimit, keyedRateLimit, breaker,
-// commandBreaker, commands. Breaker fields (breaker, commandBreaker, and a
+// noFallback, readOnly, deadlineReserve, retry, throttle {k}, priority
+// {reserve, default}, rateLimit, keyedRateLimit, breaker, commandBreaker,
+// commands. Breaker fields (breaker, commandBreaker, and a
 // command's breaker), grouped as circuit.Config groups them: window
 // {length, buckets}, minRequests, failureRatio, slowCallDuration,
 // slowCallRatio, confidence, open {duration, backoff, max}, halfOpen {probes,
@@ -57,9 +58,9 @@
 // halfOpen.maxWait and ramp.floor; a limiter's burst, window, buckets and
 // maxKeys. Omit such a field for the default (more exactly, to keep the
 // base's value, see below), write the value meant, or "none" for no
-// timeout. A zero that means off (deadlineReserve, throttle.k, a breaker's
-// slowCallDuration, slowCallRatio, confidence, open.backoff, ramp.duration and warmUp, a
-// retry's maxAttempts) or is the value itself (queueSize) is accepted.
+// timeout. A zero that means off (deadlineReserve, throttle.k, a priority
+// reserve of all zeros, a breaker's slowCallDuration, slowCallRatio,
+// confidence, open.backoff, ramp.duration and warmUp, a retry's maxAttempts) or is the value itself (queueSize) is accepted.
 //
 // Rate limits are declared, one kind of package ratelimit each:
 //

@@ -39,6 +39,7 @@ type Group struct {
 	DeadlineReserve  *Duration          `json:"deadlineReserve"`
 	Retry            *Retry             `json:"retry"`
 	Throttle         *Throttle          `json:"throttle"`
+	Priority         *Priority          `json:"priority"`
 	RateLimit        *RateLimit         `json:"rateLimit"`
 	KeyedRateLimit   *KeyedRateLimit    `json:"keyedRateLimit"`
 	Breaker          *Breaker           `json:"breaker"`
@@ -58,6 +59,38 @@ type Command struct {
 // is code's: it comes from the base.
 type Throttle struct {
 	K *float64 `json:"k"`
+}
+
+// Priority overrides the fields of a command.PriorityConfig it sets:
+// reserve, the four shares [P0, P1, P2, P3], and default, the priority of a
+// call that gives none, written "P0" to "P3".
+type Priority struct {
+	Reserve []float64 `json:"reserve"`
+	Default *string   `json:"default"`
+}
+
+// apply sets the fields of cfg that p sets; the error names the field.
+func (p *Priority) apply(cfg *command.PriorityConfig) error {
+	if p == nil {
+		return nil
+	}
+	if p.Reserve != nil {
+		// A JSON array into a Go array would drop a fifth share silently.
+		if len(p.Reserve) != command.NumPriorities {
+			return fmt.Errorf("priority.reserve has %d shares: want %d, one for each of P0 to P3", len(p.Reserve), command.NumPriorities)
+		}
+		cfg.Reserve = [command.NumPriorities]float64(p.Reserve)
+	}
+	if p.Default == nil {
+		return nil
+	}
+	for q := command.P0; q < command.NumPriorities; q++ {
+		if *p.Default == q.String() {
+			cfg.Default = q
+			return nil
+		}
+	}
+	return fmt.Errorf("priority.default %q: want \"P0\", \"P1\", \"P2\" or \"P3\"", *p.Default)
 }
 
 // Retry overrides the fields of a command.RetryConfig it sets. Sleep, Rand
@@ -214,6 +247,9 @@ func (r Group) config(name string, base command.GroupConfig, lim *limits) (comma
 	r.Retry.apply(&cfg.Retry)
 	if r.Throttle != nil {
 		set(&cfg.Throttle.K, r.Throttle.K)
+	}
+	if err := r.Priority.apply(&cfg.Priority); err != nil {
+		return cfg, err
 	}
 	r.Breaker.apply(&cfg.Breaker)
 	r.CommandBreaker.apply(&cfg.CommandBreaker)
