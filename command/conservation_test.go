@@ -488,8 +488,6 @@ func TestBalanceWithLiveBreakers(t *testing.T) {
 	assert.Positive(t, shorted, "the breakers did open")
 }
 
-// waitIdle waits until the detached calls of the pool groups have returned,
-// so that no test leaves a worker behind.
 // chaosRefusals runs the chaos of calls calls in groups, waits until they
 // are idle, checks the discards and every command's counts against what its
 // callers saw, and returns the calls made and how many of them ended in
@@ -513,6 +511,8 @@ func chaosRefusals(t *testing.T, groups []*Group, calls int, refusal metrics.Eve
 	return total, refused
 }
 
+// waitIdle waits until the detached calls of the pool groups have returned,
+// so that no test leaves a worker behind.
 func waitIdle(t *testing.T, groups []*Group) {
 	require.Eventually(t, func() bool {
 		for _, g := range groups {
