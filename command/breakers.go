@@ -96,6 +96,6 @@ func (k *call) record() {
 		k.events.Add(metrics.Slow)
 	}
 	if k.r.err != nil && g.alerts != nil && (o == metrics.Failure || o == metrics.Timeout) {
-		g.alerts.CallFailed(g, k.c.name, k.now, k.r.err)
+		g.alerts.CallFailed(k.ctx, g, k.c.name, k.now, k.r.err)
 	}
 }
