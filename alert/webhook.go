@@ -93,7 +93,8 @@ type Webhook struct {
 	gen     uint64               // stamps each change, so a delivery clears only what it sent
 
 	wake    chan struct{}      // cap 1: a change is pending
-	ctx     context.Context    // ends with Close; so do the rounds in progress
+	quit    chan struct{}      // Close closes it: no round starts after
+	ctx     context.Context    // the goroutine's rounds': ends when Close gives up waiting, or after it
 	stop    context.CancelFunc // ends ctx
 	done    chan struct{}      // closed when the goroutine has returned
 	closing sync.Once
@@ -122,7 +123,7 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 	cfg = cfg.withDefaults()
 	h := &Webhook{cfg: cfg, client: cfg.Client,
 		firing: map[string]*postable{}, pending: map[string]*postable{},
-		wake: make(chan struct{}, 1), done: make(chan struct{})}
+		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	h.ctx, h.stop = context.WithCancel(context.Background())
 	if h.client == nil {
 		h.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
@@ -191,10 +192,13 @@ func labelName(s string) bool {
 }
 
 // OnAlert queues a for the webhook's goroutine and returns at once; set it
-// as Config.OnAlert. An alert that arrives after Close is dropped.
+// as Config.OnAlert. An alert that arrives after Close has begun is
+// dropped.
 func (h *Webhook) OnAlert(a Alert) {
-	if h.ctx.Err() != nil {
+	select {
+	case <-h.quit:
 		return
+	default:
 	}
 	now := time.Now()
 	h.mu.Lock()
@@ -294,16 +298,23 @@ func (h *Webhook) Counts() (delivered, failures int64) {
 	return h.delivered.Load(), h.failures.Load()
 }
 
-// Close stops the webhook's goroutine, then tries once more, within ctx,
+// Close stops the webhook's goroutine, waiting for a round in progress
+// until ctx ends (then cutting it short), and tries once more, within ctx,
 // to deliver what is pending (a resolution above all); it returns the
 // error of that last round if it failed. The alerts still firing are not
-// resolved: the receiver expires them at their endsAt. Close is
-// idempotent.
+// resolved: the receiver expires them at their endsAt. Alerts that arrive
+// after Close are dropped. Close is idempotent.
 func (h *Webhook) Close(ctx context.Context) error {
 	var err error
 	h.closing.Do(func() {
+		close(h.quit)
+		select {
+		case <-h.done:
+		case <-ctx.Done():
+			h.stop()
+			<-h.done
+		}
 		h.stop()
-		<-h.done
 		err = h.round(ctx, false)
 		if h.ownClient {
 			h.client.CloseIdleConnections()
@@ -320,7 +331,7 @@ func (h *Webhook) run() {
 	defer resend.Stop()
 	for {
 		select {
-		case <-h.ctx.Done():
+		case <-h.quit:
 			return
 		case <-h.wake:
 			_ = h.round(h.ctx, false)
