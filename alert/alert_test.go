@@ -338,16 +338,7 @@ func TestCheckWithOnTransitionReadingSnapshot(t *testing.T) {
 	})
 	_, _ = command.Execute(context.Background(), g, failing("dep", errRefused))
 	clock.Advance(time.Minute)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.Check()
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Check deadlocked with an OnTransition that reads Snapshot")
-	}
+	checkReturns(t, w, "Check deadlocked with an OnTransition that reads Snapshot")
 	seen.Wait()
 }
 

@@ -17,6 +17,28 @@ import (
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
+// charge is the examples' command, failing as a dependency that is down.
+var charge = command.Func("charge", func(ctx context.Context) (int, error) {
+	return 0, errors.New("dial tcp 10.0.0.7:443: connection refused")
+}, nil)
+
+// payments returns the examples' group, watched by w, on a manual clock,
+// whose command breaker trips on one failure; closeAll closes its
+// registry.
+func payments(w *alert.Watcher) (g *command.Group, clock *metrics.ManualClock, closeAll func()) {
+	clock = new(metrics.ManualClock)
+	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
+	g, err := reg.NewGroup("payments", command.GroupConfig{
+		Strategy:       command.Semaphore,
+		CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Hour}},
+		Alerts:         w,
+	})
+	if err != nil {
+		panic(err)
+	}
+	return g, clock, func() { _ = reg.Close(context.Background()) }
+}
+
 // Alerts: a breaker open for a minute is a P3, for ten minutes a P2; each
 // alert carries the trip's reason, window and error samples.
 func Example() {
@@ -27,28 +49,16 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	clock := new(metrics.ManualClock)
-	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
-	defer reg.Close(context.Background())
-	g, err := reg.NewGroup("payments", command.GroupConfig{
-		Strategy:       command.Semaphore,
-		CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Hour}},
-		Alerts:         w,
-	})
-	if err != nil {
-		panic(err)
-	}
-	charge := command.Func("charge", func(ctx context.Context) (int, error) {
-		return 0, errors.New("dial tcp: connection refused")
-	}, nil)
+	g, clock, closeAll := payments(w)
+	defer closeAll()
 	_, _ = command.Execute(context.Background(), g, charge)
 	for range 10 {
 		clock.Advance(time.Minute)
 		w.Check() // the watcher's goroutine does this every Interval; here the clock is manual
 	}
 	// Output:
-	// breaker_open P3 payments/charge open 1m0s (error_ratio, 1 of 1 failed) errors "dial tcp: connection refused"
-	// breaker_open P2 payments/charge open 10m0s (error_ratio, 1 of 1 failed) errors "dial tcp: connection refused"
+	// breaker_open P3 payments/charge open 1m0s (error_ratio, 1 of 1 failed) errors "dial tcp 10.0.0.7:443: connection refused"
+	// breaker_open P2 payments/charge open 10m0s (error_ratio, 1 of 1 failed) errors "dial tcp 10.0.0.7:443: connection refused"
 }
 
 // requestIDKey is where the example's HTTP middleware would keep the
@@ -83,20 +93,8 @@ func ExampleWebhook() {
 	if err != nil {
 		panic(err)
 	}
-	clock := new(metrics.ManualClock)
-	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
-	defer reg.Close(context.Background())
-	g, err := reg.NewGroup("payments", command.GroupConfig{
-		Strategy:       command.Semaphore,
-		CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Hour}},
-		Alerts:         w,
-	})
-	if err != nil {
-		panic(err)
-	}
-	charge := command.Func("charge", func(ctx context.Context) (int, error) {
-		return 0, errors.New("dial tcp 10.0.0.7:443: connection refused")
-	}, nil)
+	g, clock, closeAll := payments(w)
+	defer closeAll()
 	ctx := context.WithValue(context.Background(), requestIDKey{}, "7f3a9c")
 	_, _ = command.Execute(ctx, g, charge)
 	clock.Advance(time.Minute)

@@ -340,16 +340,7 @@ func TestWebhookHungReceiverBlocksNeitherCheckNorClose(t *testing.T) {
 	g, w, clock := webhookGroup(t, h)
 	_, _ = command.Execute(context.Background(), g, failing("dep", errRefused))
 	clock.Advance(time.Minute)
-	checked := make(chan struct{})
-	go func() {
-		defer close(checked)
-		w.Check()
-	}()
-	select {
-	case <-checked:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Check blocked on the webhook")
-	}
+	checkReturns(t, w, "Check blocked on the webhook")
 	waitCounts(t, h, 0, 2) // both attempts timed out
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
