@@ -25,15 +25,6 @@ import (
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
-// received is one alert as a receiver decoded it from a POST.
-type received struct {
-	Labels       map[string]string `json:"labels"`
-	Annotations  map[string]string `json:"annotations"`
-	StartsAt     time.Time         `json:"startsAt"`
-	EndsAt       time.Time         `json:"endsAt"`
-	GeneratorURL string            `json:"generatorURL"`
-}
-
 // receiver is a real HTTP server that takes Alertmanager's POST
 // /api/v2/alerts and keeps each request's alerts, answering status(n) to
 // the n-th request (1-based; 200 when status is nil).
@@ -44,7 +35,7 @@ type receiver struct {
 
 	mu    sync.Mutex
 	n     int
-	posts [][]received // the alerts of each request answered 2xx
+	posts [][]postable // the alerts of each request answered 2xx
 	bad   []string     // what was wrong with a request
 }
 
@@ -83,7 +74,7 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 			problems = append(problems, fmt.Sprintf("keys %v", keys))
 		}
 	}
-	var alerts []received
+	var alerts []postable
 	if err == nil {
 		err = json.Unmarshal(body, &alerts)
 	}
@@ -101,9 +92,9 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 
 // wait returns the posts answered 2xx once there are n of them; it fails
 // the test if a request was malformed.
-func (rc *receiver) wait(n int) [][]received {
+func (rc *receiver) wait(n int) [][]postable {
 	rc.t.Helper()
-	var posts [][]received
+	var posts [][]postable
 	require.Eventually(rc.t, func() bool {
 		rc.mu.Lock()
 		defer rc.mu.Unlock()
