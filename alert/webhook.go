@@ -18,14 +18,10 @@ import (
 	"time"
 )
 
-// Defaults of WebhookConfig.
+// Defaults and bounds of WebhookConfig, as its fields document them.
 const (
-	DefaultWebhookTimeout = 5 * time.Second
-	DefaultWebhookResend  = time.Minute
-)
-
-// Bounds of WebhookConfig's retries.
-const (
+	defaultWebhookTimeout  = 5 * time.Second
+	defaultWebhookResend   = time.Minute
 	defaultWebhookAttempts = 3
 	maxWebhookAttempts     = 10
 	defaultWebhookBackoff  = 200 * time.Millisecond
@@ -136,7 +132,7 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 // withDefaults returns c with its defaults applied.
 func (c WebhookConfig) withDefaults() WebhookConfig {
 	if c.Timeout == 0 {
-		c.Timeout = DefaultWebhookTimeout
+		c.Timeout = defaultWebhookTimeout
 	}
 	if c.Attempts == 0 {
 		c.Attempts = defaultWebhookAttempts
@@ -145,7 +141,7 @@ func (c WebhookConfig) withDefaults() WebhookConfig {
 		c.Backoff = defaultWebhookBackoff
 	}
 	if c.Resend == 0 {
-		c.Resend = DefaultWebhookResend
+		c.Resend = defaultWebhookResend
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
