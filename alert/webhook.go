@@ -77,6 +77,8 @@ type WebhookConfig struct {
 // of the outage. OnAlert never blocks: one goroutine of the Webhook's own
 // posts, with a timeout and a bounded number of attempts, and what failed
 // waits for the next round. What it holds is bounded by the alerts firing.
+// An alert still firing when its group is closed (the Watcher forgets the
+// group, so no Resolved comes) is sent again until the Webhook's Close.
 // Close stops it. It is safe for concurrent use.
 type Webhook struct {
 	cfg       WebhookConfig // effective
