@@ -38,6 +38,18 @@ type Alert struct {
 type ErrorSample struct {
 	At  time.Duration // the group's clock when the call ended
 	Err string        // the error's text, at most Config.ErrorSampleLen bytes
+	// RequestID is what Config.RequestID read from the call's ctx (at
+	// most Config.ErrorSampleLen bytes); "" without Config.RequestID.
+	RequestID string
+}
+
+// line is e as one line of text: "request <id>: <error>", or the error
+// alone without an ID.
+func (e ErrorSample) line() string {
+	if e.RequestID == "" {
+		return e.Err
+	}
+	return "request " + e.RequestID + ": " + e.Err
 }
 
 // ring keeps the last errors of a command or group. Its group's mutex
@@ -50,12 +62,12 @@ type ring struct {
 
 func newRing(size int) *ring { return &ring{buf: make([]ErrorSample, size)} }
 
-// add keeps text, a sample made by sampleText.
-func (r *ring) add(at time.Duration, text string) {
+// add keeps e, replacing the oldest sample once the ring is full.
+func (r *ring) add(e ErrorSample) {
 	if len(r.buf) == 0 {
 		return
 	}
-	r.buf[r.next] = ErrorSample{At: at, Err: text}
+	r.buf[r.next] = e
 	r.next = (r.next + 1) % len(r.buf)
 	r.full = r.full || r.next == 0
 }
@@ -71,10 +83,8 @@ func (r *ring) samples() []ErrorSample {
 	return append(slices.Clone(r.buf[r.next:]), r.buf[:r.next]...)
 }
 
-// sampleText returns err's text, cut to maxLen bytes at a character
-// boundary.
-func sampleText(err error, maxLen int) string {
-	text := err.Error()
+// cut returns text cut to maxLen bytes at a character boundary.
+func cut(text string, maxLen int) string {
 	if len(text) > maxLen {
 		cut := maxLen
 		for cut > 0 && !utf8.RuneStart(text[cut]) {

@@ -3,6 +3,7 @@ package alert
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/internal/logtest"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -273,7 +275,9 @@ func TestConfigValidation(t *testing.T) {
 		{Config{DegradedMinCalls: -1}, "DegradedMinCalls -1"},
 		{Config{Interval: -time.Second}, "Interval -1s"},
 		{Config{ErrorSamples: -1}, "ErrorSamples -1"},
+		{Config{ErrorSamples: 1001}, "ErrorSamples 1001 must be in [0, 1000]"},
 		{Config{ErrorSampleLen: -1}, "ErrorSampleLen -1"},
+		{Config{ErrorSampleLen: 1<<16 + 1}, "ErrorSampleLen 65537 must be in [0, 65536]"},
 		{Config{Tiers: []Tier{{"", time.Second}}}, "Tiers[0].Name"},
 		{Config{Tiers: []Tier{{"a", 0}}}, "Tiers[0].After 0s"},
 		{Config{Tiers: []Tier{{"a", 2 * time.Second}, {"b", time.Second}}}, "Tiers[1].After 1s"},
@@ -334,16 +338,7 @@ func TestCheckWithOnTransitionReadingSnapshot(t *testing.T) {
 	})
 	_, _ = command.Execute(context.Background(), g, failing("dep", errRefused))
 	clock.Advance(time.Minute)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.Check()
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Check deadlocked with an OnTransition that reads Snapshot")
-	}
+	checkReturns(t, w, "Check deadlocked with an OnTransition that reads Snapshot")
 	seen.Wait()
 }
 
@@ -396,4 +391,77 @@ func TestReconfigureKeepsTheWatcher(t *testing.T) {
 	require.Same(t, w, g.Config().Alerts)
 	cfg.Alerts = newWatcher(t, Config{})
 	require.ErrorIs(t, g.Reconfigure(cfg), command.ErrInvalidConfig)
+}
+
+// requestIDKey is the ctx key the tests' callers store request IDs under.
+type requestIDKey struct{}
+
+// withRequestID returns a ctx carrying the request ID id.
+func withRequestID(id string) context.Context {
+	return context.WithValue(context.Background(), requestIDKey{}, id)
+}
+
+// requestIDOf is a Config.RequestID: the ID withRequestID stored, or "".
+func requestIDOf(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// TestAlertErrorSamplesCarryRequestIDs: each sample keeps the request ID
+// that Config.RequestID read from its call's ctx ("" for a call without
+// one), cut to ErrorSampleLen; the alert quotes the last ErrorSamples of
+// them, and its log record the same lines.
+func TestAlertErrorSamplesCarryRequestIDs(t *testing.T) {
+	log := &alertLog{}
+	var logs logtest.Buffer
+	w := newWatcher(t, Config{OnAlert: log.add, Interval: time.Hour, ErrorSamples: 3, ErrorSampleLen: 12,
+		RequestID: requestIDOf})
+	clock := new(metrics.ManualClock)
+	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+	g, err := reg.NewGroup("deps", command.GroupConfig{
+		Strategy:       command.Semaphore,
+		CommandBreaker: circuit.Config{MinRequests: 4, Open: circuit.OpenConfig{Duration: time.Hour}},
+		Alerts:         w,
+	})
+	require.NoError(t, err)
+	dep := failing("dep", errors.New("refused"))
+	for _, ctx := range []context.Context{withRequestID("req-1"), withRequestID("req-2"),
+		context.Background(), withRequestID("req-4-and-a-long-tail")} {
+		_, err := command.Execute(ctx, g, dep)
+		require.Error(t, err)
+	}
+	clock.Advance(time.Minute)
+	w.Check()
+	got := log.take()
+	require.Len(t, got, 1)
+	require.Equal(t, []ErrorSample{
+		{Err: "refused", RequestID: "req-2"},
+		{Err: "refused"},
+		{Err: "refused", RequestID: "req-4-and-a-"},
+	}, got[0].Errors, "the last 3 of 4, the long ID cut to 12 bytes")
+	require.Contains(t, logs.String(), `"errors":["request req-2: refused","refused","request req-4-and-a-: refused"]`)
+}
+
+// TestRequestIDPanicIsRecovered: a Config.RequestID that panics does not
+// break the call (it fails with its own error), its sample is kept
+// without an ID, and the panic is logged once, not once per failure.
+func TestRequestIDPanicIsRecovered(t *testing.T) {
+	var logs logtest.Buffer
+	w := newWatcher(t, Config{Interval: time.Hour, RequestID: func(context.Context) string { panic("no ID here") }})
+	reg := command.NewRegistry(command.RegistryConfig{Clock: new(metrics.ManualClock), Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+	g, err := reg.NewGroup("deps", command.GroupConfig{Strategy: command.Semaphore, Alerts: w})
+	require.NoError(t, err)
+	for range 3 {
+		_, err := command.Execute(withRequestID("req-1"), g, failing("dep", errRefused))
+		require.ErrorIs(t, err, errRefused)
+	}
+	s := w.groups[g]
+	s.mu.Lock()
+	samples := s.rings["dep"].samples()
+	s.mu.Unlock()
+	require.Equal(t, []ErrorSample{{Err: errRefused.Error()}, {Err: errRefused.Error()}, {Err: errRefused.Error()}}, samples)
+	require.Equal(t, 1, strings.Count(logs.String(), "RequestID panicked"), "logged once:\n%s", logs.String())
+	require.Contains(t, logs.String(), "no ID here")
 }

@@ -1,6 +1,7 @@
 package alert
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math"
@@ -62,14 +63,29 @@ type Config struct {
 	// about Interval of being reached. Default 1 s.
 	Interval time.Duration
 	// ErrorSamples is how many of the last errors (FAILURE and TIMEOUT
-	// causes) each command and each group keep for alerts: a ring, written
-	// on failures only. Default 5.
+	// causes) each command and each group keep for alerts: a ring of that
+	// many, written on failures only, never more. At most 1000; default 5.
 	ErrorSamples int
-	// ErrorSampleLen bounds each sample's error text, in bytes (cut at a
-	// character boundary). Only error text is kept, never values or
-	// payloads. Default 200.
+	// ErrorSampleLen bounds each sample's error text and request ID, in
+	// bytes (cut at a character boundary). Only error text is kept, never
+	// values or payloads. At most 65536; default 200.
 	ErrorSampleLen int
+	// RequestID, if set, returns the request ID of a failed call, read
+	// from the ctx the caller passed to Execute (such as a value its HTTP
+	// middleware stored there, or a trace ID), kept in the call's
+	// ErrorSample so that an alert names requests to look up in the logs.
+	// It runs on the caller's goroutine, on failures only (FAILURE and
+	// TIMEOUT), so it must be quick, must not block and must not keep ctx;
+	// "" when the call has none. A panic in it is recovered (the sample
+	// keeps no ID) and logged once. nil: samples carry no request ID.
+	RequestID func(ctx context.Context) string
 }
+
+// Bounds of Config's sample sizes.
+const (
+	maxErrorSamples   = 1000
+	maxErrorSampleLen = 1 << 16
+)
 
 // withDefaults returns c with its defaults applied.
 func (c Config) withDefaults() Config {
@@ -104,10 +120,10 @@ func (c Config) validate() error {
 		return invalid("DegradedMinCalls %d must not be negative", c.DegradedMinCalls)
 	case e.Interval < 0:
 		return invalid("Interval %v must not be negative", c.Interval)
-	case e.ErrorSamples < 0:
-		return invalid("ErrorSamples %d must not be negative", c.ErrorSamples)
-	case e.ErrorSampleLen < 0:
-		return invalid("ErrorSampleLen %d must not be negative", c.ErrorSampleLen)
+	case e.ErrorSamples < 0 || e.ErrorSamples > maxErrorSamples:
+		return invalid("ErrorSamples %d must be in [0, %d]", c.ErrorSamples, maxErrorSamples)
+	case e.ErrorSampleLen < 0 || e.ErrorSampleLen > maxErrorSampleLen:
+		return invalid("ErrorSampleLen %d must be in [0, %d]", c.ErrorSampleLen, maxErrorSampleLen)
 	}
 	for i, t := range e.Tiers {
 		switch {

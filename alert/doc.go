@@ -15,6 +15,15 @@
 // Its goroutine runs while it watches at least one group: it starts with
 // the first group's NewGroup and stops with the last one's Close.
 //
+// Each alert says what to do (Alert.Action: the dependency, how long its
+// breaker has been open and why) and quotes the last errors, each with
+// the request ID that Config.RequestID reads from the failed call's ctx.
+// A Webhook sends the alerts to an Alertmanager (API v2), the tier as the
+// severity label that prom/alertmanager.yml routes:
+//
+//	hook, err := alert.NewWebhook(alert.WebhookConfig{URL: "http://alertmanager:9093/api/v2/alerts"})
+//	w, err := alert.New(alert.Config{OnAlert: hook.OnAlert, RequestID: requestID})
+//
 // A breaker in observe-only mode alerts as in normal mode (it shows what
 // would have been refused); one forced open by SetMode is an operator's
 // decision, not an outage: it fires no tier and ends the outage in

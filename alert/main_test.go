@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -67,4 +68,20 @@ func commandSnapshot(t testing.TB, g *command.Group, name string) command.Comman
 	}
 	t.Fatalf("no command %q in group %q", name, g.Name())
 	return command.CommandSnapshot{}
+}
+
+// checkReturns runs w.Check, failing the test with why if it has not
+// returned after 10 seconds.
+func checkReturns(t *testing.T, w *Watcher, why string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Check()
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal(why)
+	}
 }

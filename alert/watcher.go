@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bulwark-go/bulwark/circuit"
@@ -24,6 +25,8 @@ type Watcher struct {
 	groups map[*command.Group]*watched
 	stop   chan struct{} // closes to stop the goroutine; nil when none runs
 	done   chan struct{} // closed when that goroutine has returned
+
+	idPanicked atomic.Bool // RequestID has panicked (logged the first time)
 }
 
 // watched is the alert state of one group. mu guards everything but g and
@@ -107,16 +110,21 @@ func (w *Watcher) run(stop <-chan struct{}, done chan<- struct{}) {
 }
 
 // CallFailed keeps the error of a call of g's command that ended in
-// FAILURE or TIMEOUT, at the group's clock reading at: the samples an
-// alert quotes. Execute calls it, on failures only.
-func (w *Watcher) CallFailed(g *command.Group, cmd string, at time.Duration, err error) {
+// FAILURE or TIMEOUT, at the group's clock reading at, with the request ID
+// Config.RequestID reads from the caller's ctx: the samples an alert
+// quotes. Execute calls it, on failures only.
+func (w *Watcher) CallFailed(ctx context.Context, g *command.Group, cmd string, at time.Duration, err error) {
 	w.mu.RLock()
 	s := w.groups[g]
 	w.mu.RUnlock()
 	if s == nil || err == nil {
 		return
 	}
-	text := sampleText(err, w.cfg.ErrorSampleLen) // one text for the command's ring and the group's
+	// One text for the command's ring and the group's.
+	sample := ErrorSample{At: at, Err: cut(err.Error(), w.cfg.ErrorSampleLen)}
+	if w.cfg.RequestID != nil {
+		sample.RequestID = cut(w.requestID(ctx, s.logger), w.cfg.ErrorSampleLen)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, name := range []string{cmd, ""} {
@@ -125,8 +133,23 @@ func (w *Watcher) CallFailed(g *command.Group, cmd string, at time.Duration, err
 			r = newRing(w.cfg.ErrorSamples)
 			s.rings[name] = r
 		}
-		r.add(at, text)
+		r.add(sample)
 	}
+}
+
+// requestID returns Config.RequestID(ctx), or "" if it panics; the first
+// panic is logged with logger.
+func (w *Watcher) requestID(ctx context.Context, logger *slog.Logger) (id string) {
+	defer func() {
+		if p := recover(); p != nil {
+			id = ""
+			if w.idPanicked.CompareAndSwap(false, true) {
+				logger.Error("bulwark: alert Config.RequestID panicked; samples keep no request ID when it does (logged once)",
+					slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+			}
+		}
+	}()
+	return w.cfg.RequestID(ctx)
 }
 
 // Status returns the tier the breaker of g's command cmd ("" for the
@@ -210,13 +233,14 @@ func (w *Watcher) checkDegraded(out []Alert, s *watched, c *command.CommandSnaps
 func (w *Watcher) deliver(logger *slog.Logger, a Alert) {
 	errs := make([]string, len(a.Errors))
 	for i, e := range a.Errors {
-		errs[i] = e.Err
+		errs[i] = e.line()
 	}
 	logger.LogAttrs(context.Background(), a.Kind.level(), "bulwark alert",
 		slog.String("kind", a.Kind.String()),
 		slog.String("group", a.Group),
 		slog.String("command", a.Command),
 		slog.String("tier", a.Tier),
+		slog.String("action", a.Action()),
 		slog.Duration("open_for", a.OpenFor),
 		slog.String("state", a.State.String()),
 		slog.String("reason", string(a.Reason)),

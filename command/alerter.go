@@ -1,20 +1,24 @@
 package command
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Alerter is a group's alerting, set in GroupConfig.Alerts; package alert
 // implements it (alert.Watcher), reading the group's snapshots. The group
 // calls Watch once, when NewGroup has created it, and Unwatch from its
 // Close; Status whenever a snapshot of the group is taken; and CallFailed
 // from Execute for each attempt that ends in FAILURE or TIMEOUT (the calls
-// that reached the dependency), with its error and the group's clock
+// that reached the dependency), with the caller's ctx (the one passed to
+// Execute, to read a request ID from), its error and the group's clock
 // reading, on the caller's goroutine: the one hook on the call path, so it
-// must be quick and must not block. An Alerter must be safe for concurrent
+// must be quick, must not block and must not keep ctx. An Alerter must be safe for concurrent
 // use and comparable (a pointer): Reconfigure refuses to change it.
 type Alerter interface {
 	Watch(g *Group)
 	Unwatch(g *Group)
-	CallFailed(g *Group, command string, at time.Duration, err error)
+	CallFailed(ctx context.Context, g *Group, command string, at time.Duration, err error)
 	// Status returns the alert tier that the breaker of command ("" for
 	// the group's) has reached in its current outage, "" if none, and
 	// whether the command's degraded alarm is raised.

@@ -16,7 +16,7 @@ import (
 type recordingAlerter struct {
 	mu      sync.Mutex
 	watched []*Group
-	failed  []string // "command: error"
+	failed  []string // "command: error (request ID)"
 	tier    string
 }
 
@@ -37,10 +37,14 @@ func (a *recordingAlerter) Unwatch(g *Group) {
 	}
 }
 
-func (a *recordingAlerter) CallFailed(_ *Group, command string, _ time.Duration, err error) {
+// requestIDKey is the ctx key of TestAlerterHooks' request IDs.
+type requestIDKey struct{}
+
+func (a *recordingAlerter) CallFailed(ctx context.Context, _ *Group, command string, _ time.Duration, err error) {
+	id, _ := ctx.Value(requestIDKey{}).(string)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.failed = append(a.failed, command+": "+err.Error())
+	a.failed = append(a.failed, command+": "+err.Error()+" ("+id+")")
 }
 
 func (a *recordingAlerter) Status(_ *Group, command string) (string, bool) {
@@ -50,8 +54,9 @@ func (a *recordingAlerter) Status(_ *Group, command string) (string, bool) {
 }
 
 // TestAlerterHooks: the group is watched from creation to Close; the
-// errors of FAILURE and TIMEOUT reach CallFailed, those of a bad request,
-// a rejection or a short-circuit do not; snapshots show Status.
+// errors of FAILURE and TIMEOUT reach CallFailed with the caller's ctx,
+// those of a bad request, a rejection or a short-circuit do not; snapshots
+// show Status.
 func TestAlerterHooks(t *testing.T) {
 	a := &recordingAlerter{tier: "P2"}
 	reg, _ := newTestRegistry(t)
@@ -61,14 +66,15 @@ func TestAlerterHooks(t *testing.T) {
 	require.Equal(t, []*Group{g}, a.watched)
 
 	_, _ = Execute(context.Background(), g, op[int]{name: "dep", run: fail[int](BadRequest(errors.New("bad input")))})
-	_, _ = Execute(context.Background(), g, op[int]{name: "dep", run: fail[int](errors.New("refused"))})
+	ctx := context.WithValue(context.Background(), requestIDKey{}, "req-7")
+	_, _ = Execute(ctx, g, op[int]{name: "dep", run: fail[int](errors.New("refused"))})
 	_, _ = Execute(context.Background(), g, op[int]{name: "dep", run: func(context.Context) (int, error) {
 		return 0, context.DeadlineExceeded
 	}}, WithTimeout(time.Hour))
 	_, err = Execute(context.Background(), g, op[int]{name: "dep", run: succeed(1)})
 	require.ErrorIs(t, err, ErrShortCircuited)
 	require.Len(t, a.failed, 2, "%q", a.failed)
-	require.Equal(t, "dep: refused", a.failed[0])
+	require.Equal(t, "dep: refused (req-7)", a.failed[0])
 
 	s := g.Snapshot()
 	require.Equal(t, "P2", s.AlertTier)

@@ -96,6 +96,15 @@ func (k *call) record() {
 		k.events.Add(metrics.Slow)
 	}
 	if k.r.err != nil && g.alerts != nil && (o == metrics.Failure || o == metrics.Timeout) {
-		g.alerts.CallFailed(g, k.c.name, k.now, k.r.err)
+		k.callFailed()
 	}
+}
+
+// callFailed hands a failed attempt's error, with the caller's ctx, to the
+// group's Alerter. Not inlined, so that record, on every call, pays only
+// the test that guards it (its frame stays as it was without alerts).
+//
+//go:noinline
+func (k *call) callFailed() {
+	k.g.alerts.CallFailed(k.ctx, k.g, k.c.name, k.now, k.r.err)
 }

@@ -251,7 +251,8 @@
 // GroupConfig.Alerts takes the group's alerting (an Alerter: package
 // [github.com/bulwark-go/bulwark/alert] raises alerts, by tier, for breakers
 // open for long, and an alarm for a command's degraded rate), which reads
-// the group's snapshots and is told of each failed call's error.
+// the group's snapshots and is told of each failed call's error and ctx
+// (to read its request ID).
 //
 // # Cost
 //

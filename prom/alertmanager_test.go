@@ -4,27 +4,25 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/bulwark-go/bulwark/internal/promtest"
 )
 
 // TestAlertmanagerConfigRoutesEachTier: amtool accepts alertmanager.yml and
 // routes each severity of alerts.yml to its receiver.
 func TestAlertmanagerConfigRoutesEachTier(t *testing.T) {
-	amtool := tool(t, "amtool")
+	amtool := promtest.Tool(t, "amtool")
 	out, err := exec.Command(amtool, "check-config", "alertmanager.yml").CombinedOutput()
 	require.NoError(t, err, "amtool check-config:\n%s", out)
 	for severity, receiver := range map[string]string{"P1": "escalate", "P2": "page", "P3": "record", "": "record"} {
@@ -49,7 +47,6 @@ type notification struct {
 // alert of another, notifies page of the first and record of the second
 // only: the first outage's P3 is inhibited by its P2.
 func TestRealAlertmanagerInhibitsLowerTiers(t *testing.T) {
-	bin := tool(t, "prometheus-alertmanager")
 	var mu sync.Mutex
 	var got []notification
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -68,36 +65,8 @@ func TestRealAlertmanagerInhibitsLowerTiers(t *testing.T) {
 	// inhibition rules are the shipped ones.
 	cfg := strings.NewReplacer("http://127.0.0.1:9095", hook.URL, "group_wait: 30s", "group_wait: 1s").Replace(string(raw))
 	require.NotEqual(t, string(raw), cfg)
-	dir := t.TempDir()
-	cfgFile := filepath.Join(dir, "alertmanager.yml")
-	require.NoError(t, os.WriteFile(cfgFile, []byte(cfg), 0o600))
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	var logs bytes.Buffer
-	cmd := exec.Command(bin, "--config.file="+cfgFile, "--storage.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--cluster.listen-address=")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("alertmanager log:\n%s", logs.String())
-		}
-	})
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
-	t.Cleanup(client.CloseIdleConnections)
-	base := "http://" + addr
-	eventually(t, 60*time.Second, "alertmanager ready", func() error {
-		resp, err := client.Get(base + "/-/ready")
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/-/ready: %s", resp.Status)
-		}
-		return nil
-	})
+	am := promtest.Alertmanager(t, cfg)
+	client, base := am.Client, am.URL
 
 	alert := func(command, severity string) map[string]any {
 		return map[string]any{"labels": map[string]string{"alertname": "BulwarkCommandCircuitOpen",
@@ -122,7 +91,7 @@ func TestRealAlertmanagerInhibitsLowerTiers(t *testing.T) {
 		}
 		return s
 	}
-	eventually(t, 60*time.Second, "both notifications", func() error {
+	promtest.Eventually(t, 60*time.Second, "both notifications", func() error {
 		s := seen()
 		if !s[sent{"page", "charge", "P2"}] || !s[sent{"record", "refund", "P3"}] {
 			return fmt.Errorf("notified so far: %v", s)

@@ -13,13 +13,15 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/bulwark-go/bulwark/internal/promtest"
 )
 
 // promtool runs promtool with args in this directory and fails the test
 // with its output if it fails.
 func promtool(t *testing.T, args ...string) {
 	t.Helper()
-	out, err := exec.Command(tool(t, "promtool"), args...).CombinedOutput()
+	out, err := exec.Command(promtest.Tool(t, "promtool"), args...).CombinedOutput()
 	require.NoError(t, err, "promtool %s:\n%s", strings.Join(args, " "), out)
 }
 

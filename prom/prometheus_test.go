@@ -7,16 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,13 +24,11 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/internal/promtest"
 )
 
 // promServer is a real prometheus process scraping one target every second.
-type promServer struct {
-	base   string // http://127.0.0.1:port
-	client *http.Client
-}
+type promServer struct{ *promtest.Server }
 
 // startPrometheus runs the prometheus binary on a free loopback port with a
 // fresh data directory, scraping target (host:port, path /metrics) every
@@ -41,7 +36,7 @@ type promServer struct {
 // when t ends.
 func startPrometheus(t *testing.T, target string) *promServer {
 	t.Helper()
-	bin := tool(t, "prometheus")
+	bin := promtest.Tool(t, "prometheus")
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`global:
   scrape_interval: 1s
@@ -54,72 +49,7 @@ scrape_configs:
 `, target)
 	cfgFile := filepath.Join(dir, "prometheus.yml")
 	require.NoError(t, os.WriteFile(cfgFile, []byte(cfg), 0o600))
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	logFile, err := os.Create(filepath.Join(dir, "prometheus.log"))
-	require.NoError(t, err)
-	cmd := exec.Command(bin,
-		"--config.file="+cfgFile,
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	require.NoError(t, cmd.Start())
-	p := &promServer{base: "http://" + addr, client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}}
-	t.Cleanup(func() {
-		p.client.CloseIdleConnections()
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		_ = logFile.Close()
-		if t.Failed() {
-			if log, err := os.ReadFile(logFile.Name()); err == nil {
-				t.Logf("prometheus log:\n%s", log)
-			}
-		}
-	})
-	eventually(t, 60*time.Second, "prometheus ready", func() error {
-		resp, err := p.client.Get(p.base + "/-/ready")
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/-/ready: %s", resp.Status)
-		}
-		return nil
-	})
-	return p
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// eventually calls f every 200 ms until it returns nil, failing the test
-// with f's last error after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v: %v", what, timeout, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return &promServer{promtest.Start(t, bin, "--config.file="+cfgFile, "--storage.tsdb.path="+filepath.Join(dir, "data"))}
 }
 
 // sample is one value of a query result.
@@ -136,7 +66,7 @@ func (p *promServer) query(q string, at float64) ([]sample, error) {
 	if at != 0 {
 		v.Set("time", strconv.FormatFloat(at, 'f', -1, 64))
 	}
-	resp, err := p.client.Get(p.base + "/api/v1/query?" + v.Encode())
+	resp, err := p.Client.Get(p.URL + "/api/v1/query?" + v.Encode())
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +112,7 @@ func pointValue(p [2]any) (float64, error) {
 // waitValue waits until q's only series has value want.
 func (p *promServer) waitValue(t *testing.T, q string, want float64) {
 	t.Helper()
-	eventually(t, 60*time.Second, q, func() error {
+	promtest.Eventually(t, 60*time.Second, q, func() error {
 		v, err := p.scalar(q, 0)
 		if err != nil {
 			return err

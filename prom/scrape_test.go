@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/internal/promtest"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -97,7 +98,7 @@ func TestPromtoolCheckMetricsIsSilent(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			body := serveMetrics(t, service(t), mode.opts...)
 			require.Contains(t, body, mode.quantile)
-			cmd := exec.Command(tool(t, "promtool"), "check", "metrics")
+			cmd := exec.Command(promtest.Tool(t, "promtool"), "check", "metrics")
 			cmd.Stdin = strings.NewReader(body)
 			var outb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &outb, &outb
