@@ -20,23 +20,27 @@ import (
 // were answered (SUCCESS, BAD_REQUEST, and TIMEOUT with the time it
 // waited; a FAILURE can be fast for reasons that say nothing of load, and
 // is left out). The lowest such average seen is the no-load latency
-// estimate; it creeps up towards the present average by 1/500 of the gap
-// per window, so that it follows a dependency that has become slower for
-// good (in minutes, not seconds). At the window's end the limit L moves to
+// estimate. At the window's end the limit L moves to
 //
 //	(1 − Smoothing)·L + Smoothing·(L·gradient + √L)
 //	gradient = max(0.5, min(1, Tolerance · noLoad / latency))
 //
 // so that, where the dependency's latency grows with the calls it holds
 // (a queue forms once it is at capacity), the limit settles at the
-// dependency's capacity plus √L calls of queue: the latency of a call in
-// a queue of q calls before a capacity of C is noLoad·(C+q)/C, and L·C/L
-// is C. While the dependency is not queueing, the gradient is 1 and the
-// limit grows by about Smoothing·√L a window. A window in which the
-// bulkhead never held half the limit changes nothing: the callers, not
-// the dependency, bound the calls in flight, and their latency says
-// nothing about a higher limit. A window with fewer than 10 samples is
-// extended until it has them.
+// dependency's capacity plus √L calls of queue: the latency of L calls
+// before a capacity of C is noLoad·L/C, and L·C/L is C. While the
+// dependency is not queueing, the gradient is 1 and the limit grows by
+// about Smoothing·√L a window.
+//
+// A window in which the bulkhead never held half the limit says nothing
+// about a higher limit (the callers, not the dependency, bound the calls
+// in flight): it moves the limit towards twice the peak the bulkhead held,
+// and the no-load estimate a twentieth of the way towards its average, so
+// that the estimate follows a dependency that has become slower for good.
+// A window of saturated calls never raises the estimate. A window with
+// fewer than 10 samples is extended until it has them; one whose average
+// is 0 (latencies below the clock's resolution) moves nothing. The peak is
+// the bulkhead's occupancy as the attempts arrive at it.
 //
 // A call refused because the bulkhead is at the adaptive limit is a
 // bulkhead rejection (SEMAPHORE_REJECTED or THREAD_POOL_REJECTED, with
@@ -81,7 +85,7 @@ type AdaptiveStatus struct {
 
 // The rule's constants (see AdaptiveConfig).
 const (
-	adaptiveMinSamples = 10        // a window with fewer is extended
+	adaptiveMinSamples = 10       // a window with fewer is extended
 	adaptiveForget     = 1.0 / 20 // the no-load estimate's move towards a window's average while the callers bound the load
 )
 
@@ -146,7 +150,7 @@ func (c *AdaptiveConfig) validate(maxConcurrent int) error {
 type adaptiveLimit struct {
 	g *Group
 
-	sum, n, peak atomic.Int64 // the window's latencies (ns), their count, the bulkhead's peak occupancy
+	sum, n, peak atomic.Int64 // the window's latencies (ns), their count, the bulkhead's peak occupancy seen by arrivals
 	end          atomic.Int64 // the window's end, on the group's clock
 
 	mu      sync.Mutex // closes a window, and Reconfigure; guards the fields below
@@ -190,13 +194,20 @@ func (a *adaptiveLimit) publish() int {
 	return n
 }
 
-// sample feeds the limit one attempt's latency, ended at now, with the
-// bulkhead holding held calls, and closes the window if it is over.
-func (a *adaptiveLimit) sample(now, latency time.Duration, held int) {
+// arrive tells the limit that an attempt arrives at the bulkhead while it
+// holds held calls: the window's peak occupancy is that of the arrivals,
+// this one included (at most the capacity, which it cannot pass).
+func (a *adaptiveLimit) arrive(held, capacity int) {
+	n := int64(min(held+1, capacity))
+	for p := a.peak.Load(); n > p && !a.peak.CompareAndSwap(p, n); p = a.peak.Load() {
+	}
+}
+
+// sample feeds the limit one attempt's latency, ended at now, and closes
+// the window if it is over.
+func (a *adaptiveLimit) sample(now, latency time.Duration) {
 	a.sum.Add(int64(latency))
 	a.n.Add(1)
-	for p := a.peak.Load(); int64(held) > p && !a.peak.CompareAndSwap(p, int64(held)); p = a.peak.Load() {
-	}
 	if int64(now) >= a.end.Load() && a.mu.TryLock() {
 		a.close(now)
 		a.mu.Unlock()
@@ -211,8 +222,8 @@ func (a *adaptiveLimit) close(now time.Duration) {
 	}
 	a.end.Store(int64(now + a.cfg.Window))
 	sum, n, peak := a.sum.Swap(0), a.n.Swap(0), a.peak.Swap(0)
-	if n <= 0 {
-		return
+	if n <= 0 || sum <= 0 {
+		return // latencies below the clock's resolution: nothing to compare
 	}
 	before := int(math.Round(a.limit))
 	a.move(float64(sum)/float64(n), float64(peak))
@@ -259,6 +270,16 @@ func (g *Group) adaptiveSnapshot(c *liveConfig) AdaptiveStatus {
 	return *g.adaptive.status.Load()
 }
 
+// adaptArrive is the last step of the limit stage's rare path: the
+// group's adaptive limit, if the call's settings have one, sees the
+// attempt arrive at the bulkhead. It always lets the attempt go on.
+func (k *call) adaptArrive() bool {
+	if a := k.cs.adaptive; a != nil {
+		a.arrive(k.g.occupancy())
+	}
+	return true
+}
+
 // adapt feeds the group's adaptive limit, if the call's settings have one,
 // the attempt that just ended: its Run latency when it reached the
 // dependency and was answered or timed out (see AdaptiveConfig). It runs
@@ -270,7 +291,6 @@ func (k *call) adapt() {
 	}
 	switch k.r.event {
 	case metrics.Success, metrics.BadRequest, metrics.Timeout:
-		held, _ := k.g.occupancy()
-		a.sample(k.now, k.r.run, held)
+		a.sample(k.now, k.r.run)
 	}
 }

@@ -179,7 +179,9 @@ func (g *Group) check(cfg GroupConfig) (*liveConfig, error) {
 // What changes live: MaxConcurrent and QueueSize (the bulkhead is resized:
 // shrinking never stops running or queued work; new calls are refused until
 // fewer than the new limit run, so once the excess finishes no more than
-// the new limit ever run at once), Timeout, FallbackLimit (likewise),
+// the new limit ever run at once), Adaptive (a limit that stays on keeps
+// its value and estimates, clamped into the new bounds; see
+// AdaptiveConfig), Timeout, FallbackLimit (likewise),
 // SlowCallDuration, IsBadRequest, MaxCommands, Commands (a newly declared
 // command is created at once; a command no longer declared reverts to the
 // group's settings but keeps its metrics), and the breakers' settings

@@ -85,7 +85,8 @@ const adaptiveSlice = 5 * time.Second
 // adaptiveSlice, the calls that succeeded, their p99 latency and the
 // bulkhead's limit at the slice's end; and over the whole run.
 type AdaptiveRun struct {
-	Limit     int // the static limit; 0: adaptive
+	Limit     int                    // the static limit; 0: adaptive
+	Config    command.AdaptiveConfig // the adaptive limit's, defaults applied
 	Succeeded []int
 	P99       []time.Duration
 	Limits    []int // at each slice's end
@@ -168,6 +169,7 @@ func SimulateAdaptive(p AdaptiveParams, limit int) (AdaptiveRun, error) {
 	if err != nil {
 		return out, fmt.Errorf("%w: %w", errUsage, err)
 	}
+	out.Config = g.Config().Adaptive
 	arrivals := rand.New(rand.NewPCG(p.Seed, 0))
 	services := rand.New(rand.NewPCG(p.Seed, 1))
 	s := newScheduler(clock, nil)
@@ -283,8 +285,10 @@ func runAdaptive(p AdaptiveParams, stdout io.Writer) error {
 		return err
 	}
 	base := float64(p.Phases[0].Workers) / p.Service.Seconds()
-	fmt.Fprintf(stdout, "adaptive limit: a dependency of %d workers x %v (%.0f calls/s) behind a FIFO queue; static limits %v, too large %d, adaptive %+v, seed %d\n\n",
-		p.Phases[0].Workers, p.Service, base, p.Statics, p.TooLarge, p.Adaptive, p.Seed)
+	fmt.Fprintf(stdout, "adaptive limit: a dependency of %d workers x %v (%.0f calls/s) behind a FIFO queue; static limits %v, too large %d, seed %d\n",
+		p.Phases[0].Workers, p.Service, base, p.Statics, p.TooLarge, p.Seed)
+	c := ad.Config
+	fmt.Fprintf(stdout, "adaptive: Min %d, Max %d, Initial %d, Tolerance %v, Smoothing %v, Window %v\n\n", c.Min, c.Max, c.Initial, c.Tolerance, c.Smoothing, c.Window)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "until\tload\tworkers\tadaptive: limit\tok/s\tp99 ms\tstatic %d: ok/s\tp99 ms\tstatic %d: ok/s\tp99 ms\t\n", best.Limit, big.Limit)
 	for i := range ad.Succeeded {
