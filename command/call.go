@@ -184,8 +184,18 @@ func (k *call) finish() {
 		run = k.r.run
 	}
 	k.c.done(k.now, k.events, run, k.now-k.start)
-	if k.cs.limited && k.g.hook != nil { // a hook makes the settings limited: one test without
-		k.hookEnd(k.g.hook)
+	if k.cs.limited { // a hook or an adaptive limit makes the settings limited: one test without
+		k.ended()
+	}
+}
+
+// ended is the end of finish in the limited path: the adaptive limit, if
+// any, gets the last attempt's sample, and the registry's CallHook, if
+// any, its End.
+func (k *call) ended() {
+	k.adapt()
+	if h := k.g.hook; h != nil {
+		k.hookEnd(h)
 	}
 }
 

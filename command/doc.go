@@ -61,8 +61,9 @@
 // Prometheus, httpguard's X-Degraded, go-metrics; its hystrix.stream key):
 //
 //   - SHORT_CIRCUITED: a breaker refused the call; Run did not run.
-//   - THREAD_POOL_REJECTED, SEMAPHORE_REJECTED: the bulkhead was full, or
-//     closed (see Closing); Run did not run.
+//   - THREAD_POOL_REJECTED, SEMAPHORE_REJECTED: the bulkhead was full (at
+//     its size: MaxConcurrent, or the adaptive limit in force with
+//     GroupConfig.Adaptive), or closed (see Closing); Run did not run.
 //   - SUCCESS: Run returned no error before the deadline. It is also SLOW when
 //     Run took longer than GroupConfig.SlowCallDuration.
 //   - FAILURE: Run returned an error, or panicked (the error is an

@@ -196,6 +196,11 @@ type GroupConfig struct {
 	// ones; see PriorityConfig. It changes live through Reconfigure.
 	// Default: off.
 	Priority PriorityConfig
+	// Adaptive turns on the adaptive concurrency limit: the bulkhead's
+	// size follows the dependency's latency within [Adaptive.Min,
+	// Adaptive.Max] instead of staying at MaxConcurrent; see
+	// AdaptiveConfig. It changes live through Reconfigure. Default: off.
+	Adaptive AdaptiveConfig
 }
 
 // CommandConfig holds the settings of one command name in a group. Its zero
@@ -234,6 +239,10 @@ type CommandConfig struct {
 // effective configuration. Invalid values are left for Validate to report.
 // Logger stays nil when unset (the registry supplies it).
 func (c GroupConfig) WithDefaults() GroupConfig {
+	c.Adaptive = c.Adaptive.withDefaults()
+	if c.MaxConcurrent == 0 && c.Adaptive.enabled() {
+		c.MaxConcurrent = c.Adaptive.Max
+	}
 	if c.MaxConcurrent == 0 {
 		c.MaxConcurrent = defaultMaxConcurrent
 	}
@@ -290,6 +299,9 @@ func (c GroupConfig) Validate() error {
 		return err
 	}
 	if err := e.Priority.validate(); err != nil {
+		return err
+	}
+	if err := e.Adaptive.validate(c.MaxConcurrent); err != nil {
 		return err
 	}
 	if err := e.Window.Validate(); err != nil {
@@ -357,6 +369,8 @@ type Group struct {
 	hot groupCounters
 
 	alerts Alerter // nil: alerts off
+
+	adaptive adaptiveLimit // GroupConfig.Adaptive's state (used only while it is on)
 
 	warmEnd atomic.Int64 // group clock: end of the last WarmUp; new commands inherit the rest
 
@@ -478,6 +492,10 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	g.adaptive.g = g
+	if cfg.Adaptive.enabled() {
+		must(g.adaptive.configure(&cfg, r.clock.Now()))
 	}
 	g.commands.Store(&commandTable{names: newNameIndex()})
 	g.alerts = cfg.Alerts
@@ -757,6 +775,7 @@ func (g *Group) Snapshot() GroupSnapshot {
 		Breaker:       g.breaker.Snapshot(),
 		Metrics:       g.metrics.Snapshot(now),
 		Throttle:      cfg.throttleSnapshot(now),
+		Adaptive:      g.adaptiveSnapshot(cfg),
 
 		ConfigGeneration: cfg.generation,
 		ConfigAge:        now - cfg.changed,

@@ -55,7 +55,9 @@ func WithPriority(p Priority) Option { return Option{priority: min(p, NumPriorit
 //
 // The bulkhead's occupancy is its calls running (and, in a Thread group,
 // those queued, against the pool size plus the queue size): what the
-// bulkhead holds when the call arrives. The check is made just before the
+// bulkhead holds when the call arrives. With GroupConfig.Adaptive the
+// capacity is the adaptive limit in force, so shedding starts when that
+// limit is saturated. The check is made just before the
 // call enters the bulkhead; calls arriving at the same instant on other
 // goroutines may each pass it before any of them enters, so under a burst
 // the low priorities can take a few slots of the reserve. The bulkhead's

@@ -112,12 +112,12 @@ func (k *commandCall[T, C]) limit(opts []Option) bool {
 // (the question converts the command to an interface), hands the rest to
 // passLimits, then to the throttle and priority shedding stages (which
 // refuse before the breakers are asked, so a refused call never takes a
-// probe's place).
+// probe's place), and tells the adaptive limit, if any, of the arrival.
 func (k *commandCall[T, C]) limited(opts []Option) bool {
 	if h := k.g.hook; h != nil {
 		k.hookBegin(h)
 	}
-	return k.passLimits(opts, k.cs.readOnly && k.g.writes(any(k.cmd), opts)) && k.throttle() && k.shed()
+	return k.passLimits(opts, k.cs.readOnly && k.g.writes(any(k.cmd), opts)) && k.throttle() && k.shed() && k.adaptArrive()
 }
 
 // passLimits decides limited's call and reports whether the attempt goes

@@ -48,9 +48,10 @@ type commandSettings struct {
 	noFallback bool            // the group's NoFallback
 	readOnly   bool            // the group is read-only (GroupConfig.ReadOnly or its registry's switch); sets limited
 
-	instanceWarmUp time.Duration // the group's InstanceWarmUp; 0: off; sets limited
-	coalesce       bool          // the command's Coalesce
-	throttle       *throttler    // the group's client-side throttle; nil: off
+	instanceWarmUp time.Duration  // the group's InstanceWarmUp; 0: off; sets limited
+	coalesce       bool           // the command's Coalesce
+	throttle       *throttler     // the group's client-side throttle; nil: off
+	adaptive       *adaptiveLimit // the group's adaptive concurrency limit; nil: off; sets limited
 }
 
 // cfg returns the group's config in force.
@@ -178,7 +179,9 @@ func (g *Group) check(cfg GroupConfig) (*liveConfig, error) {
 // What changes live: MaxConcurrent and QueueSize (the bulkhead is resized:
 // shrinking never stops running or queued work; new calls are refused until
 // fewer than the new limit run, so once the excess finishes no more than
-// the new limit ever run at once), Timeout, FallbackLimit (likewise),
+// the new limit ever run at once), Adaptive (a limit that stays on keeps
+// its value and estimates, clamped into the new bounds; see
+// AdaptiveConfig), Timeout, FallbackLimit (likewise),
 // SlowCallDuration, IsBadRequest, MaxCommands, Commands (a newly declared
 // command is created at once; a command no longer declared reverts to the
 // group's settings but keeps its metrics), and the breakers' settings
@@ -220,12 +223,7 @@ func (g *Group) reconfigureLocked(cfg GroupConfig) error {
 		return err
 	}
 	old := g.cfg()
-	if g.pool != nil {
-		err = g.pool.Resize(next.MaxConcurrent, next.QueueSize)
-	} else {
-		err = g.sem.Resize(next.MaxConcurrent)
-	}
-	if err != nil {
+	if err = g.adaptive.configure(&next.GroupConfig, next.changed); err != nil {
 		return fmt.Errorf("group %q: %w", g.name, err)
 	}
 	must(g.fallback.Resize(next.FallbackLimit))

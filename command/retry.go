@@ -308,6 +308,7 @@ func (k *call) retried() {
 	}
 	k.events.Add(metrics.Retried)
 	k.c.metrics.Record(k.now, k.events, run, k.now-k.start)
+	k.adapt()
 	if k.g.hook != nil {
 		k.hookEnd(k.g.hook)
 	}

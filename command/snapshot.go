@@ -44,6 +44,11 @@ type GroupSnapshot struct {
 	// now. The zero value when it is off.
 	Throttle ThrottleStatus
 
+	// Adaptive tells the adaptive concurrency limit (GroupConfig.Adaptive):
+	// the limit in force (Bulkhead.Capacity too) and the latencies it
+	// follows. The zero value when it is off.
+	Adaptive AdaptiveStatus
+
 	// Commands holds one entry per command name seen in the group (or
 	// declared in GroupConfig.Commands), sorted by name.
 	Commands []CommandSnapshot

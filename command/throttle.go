@@ -150,6 +150,9 @@ func (c *liveConfig) settingsOf(g *Group, name string) *commandSettings {
 	if c.throttle != nil {
 		s.throttle, s.limited = c.throttle, true
 	}
+	if c.Adaptive.enabled() {
+		s.adaptive, s.limited = &g.adaptive, true
+	}
 	if g.hook != nil {
 		s.limited = true
 	}

@@ -250,6 +250,13 @@ type bulwarkGroup struct {
 	ThrottleRequests    int64   `json:"throttleRequests"`
 	ThrottleAccepts     int64   `json:"throttleAccepts"`
 	ThrottleProbability float64 `json:"throttleProbability"`
+
+	// The adaptive concurrency limit (command.AdaptiveConfig; adaptiveLimit
+	// 0: off): the limit in force (capacity too) and the no-load and last
+	// window's latencies it follows, in ms.
+	AdaptiveLimit     int     `json:"adaptiveLimit"`
+	AdaptiveNoLoadMs  float64 `json:"adaptiveNoLoadMs"`
+	AdaptiveLatencyMs float64 `json:"adaptiveLatencyMs"`
 }
 
 func (e *bulwarkGroup) fill(now int64, g *command.GroupSnapshot) {
@@ -280,7 +287,14 @@ func (e *bulwarkGroup) fill(now int64, g *command.GroupSnapshot) {
 	e.ThrottleRequests = g.Throttle.Requests
 	e.ThrottleAccepts = g.Throttle.Accepts
 	e.ThrottleProbability = ratio(g.Throttle.Probability)
+	e.AdaptiveLimit = g.Adaptive.Limit
+	e.AdaptiveNoLoadMs = fracMs(g.Adaptive.NoLoad)
+	e.AdaptiveLatencyMs = fracMs(g.Adaptive.Latency)
 }
+
+// fracMs is d in ms with three decimals (µs): a latency of a few ms keeps
+// its figures.
+func fracMs(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // timeoutMs is a timeout in ms; a timeout that is off reads 0.
 func timeoutMs(d time.Duration) int64 {

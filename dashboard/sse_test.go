@@ -215,6 +215,7 @@ func sampleSnapshot() command.Snapshot {
 			Timeout: time.Second, FallbackLimit: 8,
 			Breaker: closed, Metrics: met,
 			Throttle: command.ThrottleStatus{K: 2, Requests: 100, Accepts: 30, Probability: 40.0 / 101},
+			Adaptive: command.AdaptiveStatus{Limit: 10, NoLoad: 2500 * time.Microsecond, Latency: 3200*time.Microsecond + 999},
 			Commands: []command.CommandSnapshot{
 				{Name: "GetUser", Group: "users", InFlight: 4, Detached: 3, Timeout: 250 * time.Millisecond,
 					Breaker: open, Metrics: met},

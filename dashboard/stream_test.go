@@ -246,16 +246,19 @@ func TestStreamNativeEvents(t *testing.T) {
 	for key, want := range map[string]int64{
 		"capacity": 10, "queueCapacity": 5, "active": 4, "queued": 3, "detached": 2,
 		"largestActive": 10, "completed": 1234, "rejected": 56, "timeoutMs": 1000, "fallbackLimit": 8,
-		"windowMs": 10000, "throttleK": 2, "throttleRequests": 100, "throttleAccepts": 30,
+		"windowMs": 10000, "throttleK": 2, "throttleRequests": 100, "throttleAccepts": 30, "adaptiveLimit": 10,
 	} {
 		assert.EqualValues(t, want, num(g[key]), key)
 	}
 	assert.InDelta(t, 0.396, flt(g["throttleProbability"]), 1e-9, "(100 − 2·30) / 101, rounded")
+	assert.InDelta(t, 2.5, flt(g["adaptiveNoLoadMs"]), 1e-9)
+	assert.InDelta(t, 3.2, flt(g["adaptiveLatencyMs"]), 1e-9, "in µs: the 999 ns are dropped")
 	sem := f.find(TypeBulwarkGroup, "cache", "")
 	require.NotNil(t, sem)
 	assert.Equal(t, "SEMAPHORE", sem["strategy"])
 	assert.EqualValues(t, 0, num(sem["timeoutMs"]))
 	assert.EqualValues(t, 0, num(sem["throttleK"]), "no throttle")
+	assert.EqualValues(t, 0, num(sem["adaptiveLimit"]), "no adaptive limit")
 }
 
 // TestStreamDelay: ?delay= sets how often the stream's hub takes a

@@ -86,6 +86,7 @@ var (
 	grpAlertDesc   = desc("group_alert_tier", "1, labelled with the alert tier the group's breaker has reached in its current outage; no series when none.", "group", "tier")
 	alarmDesc      = desc("command_degraded_alarm", "1 while the command's degraded alarm is raised, else 0.", cmdLabels...)
 	throttleDesc   = desc("group_throttle_probability", "Share of the group's calls its client-side throttle refuses now (command.ThrottleConfig); no series with the throttle off.", "group")
+	adaptiveDesc   = desc("group_adaptive_limit", "The group's adaptive concurrency limit in force: its bulkhead's size (command.AdaptiveConfig); no series with the limit off.", "group")
 	generationDesc = desc("group_config_generation", "Accepted Reconfigure calls of the group since it was created.", "group")
 	activeDesc     = desc("bulkhead_active", "Bulkhead slots or permits taken.", "group")
 	queuedDesc     = desc("bulkhead_queued", "Calls waiting in the bulkhead's queue.", "group")
@@ -101,7 +102,7 @@ var (
 	allDescs = []*prometheus.Desc{
 		eventsDesc, callsDesc, inFlightDesc, detachedDesc, degradedDesc, histogramDesc, latencyDesc, latencyAvgDesc,
 		cmdStateDesc, cmdSinceDesc, grpStateDesc, grpSinceDesc, cmdModeDesc, grpModeDesc, cmdBoundDesc, grpBoundDesc,
-		transitionDesc, cmdAlertDesc, grpAlertDesc, alarmDesc, generationDesc, throttleDesc,
+		transitionDesc, cmdAlertDesc, grpAlertDesc, alarmDesc, generationDesc, throttleDesc, adaptiveDesc,
 		activeDesc, queuedDesc, capacityDesc, queueCapDesc, bhDetachedDesc, rejectedDesc, completedDesc,
 		renamedDesc, droppedDesc,
 	}
@@ -220,6 +221,9 @@ func (o out) group(g command.GroupSnapshot) {
 	o.gauge(generationDesc, float64(g.ConfigGeneration), g.Name)
 	if g.Throttle.K > 0 {
 		o.gauge(throttleDesc, g.Throttle.Probability, g.Name)
+	}
+	if g.Adaptive.Limit > 0 {
+		o.gauge(adaptiveDesc, float64(g.Adaptive.Limit), g.Name)
 	}
 	o.gauge(renamedDesc, float64(g.RenamedCommands), g.Name)
 	o.breaker(breakerDescs{grpStateDesc, grpSinceDesc, grpModeDesc, grpBoundDesc}, g.Breaker, g.Name)

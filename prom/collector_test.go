@@ -573,3 +573,20 @@ func TestCollectorExportsTheThrottle(t *testing.T) {
 	assert.Equal(t, 2.0, throttled)
 	assert.InDelta(t, 22.0/23, value(t, fams, "bulwark_group_throttle_probability", "group", "g"), 1e-9)
 }
+
+// A group's adaptive concurrency limit exports the limit in force; a group
+// without one has no series.
+func TestCollectorExportsTheAdaptiveLimit(t *testing.T) {
+	reg := command.NewRegistry(command.RegistryConfig{Clock: new(metrics.ManualClock), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+	_, err := reg.NewGroup("adaptive", command.GroupConfig{Strategy: command.Semaphore, Adaptive: command.AdaptiveConfig{Max: 40, Initial: 12}})
+	require.NoError(t, err)
+	_, err = reg.NewGroup("static", command.GroupConfig{Strategy: command.Semaphore})
+	require.NoError(t, err)
+	c, err := New(reg)
+	require.NoError(t, err)
+	fams := scrape(t, c)
+	assert.Equal(t, 12.0, value(t, fams, "bulwark_group_adaptive_limit", "group", "adaptive"))
+	assert.Equal(t, 12.0, value(t, fams, "bulwark_bulkhead_capacity", "group", "adaptive"), "the bulkhead's size is the limit")
+	require.Len(t, fams["bulwark_group_adaptive_limit"].GetMetric(), 1, "no series for the static group")
+}

@@ -40,6 +40,7 @@
 //	bulwark_command_degraded_alarm{group,command}       gauge: 1 while the degraded alarm is raised, else 0
 //	bulwark_group_config_generation{group}              gauge: accepted Reconfigure calls
 //	bulwark_group_throttle_probability{group}           gauge: share the client-side throttle refuses now; none when off
+//	bulwark_group_adaptive_limit{group}                 gauge: the adaptive concurrency limit in force; none when off
 //	bulwark_bulkhead_active{group}                      gauge: slots or permits taken
 //	bulwark_bulkhead_queued{group}                      gauge: calls waiting for a worker
 //	bulwark_bulkhead_capacity{group}                    gauge: pool size or semaphore limit

@@ -1151,6 +1151,11 @@
       config.push('throttle ' + fmtPct(n.throttleProbability * 100) + ' (K ' + n.throttleK + ', ' +
         fmtInt(n.throttleAccepts) + ' accepted of ' + fmtInt(n.throttleRequests) + ')');
     }
+    // The adaptive concurrency limit: the pool's size is the limit; say what it follows.
+    if (n && n.adaptiveLimit > 0) {
+      config.push('adaptive limit ' + fmtInt(n.adaptiveLimit) + ' (no-load ' + n.adaptiveNoLoadMs.toFixed(1) +
+        ' ms, now ' + n.adaptiveLatencyMs.toFixed(1) + ' ms)');
+    }
     setText(t.config, config.join(' · '));
   }
 

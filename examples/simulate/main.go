@@ -1,6 +1,6 @@
 // Command simulate replays failures on a virtual clock, with and without
 // bulwark circuit breakers, and prints what the callers saw. It is
-// deterministic and never sleeps. Three scenarios:
+// deterministic and never sleeps. The scenarios:
 //
 // -scenario outage (the default) replays a downstream outage in front of one
 // breaker: how many calls were forwarded or failed fast, how many reached
@@ -36,6 +36,12 @@
 // (command.ThrottleConfig), and tells the load that reaches it and the
 // breakers' trips. See ThrottleParams and docs/throttle.md.
 //
+// -scenario adaptive offers a queueing dependency half, then twice its
+// capacity, and changes that capacity meanwhile, through a semaphore
+// bulkhead at static limits and with the adaptive concurrency limit
+// (command.AdaptiveConfig): goodput, p99 and the limit over time. See
+// AdaptiveParams and docs/adaptive-limit.md.
+//
 //	go run ./examples/simulate                 # the outage table
 //	go run ./examples/simulate -json           # one JSON object, run with the breaker
 //	go run ./examples/simulate -json -breaker=false
@@ -45,6 +51,7 @@
 //	go run ./examples/simulate -scenario chain -fault 20s-70s -duration 120s -backoff 1
 //	go run ./examples/simulate -scenario confidence -confidence 0.99
 //	go run ./examples/simulate -scenario throttle
+//	go run ./examples/simulate -scenario adaptive
 //
 // Operating policies (see Policies): -halfopen-failures, -ramp and
 // -ramp-up, -warmup and -health-check, and the open duration's backoff
@@ -87,6 +94,7 @@ const (
 	scenarioConfidence = "confidence"
 	scenarioThrottle   = "throttle"
 	scenarioPriority   = "priority"
+	scenarioAdaptive   = "adaptive"
 )
 
 // run is the command: it parses args, simulates and prints. It returns the
@@ -106,7 +114,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			owner[n] = scenario
 		}
 	}
-	scenario := fs.String("scenario", scenarioOutage, "`NAME` of the scenario: outage, chain, coalesce, confidence, throttle or priority")
+	scenario := fs.String("scenario", scenarioOutage, "`NAME` of the scenario: outage, chain, coalesce, confidence, throttle, priority or adaptive")
 	duration := fs.Duration("duration", 0, "length of the simulated run (default 10s for outage, 60s for chain, 5s for coalesce)")
 	fs.DurationVar(&p.Window, "window", p.Window, "breaker window length (chain: default 5s)")
 	fs.IntVar(&p.Buckets, "buckets", p.Buckets, "breaker window buckets")
@@ -178,8 +186,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return fail(fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0)))
 	}
-	if !slices.Contains([]string{scenarioOutage, scenarioChain, scenarioCoalesce, scenarioConfidence, scenarioThrottle, scenarioPriority}, *scenario) {
-		return fail(fmt.Errorf("%w: -scenario %q must be outage, chain, coalesce, confidence, throttle or priority", errUsage, *scenario))
+	if !slices.Contains([]string{scenarioOutage, scenarioChain, scenarioCoalesce, scenarioConfidence, scenarioThrottle, scenarioPriority, scenarioAdaptive}, *scenario) {
+		return fail(fmt.Errorf("%w: -scenario %q must be outage, chain, coalesce, confidence, throttle, priority or adaptive", errUsage, *scenario))
 	}
 	var misplaced error
 	set := map[string]bool{}
@@ -196,7 +204,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		p.Duration, c.Duration = *duration, *duration
 	}
 	var err error
-	if *scenario == scenarioCoalesce {
+	if *scenario == scenarioAdaptive {
+		if set["duration"] {
+			return fail(fmt.Errorf("%w: -duration does not apply to -scenario adaptive (its phases are fixed: see AdaptiveParams)", errUsage))
+		}
+		err = runAdaptive(DefaultAdaptiveParams(), stdout)
+	} else if *scenario == scenarioCoalesce {
 		coal := DefaultCoalesceParams()
 		if set["duration"] {
 			coal.Duration = *duration
