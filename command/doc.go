@@ -168,6 +168,24 @@
 // them); the fallback runs once, after the last attempt, and Info.Attempts
 // says how many were made. A group without Retry pays nothing for it.
 //
+// # Hedged requests
+//
+// CommandConfig.Hedge (a HedgeConfig) hedges the calls of an Idempotent
+// command against a long tail: when an attempt has not answered after a
+// delay (fixed, or a percentile of the command's own Run latency, clamped),
+// another attempt of the same call starts beside it, up to MaxHedges more.
+// The first attempt to succeed answers the caller; the others are
+// cancelled, and a value one returns anyway goes to Discard. Each attempt
+// goes through both breakers and the bulkhead and is recorded with its own
+// outcome (the breakers see it); the attempts whose answer the caller did
+// not take also carry HEDGED, so Calls counts the call once. Hedges share
+// the group's retry budget (RETRIED and HEDGED count together) under their
+// own BudgetRatio (default 5%), start only while both breakers are closed
+// (never beside a half-open probe, never on an open breaker), and are not
+// asked of the rate limiters. A hedged attempt runs on a goroutine of its
+// own, in a Semaphore group too, while the caller waits for the first
+// answer. See docs/hedging.md.
+//
 // # Request coalescing
 //
 // A command with CommandConfig.Coalesce shares one Run among its

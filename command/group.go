@@ -233,6 +233,9 @@ type CommandConfig struct {
 	// commands whose answer depends on nothing but the key. Default
 	// false.
 	Coalesce bool
+	// Hedge, if its MaxHedges is set, hedges the calls of this command
+	// when it is Idempotent: see HedgeConfig. Default: off.
+	Hedge HedgeConfig
 }
 
 // WithDefaults returns c with every zero field replaced by its default: the
@@ -328,6 +331,9 @@ func (c GroupConfig) Validate() error {
 		case cc.Breaker != nil && cc.Breaker.Mode != circuit.Normal:
 			return invalid("Commands[%q].Breaker.Mode %v must be unset: command breakers start in CommandBreaker.Mode (SetMode changes one)",
 				name, cc.Breaker.Mode)
+		}
+		if err := cc.Hedge.withDefaults().validate(name); err != nil {
+			return err
 		}
 		if cc.Breaker != nil {
 			if err := cc.Breaker.Validate(); err != nil {
@@ -439,8 +445,9 @@ type commandState struct {
 	settings atomic.Pointer[commandSettings] // replaced by Reconfigure
 	breaker  *circuit.Breaker
 	metrics  *metrics.Rolling
-	calls    sync.Pool // free *poolCall[T, C] (Thread strategy), of the latest use's types
-	flights  flights   // the coalesced calls in flight, by key (CommandConfig.Coalesce)
+	calls    sync.Pool  // free *poolCall[T, C] (Thread strategy), of the latest use's types
+	flights  flights    // the coalesced calls in flight, by key (CommandConfig.Coalesce)
+	hedged   hedgeDelay // the delay of its hedges, when a percentile (CommandConfig.Hedge)
 	hot      commandCounters
 }
 

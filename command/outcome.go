@@ -21,8 +21,9 @@ var primaries = [...]metrics.Event{
 	metrics.RateLimited, metrics.ReadOnly, metrics.Coalesced, metrics.Throttled, metrics.PriorityRejected,
 }
 
-// callEvents are the events Calls reads: the primary outcomes and RETRIED.
-var callEvents = metrics.SetOf(append(primaries[:], metrics.Retried)...)
+// callEvents are the events Calls reads: the primary outcomes, RETRIED and
+// HEDGED.
+var callEvents = metrics.SetOf(append(primaries[:], metrics.Retried, metrics.Hedged)...)
 
 // primaryCount returns the number of attempts in c: the sum of its primary
 // outcomes (Calls leaves the retried ones out).

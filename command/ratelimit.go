@@ -107,17 +107,24 @@ func (k *commandCall[T, C]) limit(opts []Option) bool {
 
 // limited is limit for a call with an invalid WithTimeout, in a read-only
 // group, to a warming instance, with rate limiters, a throttle, priority
-// shedding or a registry's CallHook: it begins the attempt in the hook
-// (before anything else of the attempt), asks whether the call is a write only in a read-only group
-// (the question converts the command to an interface), hands the rest to
-// passLimits, then to the throttle and priority shedding stages (which
-// refuse before the breakers are asked, so a refused call never takes a
-// probe's place), and tells the adaptive limit, if any, of the arrival.
+// shedding, hedging, an adaptive limit or a registry's CallHook: it begins
+// the attempt in the hook (before anything else of the attempt), asks
+// whether the call is a write only in a read-only group (the question
+// converts the command to an interface), hands the rest to passLimits, then
+// to the throttle and priority shedding stages (which refuse before the
+// breakers are asked, so a refused call never takes a probe's place), and
+// tells the adaptive limit, if any, of the arrival. An attempt of a command
+// that hedges then goes to hedge, which admits and makes it, and limited
+// reports false: the attempt goes on at record.
 func (k *commandCall[T, C]) limited(opts []Option) bool {
 	if h := k.g.hook; h != nil {
 		k.hookBegin(h)
 	}
-	return k.passLimits(opts, k.cs.readOnly && k.g.writes(any(k.cmd), opts)) && k.throttle() && k.shed() && k.adaptArrive()
+	ok := k.passLimits(opts, k.cs.readOnly && k.g.writes(any(k.cmd), opts)) && k.throttle() && k.shed() && k.adaptArrive()
+	if ok && k.cs.hedge != nil {
+		return k.hedge()
+	}
+	return ok
 }
 
 // passLimits decides limited's call and reports whether the attempt goes

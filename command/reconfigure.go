@@ -50,6 +50,7 @@ type commandSettings struct {
 
 	instanceWarmUp time.Duration  // the group's InstanceWarmUp; 0: off; sets limited
 	coalesce       bool           // the command's Coalesce
+	hedge          *HedgeConfig   // the command's Hedge, defaults applied; nil: off; sets limited
 	throttle       *throttler     // the group's client-side throttle; nil: off
 	adaptive       *adaptiveLimit // the group's adaptive concurrency limit; nil: off; sets limited
 }
@@ -94,6 +95,10 @@ func (c *GroupConfig) commandSettings(name string, clock metrics.Clock, readOnly
 		s.slowCall = cc.SlowCallDuration
 	}
 	s.coalesce = cc.Coalesce
+	if cc.Hedge.enabled() {
+		h := cc.Hedge.withDefaults()
+		s.hedge, s.limited = &h, true
+	}
 	return s
 }
 

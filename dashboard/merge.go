@@ -268,6 +268,7 @@ func mergeNativeCommands(evs []*nativeCommand) *nativeCommand {
 	out.RollingCountCoalesced = total(evs, func(e *nativeCommand) int64 { return e.RollingCountCoalesced })
 	out.Coalescing = total(evs, func(e *nativeCommand) int64 { return e.Coalescing })
 	out.RollingCountPriorityRejected = total(evs, func(e *nativeCommand) int64 { return e.RollingCountPriorityRejected })
+	out.RollingCountHedged = total(evs, func(e *nativeCommand) int64 { return e.RollingCountHedged })
 	out.ReportingHosts = int64(total(evs, func(e *nativeCommand) int { return int(e.hosts()) }))
 	return &out
 }

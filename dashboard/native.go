@@ -182,6 +182,11 @@ type bulwarkCommand struct {
 	// refused (PRIORITY_REJECTED, see command.PriorityConfig), also counted
 	// as semaphore rejections in the Hystrix event.
 	RollingCountPriorityRejected int64 `json:"rollingCountPriorityRejected"`
+	// RollingCountHedged counts the attempts of hedged calls whose answer
+	// the caller did not take (HEDGED, see command.HedgeConfig): the extra
+	// load hedging put on the dependency. Each is also counted with its
+	// own outcome.
+	RollingCountHedged int64 `json:"rollingCountHedged"`
 }
 
 func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.CommandSnapshot) {
@@ -216,6 +221,7 @@ func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 	e.Coalescing = c.Coalescing
 	e.RollingCountThrottled = c.Metrics.Counts[metrics.Throttled]
 	e.RollingCountPriorityRejected = c.Metrics.Counts[metrics.PriorityRejected]
+	e.RollingCountHedged = c.Metrics.Counts[metrics.Hedged]
 }
 
 // bulwarkGroup is the BulwarkGroup event: a group's bulkhead (pool or

@@ -8,8 +8,8 @@ import (
 // Event is one kind of thing that can happen to a command call. The names
 // follow Hystrix so the stream stays compatible with its tooling; Cancelled,
 // Slow, QueueTimeout, the Probe events, RateLimited, Retried, ReadOnly, the
-// Degraded events, Coalesced, Throttled and PriorityRejected are bulwark's
-// own.
+// Degraded events, Coalesced, Throttled, PriorityRejected and Hedged are
+// bulwark's own.
 type Event uint8
 
 // The events counted in every bucket. A call has exactly one primary outcome
@@ -46,6 +46,7 @@ const (
 	Coalesced                       // the call shared another call's Run (request coalescing); it did not run its own
 	Throttled                       // the client-side throttle refused the call locally; Run never started
 	PriorityRejected                // priority shedding refused the call: the bulkhead was too full for its priority; Run never started
+	Hedged                          // the attempt was one of a hedged call's whose answer the caller did not take (recorded alongside its own outcome)
 	NumEvents                       // number of event kinds; not an event
 )
 
@@ -78,6 +79,7 @@ var eventNames = [NumEvents]string{
 	Coalesced:          "COALESCED",
 	Throttled:          "THROTTLED",
 	PriorityRejected:   "PRIORITY_REJECTED",
+	Hedged:             "HEDGED",
 }
 
 // eventLabels are the events' names in lower case (TestEventLabels).
@@ -110,6 +112,7 @@ var eventLabels = [NumEvents]string{
 	Coalesced:          "coalesced",
 	Throttled:          "throttled",
 	PriorityRejected:   "priority_rejected",
+	Hedged:             "hedged",
 }
 
 // String returns the event's Hystrix-style name, such as "SHORT_CIRCUITED":

@@ -266,12 +266,13 @@
   // ---- commands ---------------------------------------------------------
 
   // The window's counters, in the Hystrix dashboard's colours. Cancelled,
-  // Rate limited, Retried, Coalesced, Throttled and Shed are bulwark's own
+  // Rate limited, Retried, Coalesced, Throttled, Shed and Hedged are bulwark's own
   // (from the native event). Rejected includes queue timeouts, rate-limit
   // and throttle refusals and priority shedding (Shed), as the Hystrix event
   // counts them (the native event has them apart). Retried counts
   // attempts that failed and were tried again; each is also in Failure or
-  // Timeout. Coalesced counts calls that shared another call's Run.
+  // Timeout. Coalesced counts calls that shared another call's Run. Hedged
+  // counts the attempts of hedged calls whose answer no caller took.
   //
   // The third entry tells whether the command uses the feature the counter
   // counts (null: always shown). The stream says so for timeouts and
@@ -301,6 +302,7 @@
     ['coalesced', 'Coalesced', () => false, (h, n) => (n ? n.rollingCountCoalesced : 0)],
     ['throttled', 'Throttled', () => false, (h, n) => (n ? n.rollingCountThrottled : 0)],
     ['priority-rejected', 'Shed', () => false, (h, n) => (n ? n.rollingCountPriorityRejected : 0)],
+    ['hedged', 'Hedged', () => false, (h, n) => (n ? n.rollingCountHedged : 0)],
   ];
 
   const PERCENTILES = [
