@@ -1,9 +1,6 @@
 package metrics
 
-import (
-	"math"
-	"time"
-)
+import "time"
 
 // The window's running sums: a ring with latency keeps, beside its buckets,
 // the sum of the latency histograms of its sealed buckets (every bucket but
@@ -430,8 +427,7 @@ func (m *merged) latency() Latency {
 	}
 	bin, below := 0, int64(0)
 	for qi, q := range quantiles {
-		rank := int64(math.Ceil(q/100*float64(n))) - 1
-		rank = min(max(rank, 0), n-1)
+		rank := rankOf(q, n)
 		var c int64
 		for {
 			for bin%subBuckets == 0 && bin < numBins-subBuckets && below+m.blocks[bin/subBuckets] <= rank {
@@ -444,9 +440,9 @@ func (m *merged) latency() Latency {
 			below += c
 			bin++
 		}
-		lo, width := binBounds(bin)
-		j := min(max(rank-below, 0), max(c-1, 0)) // bounds only a racing writer can break
-		l.Percentiles[qi] = time.Duration(lo + int64((float64(j)+0.5)*float64(width)/float64(max(c, 1))))
+		// Bounds that only a writer racing this read can break: the
+		// newest bucket's bins are read again here, after its block totals.
+		l.Percentiles[qi] = inBin(bin, min(max(rank-below, 0), max(c-1, 0)), max(c, 1))
 	}
 	return l
 }
