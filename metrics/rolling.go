@@ -407,27 +407,35 @@ type Snapshot struct {
 	Total      Latency // end-to-end time (zero on a ring without latency)
 }
 
-// Snapshot summarises the window that ends at now. On a ring with latency
-// it reads the window's running sums and the newest bucket (a pass over its
-// bins), not every bucket: call it on a schedule (the stream does, every
-// 500 ms), not per request.
+// Snapshot summarises the window that ends at now, with the cumulative
+// counts read in the same pass under the ring's mutex (as Cumulative takes
+// it). On a ring with latency it reads the window's running sums and the
+// newest bucket (a pass over its bins), not every bucket's bins: call it on
+// a schedule (the stream does, every 500 ms), not per request.
 func (r *Rolling) Snapshot(now time.Duration) Snapshot {
-	s := Snapshot{Window: r.window, Cumulative: r.Cumulative()}
+	s := Snapshot{Window: r.window}
 	cur := r.epoch(now)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for e := range s.Cumulative {
+		s.Cumulative[e] = r.folded[e].Load()
+	}
 	for i := range r.buckets {
 		b := &r.buckets[i]
-		if !r.live(b.epoch.Load(), cur) {
-			continue
-		}
+		live := r.live(b.epoch.Load(), cur)
 		for e := range s.Counts {
-			s.Counts[e] += b.counts[e].Load()
+			n := b.counts[e].Load()
+			s.Cumulative[e] += n
+			if live {
+				s.Counts[e] += n
+			}
 		}
-		s.Max = max(s.Max, b.max.Load())
+		if live {
+			s.Max = max(s.Max, b.max.Load())
+		}
 	}
 	if r.sums != nil {
-		r.mu.Lock()
 		s.Run, s.Total = r.windowLatency(cur)
-		r.mu.Unlock()
 	}
 	return s
 }
