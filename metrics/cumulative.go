@@ -56,27 +56,55 @@ func (a *histAccumulator) take(h *Histogram, also *histAccumulator) {
 // bound wide). Unlike Snapshot's percentiles, which cover the window, it
 // only grows: what an exporter needs for a cumulative histogram (a
 // Prometheus histogram's buckets, count and sum). A Distribution is a copy:
-// it does not change after CumulativeLatency returns it.
-type Distribution struct{ acc histAccumulator }
+// it does not change after CumulativeLatency returns it. It holds only the
+// bins that hold latencies.
+type Distribution struct {
+	bins   []binCount // the bins that hold latencies, in increasing order
+	count  int64
+	sum    int64   // negative: saturated
+	estSum float64 // the sum with each latency at its bin's middle
+}
+
+// binCount is one bin of a Distribution and the latencies in it.
+type binCount struct {
+	bin int32
+	n   int64
+}
+
+// distribution returns a's bins as a Distribution.
+func (a *histAccumulator) distribution() *Distribution {
+	d := &Distribution{sum: a.sum}
+	used := 0
+	for _, c := range a.bins {
+		if c != 0 {
+			used++
+		}
+	}
+	d.bins = make([]binCount, 0, used)
+	for i, c := range a.bins {
+		if c != 0 {
+			d.bins = append(d.bins, binCount{int32(i), c})
+			d.count += c
+		}
+	}
+	if d.sum < 0 {
+		d.estSum = a.estimatedSum()
+	}
+	return d
+}
 
 // Count returns the number of latencies recorded.
-func (d *Distribution) Count() int64 {
-	var n int64
-	for _, c := range d.acc.bins {
-		n += c
-	}
-	return n
-}
+func (d *Distribution) Count() int64 { return d.count }
 
 // Sum returns the sum of the latencies recorded: exact, or, once it passed
 // the largest Duration, estimated from the bins (each latency at its bin's
 // middle) and capped at the largest Duration.
 func (d *Distribution) Sum() time.Duration {
-	if d.acc.sum >= 0 {
-		return time.Duration(d.acc.sum)
+	if d.sum >= 0 {
+		return time.Duration(d.sum)
 	}
-	if s := d.acc.estimatedSum(); s < math.MaxInt64 {
-		return time.Duration(s)
+	if d.estSum < math.MaxInt64 {
+		return time.Duration(d.estSum)
 	}
 	return math.MaxInt64
 }
@@ -97,11 +125,9 @@ func (d *Distribution) CountsAtOrBelow(bounds []time.Duration) ([]int64, error) 
 	}
 	counts := make([]int64, len(bounds))
 	b, below := 0, int64(0)
-	for i, c := range d.acc.bins {
-		if c == 0 {
-			continue
-		}
-		lo, width := binBounds(i)
+	for _, bc := range d.bins {
+		c := bc.n
+		lo, width := binBounds(int(bc.bin))
 		for b < len(bounds) && int64(bounds[b]) < lo+width/2 {
 			counts[b] = below
 			b++
@@ -117,19 +143,20 @@ func (d *Distribution) CountsAtOrBelow(bounds []time.Duration) ([]int64, error) 
 // CumulativeLatency returns the distributions of the run and total
 // latencies recorded since the ring was created (Reset does not clear
 // them), or nil, nil for a ring without latency. Like Cumulative it takes
-// the ring's mutex, so successive readings never decrease; it copies two
+// the ring's mutex, so successive readings never decrease; it merges two
 // 10 KiB accumulators and reads every bucket's histograms, so call it on a
-// schedule (a scrape), not per request.
+// schedule (a scrape), not per request. What it returns holds only the bins
+// used.
 func (r *Rolling) CumulativeLatency() (run, total *Distribution) {
 	if r.foldedLat == nil {
 		return nil, nil
 	}
-	run, total = new(Distribution), new(Distribution)
+	var acc latencyTotals
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	run.acc, total.acc = r.foldedLat.run, r.foldedLat.total
+	acc = *r.foldedLat
 	for i := range r.buckets {
-		r.buckets[i].lat.addTo(&run.acc, &total.acc)
+		r.buckets[i].lat.addTo(&acc.run, &acc.total)
 	}
-	return run, total
+	r.mu.Unlock()
+	return acc.run.distribution(), acc.total.distribution()
 }

@@ -9,6 +9,11 @@
 // the slot it reuses, so an idle ring costs nothing and needs no goroutine.
 // Readers sum only the buckets whose interval lies inside the window, so an
 // idle gap longer than the window reads as empty without any rotation.
+// A ring with latency also keeps running sums of its completed buckets'
+// histograms, updated when a bucket rotates in or out, so a Snapshot reads
+// those sums and the newest bucket instead of merging every bucket's bins
+// (and reuses its last result when neither changed); it stays equal to a
+// full merge of the live buckets, late writers included.
 //
 // Every method takes the current time as an argument: the caller reads its
 // [Clock] once and hands the same instant to every ring it updates (see

@@ -140,17 +140,25 @@ func (a *histAccumulator) latency() Latency {
 	l.Mean = a.mean(n)
 	bin, below := 0, int64(0)
 	for qi, q := range quantiles {
-		rank := int64(math.Ceil(q/100*float64(n))) - 1
-		rank = min(max(rank, 0), n-1)
+		rank := rankOf(q, n)
 		for below+a.bins[bin] <= rank {
 			below += a.bins[bin]
 			bin++
 		}
-		lo, width := binBounds(bin)
-		j := rank - below
-		l.Percentiles[qi] = time.Duration(lo + int64((float64(j)+0.5)*float64(width)/float64(a.bins[bin])))
+		l.Percentiles[qi] = inBin(bin, rank-below, a.bins[bin])
 	}
 	return l
+}
+
+// rankOf returns the 0-based rank of percentile q among n observations.
+func rankOf(q float64, n int64) int64 {
+	return min(max(int64(math.Ceil(q/100*float64(n)))-1, 0), n-1)
+}
+
+// inBin estimates the j-th (0-based) of the c observations of bin.
+func inBin(bin int, j, c int64) time.Duration {
+	lo, width := binBounds(bin)
+	return time.Duration(lo + int64((float64(j)+0.5)*float64(width)/float64(c)))
 }
 
 // mean returns the mean of the n observations: exact from the sum, or, when

@@ -124,6 +124,10 @@ type Rolling struct {
 	// buckets, as folded does the counts (see CumulativeLatency); nil on a
 	// ring without latency. Guarded by mu.
 	foldedLat *latencyTotals
+
+	// sums holds the running sums of the window's latencies (see
+	// windowsum.go); nil on a ring without latency. Guarded by mu.
+	sums *windowSums
 }
 
 // Contents says what a ring records.
@@ -151,6 +155,7 @@ func NewRolling(w Window, c Contents) (*Rolling, error) {
 	r := &Rolling{window: w, width: width, maxEp: curMaxStart / width, buckets: make([]bucket, w.Buckets)}
 	if c == CountsAndLatencies {
 		r.foldedLat = new(latencyTotals)
+		r.sums = newWindowSums(w.Buckets)
 	}
 	for i := range r.buckets {
 		r.buckets[i].epoch.Store(emptyEpoch)
@@ -201,7 +206,13 @@ func (r *Rolling) rotate(slot, ep int64) *bucket {
 	case cur > ep:
 		return nil
 	}
+	if r.sums != nil {
+		r.rotating(b, int(slot), ep)
+	}
 	r.empty(b)
+	if r.sums != nil {
+		r.rotated(int(slot))
+	}
 	b.epoch.Store(ep)
 	if ep >= -r.maxEp && ep <= r.maxEp {
 		if c := r.cur.Load(); c&curValid == 0 || int64(c)>>curShift < ep {
@@ -381,6 +392,9 @@ func (r *Rolling) Reset() {
 		r.buckets[i].epoch.Store(emptyEpoch)
 		r.empty(&r.buckets[i])
 	}
+	if r.sums != nil {
+		r.sums.reset()
+	}
 }
 
 // Snapshot is an immutable summary of a ring at one instant.
@@ -393,31 +407,35 @@ type Snapshot struct {
 	Total      Latency // end-to-end time (zero on a ring without latency)
 }
 
-// Snapshot summarises the window that ends at now. It costs a pass over every
-// histogram bin, so call it on a schedule (the stream does, every 500 ms),
-// not per request.
+// Snapshot summarises the window that ends at now, with the cumulative
+// counts read in the same pass under the ring's mutex (as Cumulative takes
+// it). On a ring with latency it reads the window's running sums and the
+// newest bucket (a pass over its bins), not every bucket's bins: call it on
+// a schedule (the stream does, every 500 ms), not per request.
 func (r *Rolling) Snapshot(now time.Duration) Snapshot {
-	s := Snapshot{Window: r.window, Cumulative: r.Cumulative()}
+	s := Snapshot{Window: r.window}
 	cur := r.epoch(now)
-	var run, total *histAccumulator
-	if r.buckets[0].lat != nil {
-		run, total = new(histAccumulator), new(histAccumulator)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for e := range s.Cumulative {
+		s.Cumulative[e] = r.folded[e].Load()
 	}
 	for i := range r.buckets {
 		b := &r.buckets[i]
-		if !r.live(b.epoch.Load(), cur) {
-			continue
-		}
+		live := r.live(b.epoch.Load(), cur)
 		for e := range s.Counts {
-			s.Counts[e] += b.counts[e].Load()
+			n := b.counts[e].Load()
+			s.Cumulative[e] += n
+			if live {
+				s.Counts[e] += n
+			}
 		}
-		s.Max = max(s.Max, b.max.Load())
-		if run != nil {
-			b.lat.addTo(run, total)
+		if live {
+			s.Max = max(s.Max, b.max.Load())
 		}
 	}
-	if run != nil {
-		s.Run, s.Total = run.latency(), total.latency()
+	if r.sums != nil {
+		s.Run, s.Total = r.windowLatency(cur)
 	}
 	return s
 }
