@@ -7,9 +7,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/perf/benchmath"
 )
 
-// sample is one benchmark case with all its runs (-count).
+// sample is one benchmark case with all its runs (rounds, or -count).
 type sample struct {
 	group  string // benchmark function without "Benchmark", e.g. "CommandParallel"
 	name   string // sub-benchmark, e.g. "hystrix-go"
@@ -18,7 +20,18 @@ type sample struct {
 	allocs []float64
 }
 
-func (s *sample) medianNs() float64     { return median(s.ns) }
+// nsSample is the case's ns/op as a benchstat sample.
+func (s *sample) nsSample() *benchmath.Sample {
+	return benchmath.NewSample(slices.Clone(s.ns), &benchmath.DefaultThresholds)
+}
+
+// summary is benchstat's: the median of the rounds and its distribution-free 95% confidence
+// interval (infinite with fewer than 6 rounds).
+func (s *sample) summary() benchmath.Summary {
+	return benchmath.AssumeNothing.Summary(s.nsSample(), 0.95)
+}
+
+func (s *sample) medianNs() float64     { return s.summary().Center }
 func (s *sample) medianBytes() float64  { return median(s.bytes) }
 func (s *sample) medianAllocs() float64 { return median(s.allocs) }
 
@@ -30,7 +43,8 @@ type results struct {
 
 func (r *results) get(group, name string) *sample { return r.byKey[group+"/"+name] }
 
-// inGroup returns the samples of one group in order.
+// inGroup returns the samples of one group by name (the rounds run the cases in a shuffled
+// order, so the order of appearance means nothing).
 func (r *results) inGroup(group string) []*sample {
 	var out []*sample
 	for _, s := range r.order {
@@ -38,6 +52,7 @@ func (r *results) inGroup(group string) []*sample {
 			out = append(out, s)
 		}
 	}
+	slices.SortFunc(out, func(a, b *sample) int { return strings.Compare(a.name, b.name) })
 	return out
 }
 
