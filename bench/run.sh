@@ -72,7 +72,8 @@ proftime=2s
 out=RESULTS.md
 svg=overhead.svg
 
-bench_cmd="go test -c -o bench.test . && $rounds rounds, each running every case (GROUP/CASE) once in a new shuffled order:\n  ./bench.test -test.run='^\$' -test.bench='^BenchmarkGROUP\$/^CASE\$' -test.benchtime=$benchtime -test.benchmem >> bench.txt"
+bench_cmd="go test -c -o bench.test . && $rounds rounds, each running every case (GROUP/CASE) once in a new shuffled order:
+  ./bench.test -test.run='^\$' -test.bench='^BenchmarkGROUP\$/^CASE\$' -test.benchtime=$benchtime -test.benchmem >> bench.txt"
 prof_cmd="go test -run='^\$' -bench='^BenchmarkCommand\$/^bulwark-NAME\$' -benchtime=$proftime -cpuprofile=NAME.out -o bench.test . && go tool pprof -top [-cum] bench.test NAME.out  # NAME: semaphore, pool"
 timeouts_cmd="go run ./cmd/timeouts"
 protect_cmd="go run ./cmd/protect"
