@@ -3,7 +3,8 @@ package bench
 // Overhead of protecting a trivial function, success path only: every breaker is configured so it
 // never trips and every bulkhead so it never rejects (big limits, long timeouts), so each
 // benchmark measures what a healthy call pays. Each case runs serially (BenchmarkX) and under
-// b.RunParallel (BenchmarkXParallel, GOMAXPROCS goroutines). Run with -benchmem.
+// b.RunParallel (BenchmarkXParallel, GOMAXPROCS goroutines). Run with -benchmem. Beside ns/op
+// (wall time) each reports cpu-ns/op, the process's CPU time per call (Unix only: getrusage).
 //
 // Cases are built to be compared in like-for-like pairs (cmd/report names them): the same
 // isolation (caller's goroutine or a handoff to another), the same timer or none, and no fallback
@@ -19,6 +20,7 @@ package bench
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
@@ -60,21 +62,42 @@ type benchCase struct {
 func runSerial(b *testing.B, c benchCase) {
 	op := c.setup(b)()
 	b.ReportAllocs()
+	start := cpuTime(b)
 	for b.Loop() {
 		op()
 	}
+	reportCPU(b, start)
 }
 
 func runParallel(b *testing.B, c benchCase) {
 	newOp := c.setup(b)
 	b.ReportAllocs()
 	b.ResetTimer()
+	start := cpuTime(b)
 	b.RunParallel(func(pb *testing.PB) {
 		op := newOp()
 		for pb.Next() {
 			op()
 		}
 	})
+	reportCPU(b, start)
+}
+
+// cpuTime is the CPU time the process has used so far: user and system, all its threads (the
+// caller, pool workers, timers, the runtime's spinning and GC, a peer's background goroutines).
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal("getrusage:", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the process's CPU time per call since start as cpu-ns/op. On a shared
+// machine ns/op (wall time) also counts the time other processes held the cores; the CPU time
+// does not, so it is the steadier figure under load.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
 }
 
 func runCases(b *testing.B, cases []benchCase, parallel bool) {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 
 	"golang.org/x/perf/benchmath"
@@ -48,6 +49,9 @@ func main() {
 	if len(r.order) == 0 {
 		fail(fmt.Errorf("no benchmark lines in the input"))
 	}
+	if m := missing(r); len(m) > 0 {
+		fail(fmt.Errorf("cases the targets compare are not in the input (renamed?): %s", strings.Join(m, ", ")))
+	}
 	writeTables(os.Stdout, r)
 	writeTargets(os.Stdout, r)
 	if *svg != "" {
@@ -76,17 +80,17 @@ func writeTables(w io.Writer, r *results) {
 		refName := references[sec.serial]
 		ref, refPar := r.get(sec.serial, refName), r.get(sec.parallel, refName)
 		fmt.Fprintf(w, "#### %s\n\n", sec.title)
-		fmt.Fprintf(w, "| case | serial ns/op (median ± 95%% CI) | parallel ns/op (median ± 95%% CI) | B/op | allocs/op (serial / parallel) | rounds | serial × %s | parallel × %s |\n",
+		fmt.Fprintf(w, "| case | serial ns/op (median ± 95%% CI) | serial CPU ns/op | parallel ns/op | B/op | allocs/op (serial / parallel) | rounds | serial × %s | parallel × %s |\n",
 			refName, refName)
-		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 		for _, s := range cases {
 			p := r.get(sec.parallel, s.name)
 			allocs := fmt.Sprintf("%.0f", s.medianAllocs())
 			if p != nil {
 				allocs += fmt.Sprintf(" / %.0f", p.medianAllocs())
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %.0f | %s | %d | %s | %s |\n", s.name,
-				nsOf(s), nsOf(p), s.medianBytes(), allocs, len(s.ns), ratioCell(s, ref), ratioCell(p, refPar))
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %.0f | %s | %d | %s | %s |\n", s.name,
+				nsOf(s, wall), nsOf(s, cpu), nsOf(p, wall), s.medianBytes(), allocs, len(s.ns), ratioCell(s, ref), ratioCell(p, refPar))
 		}
 		fmt.Fprintln(w)
 	}
@@ -169,11 +173,12 @@ func writeTargets(w io.Writer, r *results) {
 	}
 	for _, part := range parts {
 		fmt.Fprintf(w, "#### %s\n\n", part.title)
-		fmt.Fprintf(w, "| target | %s | serial | parallel |\n", part.pairHead)
-		fmt.Fprintln(w, "| --- | --- | --- | --- |")
+		fmt.Fprintf(w, "| target | %s | serial, wall time | serial, CPU time | parallel, wall time |\n", part.pairHead)
+		fmt.Fprintln(w, "| --- | --- | --- | --- | --- |")
 		for i, t := range serial {
 			if t.kind == part.kind {
-				fmt.Fprintf(w, "| %s | %s | %s | %s |\n", t.what, t.pair, evaluate(r, t), evaluate(r, parallel[i]))
+				fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", t.what, t.pair,
+					evaluate(r, t, wall), evaluate(r, t, cpu), evaluate(r, parallel[i], wall))
 			}
 		}
 		fmt.Fprintln(w)
@@ -181,11 +186,27 @@ func writeTargets(w io.Writer, r *results) {
 	fmt.Fprintln(w, "A ratio is of the two medians; the range in brackets combines both medians' 95% confidence")
 	fmt.Fprintln(w, "intervals (benchstat's, distribution-free): low numerator over high denominator to high over")
 	fmt.Fprintln(w, "low. p is benchstat's Mann-Whitney U test of the two samples. \"within noise\" marks a verdict")
-	fmt.Fprintln(w, "whose range straddles the target: more rounds or a quieter machine could turn it.")
+	fmt.Fprintln(w, "whose range straddles the target: more rounds or a quieter machine could turn it. Wall time")
+	fmt.Fprintln(w, "is ns/op, what a caller waits; CPU time is the process's user + system time per call over all")
+	fmt.Fprintln(w, "its threads (cpu-ns/op), which leaves out the time other processes held the cores.")
 	fmt.Fprintln(w)
 }
 
-func evaluate(r *results, t target) string {
+// missing lists the cases some target needs that the input lacks, as group/case.
+func missing(r *results) []string {
+	var out []string
+	for _, t := range append(targets(""), targets("Parallel")...) {
+		for _, c := range [][2]string{{t.numGroup, t.numCase}, {t.denGroup, t.denCase}, {t.allocsIn, t.allocsOf}} {
+			if c[0] != "" && r.get(c[0], c[1]) == nil && !slices.Contains(out, c[0]+"/"+c[1]) {
+				out = append(out, c[0]+"/"+c[1])
+			}
+		}
+	}
+	return out
+}
+
+// evaluate prints target t on metric m: the figure and the verdict.
+func evaluate(r *results, t target, m metric) string {
 	if t.allocsOf != "" {
 		s := r.get(t.allocsIn, t.allocsOf)
 		if s == nil {
@@ -198,7 +219,10 @@ func evaluate(r *results, t target) string {
 	if n == nil || d == nil {
 		return "n/a (not run)"
 	}
-	ns, ds := n.summary(), d.summary()
+	if len(n.values(m)) == 0 || len(d.values(m)) == 0 {
+		return "n/a (not reported)"
+	}
+	ns, ds := n.summary(m), d.summary(m)
 	if t.offsetNs != 0 {
 		limit := ds.Center + t.offsetNs
 		return fmt.Sprintf("%s ns vs %s ns + %.0f = %s ns: %s", num(ns.Center), num(ds.Center), t.offsetNs, num(limit),
@@ -209,7 +233,7 @@ func evaluate(r *results, t target) string {
 	if t.atMost {
 		met = ratio <= t.want
 	}
-	p := benchmath.AssumeNothing.Compare(n.nsSample(), d.nsSample())
+	p := benchmath.AssumeNothing.Compare(n.stat(m), d.stat(m))
 	return fmt.Sprintf("%s× %s(%s / %s ns, %s): %s", ratioNum(ratio), rangeOf(lo, hi), num(ns.Center), num(ds.Center), p,
 		verdict(met, spread(lo, hi, t.want, t.want)))
 }
@@ -274,12 +298,12 @@ func ratioCell(s, ref *sample) string {
 	return fmt.Sprintf("%.2f", s.medianNs()/ref.medianNs())
 }
 
-// nsOf prints a case's median ns/op with benchstat's confidence interval, as benchstat does.
-func nsOf(s *sample) string {
-	if s == nil {
+// nsOf prints a case's median of m with benchstat's confidence interval, as benchstat does.
+func nsOf(s *sample, m metric) string {
+	if s == nil || len(s.values(m)) == 0 {
 		return "-"
 	}
-	sum := s.summary()
+	sum := s.summary(m)
 	return num(sum.Center) + " ± " + sum.PctRangeString()
 }
 
