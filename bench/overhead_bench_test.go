@@ -3,15 +3,24 @@ package bench
 // Overhead of protecting a trivial function, success path only: every breaker is configured so it
 // never trips and every bulkhead so it never rejects (big limits, long timeouts), so each
 // benchmark measures what a healthy call pays. Each case runs serially (BenchmarkX) and under
-// b.RunParallel (BenchmarkXParallel, GOMAXPROCS goroutines). Run with -benchmem.
+// b.RunParallel (BenchmarkXParallel, GOMAXPROCS goroutines). Run with -benchmem. Beside ns/op
+// (wall time) each reports cpu-ns/op, the process's CPU time per call (Unix only: getrusage).
+//
+// Cases are built to be compared in like-for-like pairs (cmd/report names them): the same
+// isolation (caller's goroutine or a handoff to another), the same timer or none, and no fallback
+// in any case. run.sh runs each case in a process of its own, in rounds, so that one case's
+// background goroutines (sentinel's collectors, hystrix-go's metric exchangers) and its position
+// in the run do not bias another.
 //
 // Groups:
-//   - Command: bulkhead + breaker + timeout composed (bulwark, hystrix-go, failsafe-go).
+//   - Command: bulkhead + breaker, with and without a timeout (bulwark, hystrix-go, failsafe-go).
 //   - Breaker: breaker only (bulwark circuit, gobreaker v2, failsafe-go, sentinel-golang).
-//   - Baseline: what the pieces cost raw (direct call, semaphores, ants and go handoffs, clock).
+//   - Baseline: what the pieces cost raw (direct call, semaphores, the raw ants handoff every pool
+//     ratio is taken against, a go statement, clock reads).
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,21 +62,42 @@ type benchCase struct {
 func runSerial(b *testing.B, c benchCase) {
 	op := c.setup(b)()
 	b.ReportAllocs()
+	start := cpuTime(b)
 	for b.Loop() {
 		op()
 	}
+	reportCPU(b, start)
 }
 
 func runParallel(b *testing.B, c benchCase) {
 	newOp := c.setup(b)
 	b.ReportAllocs()
 	b.ResetTimer()
+	start := cpuTime(b)
 	b.RunParallel(func(pb *testing.PB) {
 		op := newOp()
 		for pb.Next() {
 			op()
 		}
 	})
+	reportCPU(b, start)
+}
+
+// cpuTime is the CPU time the process has used so far: user and system, all its threads (the
+// caller, pool workers, timers, the runtime's spinning and GC, a peer's background goroutines).
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal("getrusage:", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the process's CPU time per call since start as cpu-ns/op. On a shared
+// machine ns/op (wall time) also counts the time other processes held the cores; the CPU time
+// does not, so it is the steadier figure under load.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
 }
 
 func runCases(b *testing.B, cases []benchCase, parallel bool) {
@@ -92,8 +122,10 @@ func check(b *testing.B, err error) {
 	}
 }
 
-// ---- Command: bulkhead + breaker + timeout ----
+// ---- Command: bulkhead + breaker, with and without a timeout ----
 
+// commandCases: which runs on the caller's goroutine and which arms a timer is in each name's
+// setup; cmd/report pairs them accordingly.
 func commandCases() []benchCase {
 	return []benchCase{
 		{"bulwark-semaphore", setupBulwark(command.Semaphore, command.NoTimeout)},
@@ -101,7 +133,8 @@ func commandCases() []benchCase {
 		{"bulwark-pool", setupBulwark(command.Thread, longWait)},
 		{"bulwark-pool-notimeout", setupBulwark(command.Thread, command.NoTimeout)},
 		{"hystrix-go", setupHystrix},
-		{"failsafe-go", setupFailsafeComposed},
+		{"failsafe-go", setupFailsafeComposed(false)},
+		{"failsafe-go-timeout", setupFailsafeComposed(true)},
 	}
 }
 
@@ -135,8 +168,10 @@ func setupBulwark(strategy command.Strategy, timeout time.Duration) func(b *test
 	}
 }
 
-// setupHystrix configures a hystrix-go command that never times out, trips or rejects. The result
-// travels through a captured variable, as hystrix-go's Do returns only an error.
+// setupHystrix configures a hystrix-go command that never times out, trips or rejects. Do always
+// runs the function on a goroutine of its own and arms a timer (hystrix-go has no other mode),
+// so its like is bulwark-pool. The result travels through a captured variable, as hystrix-go's
+// Do returns only an error.
 func setupHystrix(b *testing.B) func() func() {
 	name := "bench-" + b.Name()
 	hystrix.ConfigureCommand(name, hystrix.CommandConfig{
@@ -161,20 +196,26 @@ func setupHystrix(b *testing.B) func() func() {
 }
 
 // setupFailsafeComposed composes failsafe-go's breaker (time-based failure rate, like bulwark's
-// rolling window), bulkhead and timeout: the same protection as a bulwark command.
-func setupFailsafeComposed(b *testing.B) func() func() {
-	cb := circuitbreaker.NewBuilder[int]().
-		WithFailureRateThreshold(0.5, 20, longWait).
-		WithDelay(5 * time.Second).
-		Build()
-	bh := bulkhead.New[int](bigLimit)
-	to := timeout.New[int](longWait)
-	exec := failsafe.With[int](cb, bh, to)
-	return same(func() {
-		if r, err := exec.Get(work); err != nil || r != 42 {
-			b.Fatal("failsafe-go:", r, err)
+// rolling window) and bulkhead, and with withTimeout its timeout policy: the same protection as a
+// bulwark semaphore command without or with a timeout. failsafe-go runs the function on the
+// caller's goroutine either way; its timeout arms a time.AfterFunc that cancels the execution.
+func setupFailsafeComposed(withTimeout bool) func(b *testing.B) func() func() {
+	return func(b *testing.B) func() func() {
+		cb := circuitbreaker.NewBuilder[int]().
+			WithFailureRateThreshold(0.5, 20, longWait).
+			WithDelay(5 * time.Second).
+			Build()
+		policies := []failsafe.Policy[int]{cb, bulkhead.New[int](bigLimit)}
+		if withTimeout {
+			policies = append(policies, timeout.New[int](longWait))
 		}
-	})
+		exec := failsafe.With(policies...)
+		return same(func() {
+			if r, err := exec.Get(work); err != nil || r != 42 {
+				b.Fatal("failsafe-go:", r, err)
+			}
+		})
+	}
 }
 
 // ---- Breaker only ----
@@ -278,8 +319,10 @@ func setupFailsafeBreaker(b *testing.B) func() func() {
 }
 
 // setupSentinel loads an error-ratio circuit-breaker rule (10 s window, 10 buckets) on one
-// resource; sentinel itself is started in TestMain.
+// resource, starting sentinel first (startSentinel, once per process: its collectors then run only
+// in the processes that measure it).
 func setupSentinel(b *testing.B) func() func() {
+	check(b, startSentinel())
 	res := "bench-" + b.Name()
 	_, err := sentinelcb.LoadRules([]*sentinelcb.Rule{{
 		Resource:                     res,
@@ -314,7 +357,7 @@ func baselineCases() []benchCase {
 		{"direct", setupDirect},
 		{"chan-semaphore", setupChanSemaphore},
 		{"xsync-semaphore", setupXSyncSemaphore},
-		{"ants-submit-wait", setupAnts},
+		{rawAnts, setupAnts},
 		{"go-chan", setupGoChan},
 		{"time-now-since", setupTimeNowSince},
 		{"time-since-mono", setupTimeSinceMono},
@@ -358,26 +401,34 @@ func setupXSyncSemaphore(b *testing.B) func() func() {
 	})
 }
 
-// setupAnts hands the call to an ants pool and waits for it: the raw cost of a pool handoff, with
-// the per-call closure a user writes to get the result back.
+// rawAnts names the one raw pool baseline every pool ratio is taken against (cmd/report uses the
+// same name).
+const rawAnts = "ants-submit-wait"
+
+// result is what the raw ants closure hands back.
+type result struct {
+	r   int
+	err error
+}
+
+// setupAnts is the raw ants baseline: Submit a closure that calls the function and sends its
+// result back, then wait for it. The channel is made once per goroutine and reused, the cheapest
+// way a caller gets a result back from ants; the closure is the one allocation per call.
 func setupAnts(b *testing.B) func() func() {
 	pool, err := ants.NewPool(poolWorker)
 	check(b, err)
 	b.Cleanup(pool.Release)
 	return func() func() {
-		done := make(chan struct{}, 1)
+		done := make(chan result, 1)
 		return func() {
-			var r int
-			var err error
-			if serr := pool.Submit(func() {
-				r, err = work()
-				done <- struct{}{}
-			}); serr != nil {
-				b.Fatal("ants:", serr)
+			if err := pool.Submit(func() {
+				r, err := work()
+				done <- result{r, err}
+			}); err != nil {
+				b.Fatal("ants:", err)
 			}
-			<-done
-			if err != nil || r != 42 {
-				b.Fatal("ants:", r, err)
+			if res := <-done; res.err != nil || res.r != 42 {
+				b.Fatal("ants:", res.r, res.err)
 			}
 		}
 	}
