@@ -474,7 +474,11 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 		g.sem, err = isolation.NewSemaphore(cfg.MaxConcurrent)
 	} else {
 		g.rejected = metrics.ThreadPoolRejected
-		g.pool, err = isolation.NewPool(isolation.PoolConfig{Size: cfg.MaxConcurrent, Queue: cfg.QueueSize, Logger: g.logger})
+		var workers *isolation.Workers
+		if workers, err = r.threadWorkers(); err != nil {
+			return nil, err
+		}
+		g.pool, err = isolation.NewPool(isolation.PoolConfig{Size: cfg.MaxConcurrent, Queue: cfg.QueueSize, Logger: g.logger, Workers: workers})
 	}
 	if err != nil {
 		return nil, err
