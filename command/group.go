@@ -749,6 +749,25 @@ func (g *Group) closeBulkhead(ctx context.Context) error {
 	return err
 }
 
+// Quiet reports whether nothing is going on in g: no call in flight or
+// detached, no event in any command's window, and every breaker (the
+// group's and each command's) closed. It reads a few words per command, a
+// small part of what Snapshot reads: package alert skips the evaluation of
+// a quiet group, whose snapshot could raise no alert.
+func (g *Group) Quiet() bool {
+	if g.breaker.State() != circuit.Closed {
+		return false
+	}
+	now := g.clock.Now()
+	for _, c := range g.commands.Load().names.all() {
+		if c.hot.inFlight.Load() != 0 || c.hot.detached.Load() > 0 || c.hot.coalescing.Load() != 0 ||
+			c.breaker.State() != circuit.Closed || c.metrics.Counts(now) != (metrics.Counts{}) {
+			return false
+		}
+	}
+	return true
+}
+
 // Snapshot describes the group and its commands now.
 func (g *Group) Snapshot() GroupSnapshot {
 	now := g.clock.Now()
