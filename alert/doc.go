@@ -4,10 +4,12 @@
 // Config.OnAlert and logged; paging is up to OnAlert.
 //
 // A Watcher reads the snapshots of the groups it watches (Group.Snapshot)
-// every Config.Interval, on one goroutine for all of them; the only thing
-// it takes from the call path is the error of each failed call, through
-// the command.Alerter hook, to quote the errors behind an alert. Turn it on
-// by setting the Watcher as a group's GroupConfig.Alerts:
+// every Config.Interval, on one goroutine for all of them, skipping the
+// quiet ones (command.Group.Quiet: nothing in their windows, every breaker
+// closed, no alert pending), so that an idle group costs a few reads; the
+// only thing it takes from the call path is the error of each failed call,
+// through the command.Alerter hook, to quote the errors behind an alert.
+// Turn it on by setting the Watcher as a group's GroupConfig.Alerts:
 //
 //	w, err := alert.New(alert.Config{OnAlert: page})
 //	g, err := reg.NewGroup("payments", command.GroupConfig{Alerts: w})

@@ -185,6 +185,9 @@ func (w *Watcher) Check() {
 	w.mu.RUnlock()
 	slices.SortFunc(groups, func(a, b *watched) int { return cmp.Compare(a.g.Name(), b.g.Name()) })
 	for _, s := range groups {
+		if s.quiet() {
+			continue
+		}
 		// Take the snapshot before s.mu: it reads Status, and a breaker's
 		// snapshot may report a transition to an OnTransition that reads
 		// the group's Snapshot too.
@@ -196,6 +199,17 @@ func (w *Watcher) Check() {
 			w.deliver(s.logger, a)
 		}
 	}
+}
+
+// quiet reports whether s's group can raise or clear no alert now: it is
+// quiet (command.Group.Quiet: every breaker closed, every window empty) and
+// none of its outages or degraded alarms is pending. Its evaluation would
+// find nothing to say, so Check skips it and its snapshot.
+func (s *watched) quiet() bool {
+	s.mu.Lock()
+	pending := len(s.open) > 0 || len(s.degraded) > 0
+	s.mu.Unlock()
+	return !pending && s.g.Quiet()
 }
 
 // judge returns the alerts due for the group read in snap. s.mu is held.

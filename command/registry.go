@@ -58,6 +58,8 @@ type Registry struct {
 	groups   map[string]*Group
 	closed   bool        // Close has begun: no group may be created
 	readOnly atomic.Bool // SetReadOnly's switch
+
+	workers *isolation.Workers // the goroutines of every Thread group, under mu; nil until the first
 }
 
 // NewRegistry returns an empty registry configured by cfg.
@@ -161,6 +163,20 @@ func (r *Registry) create(name string, cfg GroupConfig) (*Group, error) {
 	return g, nil
 }
 
+// threadWorkers returns the goroutines the registry's Thread groups share,
+// started with the first: an idle group then runs none of its own. r.mu is
+// held.
+func (r *Registry) threadWorkers() (*isolation.Workers, error) {
+	if r.workers == nil {
+		w, err := isolation.NewWorkers(r.logger)
+		if err != nil {
+			return nil, err
+		}
+		r.workers = w
+	}
+	return r.workers, nil
+}
+
 // remove forgets g and unexports its metrics.
 func (r *Registry) remove(g *Group) {
 	r.mu.Lock()
@@ -207,17 +223,26 @@ func (r *Registry) sortedGroups() []*Group {
 // none was running (whatever ctx), else the groups' errors joined (each
 // an *isolation.CloseError that says what was cut off, matching ctx's
 // error). Calls still running then finish on their own; their results are
-// dropped. A second Close returns nil.
+// dropped. Last it stops the worker goroutines the Thread groups share
+// (an idle Thread group runs none of its own), once every group is closed,
+// those that a Group.Close of their own is closing at the same time
+// included (waited for until ctx ends too). A second Close returns nil.
 func (r *Registry) Close(ctx context.Context) error {
 	r.ready()
 	r.mu.Lock()
 	r.closed = true
 	groups := slices.Collect(maps.Values(r.groups))
+	workers := r.workers
 	r.mu.Unlock()
 	var errs []error
 	for _, g := range groups {
 		if err := g.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("group %q: %w", g.name, err))
+		}
+	}
+	if workers != nil {
+		if err := workers.Close(ctx); err != nil && !errors.Is(err, isolation.ErrClosed) {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -27,6 +27,11 @@ type PoolConfig struct {
 	Queue int
 	// Logger receives the panics of detached work. nil means slog.Default().
 	Logger *slog.Logger
+	// Workers, if set, are the goroutines the Pool runs its calls on, shared with other Pools:
+	// the Pool then has no goroutine of its own while idle, and its Close leaves the goroutines
+	// to Workers.Close. nil means workers of its own (two goroutines while the Pool is open,
+	// plus its idle workers for about a second).
+	Workers *Workers
 }
 
 // WithDefaults returns the effective configuration: the documented default for every zero field.
@@ -80,6 +85,7 @@ type Pool struct {
 	size       atomic.Int64
 	queue      queue
 	workers    *ants.Pool
+	shared     *Workers  // PoolConfig.Workers: workers is theirs; nil when it is the Pool's own
 	startQueue func()    // serve(nil): a worker that starts with the queue
 	jobs       sync.Pool // *job
 	detached   atomic.Int64
@@ -105,14 +111,15 @@ const (
 	sizeRead                    // acquire: a slot looked free under the size read, not yet taken
 )
 
-// NewPool returns a Pool configured by cfg, or an error wrapping ErrInvalidConfig. At most
-// Size works run at once; a worker left idle exits after about a second.
+// NewPool returns a Pool configured by cfg, or an error wrapping ErrInvalidConfig (or
+// ErrClosed for closed cfg.Workers). At most Size works run at once; a worker left idle exits
+// after about a second.
 func NewPool(cfg PoolConfig) (*Pool, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	p := &Pool{logger: cfg.Logger}
+	p := &Pool{logger: cfg.Logger, shared: cfg.Workers}
 	p.size.Store(int64(cfg.Size))
 	p.queue.capacity = cfg.Queue
 	p.jobs.New = func() any {
@@ -121,12 +128,19 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		return j
 	}
 	p.startQueue = func() { p.serve(nil) }
+	if p.shared != nil {
+		if err := p.shared.attach(); err != nil {
+			return nil, fmt.Errorf("isolation: shared workers: %w", err)
+		}
+		p.workers = p.shared.ants
+		return p, nil
+	}
 	// Admission is the Pool's own (the slots word), not ants' capacity: a worker frees its
 	// slot before ants puts it back on its idle list, so ants' count lags behind and would
 	// refuse calls that have a free slot. The ants pool is therefore unbounded and
 	// nonblocking: at most Size of its goroutines run work at once, a few more may be on
 	// their way back to its idle list, and ants retires idle ones after about a second.
-	workers, err := ants.NewPool(-1, ants.WithNonblocking(true), ants.WithLogger(antsLogger{p}))
+	workers, err := ants.NewPool(-1, ants.WithNonblocking(true), ants.WithLogger(antsLogger{p.log}))
 	if err != nil {
 		return nil, fmt.Errorf("isolation: starting worker pool: %w", err)
 	}
@@ -472,10 +486,12 @@ func (p *Pool) Stats() Stats {
 //
 // When everything finished it releases the workers, waits for their goroutines to exit (a
 // wait that no call can prolong, so it is not bounded by ctx: Close returns nil even if ctx
-// ended meanwhile or had already ended) and returns nil. When ctx ends first it drops the calls still queued (their callers get an error
-// matching ErrDropped and ErrClosed), releases the workers and returns a *CloseError with the
-// number of calls dropped and still running; each running call keeps its goroutine until its
-// work returns. A second Close returns ErrClosed.
+// ended meanwhile or had already ended) and returns nil; on shared Workers
+// (PoolConfig.Workers) the goroutines go back to them instead, and Workers.Close ends them.
+// When ctx ends first it drops the calls still queued (their callers get an error matching
+// ErrDropped and ErrClosed), releases the workers and returns a *CloseError with the number of
+// calls dropped and still running; each running call keeps its goroutine until its work
+// returns. A second Close returns ErrClosed.
 func (p *Pool) Close(ctx context.Context) error {
 	if !p.closeOnce.CompareAndSwap(false, true) {
 		return ErrClosed
@@ -488,11 +504,15 @@ func (p *Pool) Close(ctx context.Context) error {
 	if err := p.drain(ctx); err != nil {
 		n := p.flush()
 		running := int(p.slots.Load() & slotsCount)
-		p.workers.Release()
+		p.release(running > 0)
 		if n == 0 && running == 0 {
 			return nil
 		}
 		return &CloseError{Dropped: n, Running: running, Err: err}
+	}
+	if p.shared != nil {
+		p.shared.detach(false)
+		return nil
 	}
 	// No call is left: the workers only have to exit, which they do at
 	// once, so this wait is not bounded by ctx (an ended ctx must not turn
@@ -501,6 +521,16 @@ func (p *Pool) Close(ctx context.Context) error {
 		return fmt.Errorf("isolation: close: waiting for idle workers to exit: %w", err)
 	}
 	return nil
+}
+
+// release lets the workers go once Close has cut calls off (running: some still run): the
+// Pool's own at once, or, for shared Workers, by telling them so.
+func (p *Pool) release(running bool) {
+	if p.shared != nil {
+		p.shared.detach(running)
+		return
+	}
+	p.workers.Release()
 }
 
 // drain waits until no slot is held and the queue is empty, then seals the pool (in the same
@@ -538,9 +568,9 @@ func (p *Pool) log() *slog.Logger {
 }
 
 // antsLogger sends ants' own log lines (it logs only panics that escape a worker, which the
-// Pool recovers before ants sees them) to the Pool's logger.
-type antsLogger struct{ p *Pool }
+// Pool recovers before ants sees them) to the Pool's or the Workers' logger.
+type antsLogger struct{ log func() *slog.Logger }
 
 func (l antsLogger) Printf(format string, args ...any) {
-	l.p.log().Error("isolation: ants: " + fmt.Sprintf(format, args...))
+	l.log().Error("isolation: ants: " + fmt.Sprintf(format, args...))
 }

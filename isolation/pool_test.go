@@ -614,7 +614,7 @@ func TestPoolCloseReportsWhatItCutOff(t *testing.T) {
 func TestPoolAntsLogsGoToLogger(t *testing.T) {
 	var logs logtest.Buffer
 	p := newTestPool(t, PoolConfig{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	antsLogger{p}.Printf("worker exits from panic: %v", "x")
+	antsLogger{p.log}.Printf("worker exits from panic: %v", "x")
 	assert.Contains(t, logs.String(), "isolation: ants: worker exits from panic: x")
 }
 

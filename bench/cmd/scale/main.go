@@ -31,12 +31,19 @@ import (
 func main() {
 	quick := flag.Bool("quick", false, "smaller counts")
 	rounds := flag.Int("rounds", 5, "runs per timed row (median)")
+	idle := flag.Duration("idle", 30*time.Second, "CPU window of each idle row")
+	idleOnly := flag.Bool("idle-only", false, "only the idle and httpguard rows")
 	flag.Parse()
 	names, snap, groups := 2000, 10000, 1000
 	if *quick {
 		names, snap, groups, *rounds = 500, 2000, 100, 3
 	}
 	fmt.Printf("| what | figure |\n|---|---|\n")
+	if *idleOnly {
+		idleRows(groups, *idle)
+		hostRow(groups)
+		return
+	}
 	for _, busy := range []bool{false, true} {
 		total := heapPerName(names, busy)
 		kind := "fresh (one call)"
@@ -50,6 +57,8 @@ func main() {
 	}
 	fmt.Printf("| registry snapshot, %d commands, every bucket live | %v |\n", snap, snapshotTime(snap, *rounds))
 	fmt.Printf("| idle registry, %d Thread groups: goroutines beyond the baseline | %d |\n", groups, idleGoroutines(groups))
+	idleRows(groups, *idle)
+	hostRow(groups)
 }
 
 var logger = slog.New(slog.NewTextHandler(io.Discard, nil))
