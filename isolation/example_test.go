@@ -145,3 +145,34 @@ func ExampleSemaphore_fallbackLimiter() {
 	// cached value <nil>
 	// 10
 }
+
+// Two pools share one set of workers: each keeps its own size, queue and
+// admission, and neither keeps a goroutine of its own while it is idle.
+// Close the pools first, then the workers.
+func ExampleWorkers() {
+	workers, err := isolation.NewWorkers(nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer workers.Close(context.Background())
+	for _, size := range []int{2, 8} {
+		pool, err := isolation.NewPool(isolation.PoolConfig{Size: size, Workers: workers})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		ran := false
+		if err := pool.Execute(context.Background(), func(context.Context) { ran = true }); err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(pool.Stats().Capacity, ran)
+		if err := pool.Close(context.Background()); err != nil {
+			fmt.Println(err)
+		}
+	}
+	// Output:
+	// 2 true
+	// 8 true
+}
