@@ -523,3 +523,62 @@ func waitIdle(t *testing.T, groups []*Group) {
 		return true
 	}, 10*time.Second, time.Millisecond)
 }
+
+// TestConservationWithFeaturesAtOnce: the chaos in groups with a rate limit
+// in front, retries, the throttle, priority shedding and the adaptive limit
+// all on at once (and the manual clock moving, so the adaptive limit's
+// windows close): every count still agrees with what the callers saw, and
+// each refusal kind happened. Hedging is left out: its extra attempts end
+// CANCELLED or HEDGED, which the chaos tally does not model
+// (TestConservationWithHedges checks it on its own).
+func TestConservationWithFeaturesAtOnce(t *testing.T) {
+	groups := chaosRegistry(t, circuit.Config{Mode: circuit.ForcedClosed}, &nthLimiter{n: 7})
+	for _, g := range groups {
+		require.NoError(t, g.Reconfigure(changed(g, func(c *GroupConfig) {
+			c.Retry = RetryConfig{MaxAttempts: 3, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
+			c.Throttle = ThrottleConfig{K: 2}
+			c.Priority.Reserve = [NumPriorities]float64{0, 0.25, 0.5, 0.75}
+			c.Adaptive = AdaptiveConfig{Min: 2, Max: c.MaxConcurrent, Window: time.Millisecond}
+		})))
+	}
+	clock := groups[0].clock.(*metrics.ManualClock)
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for range 2_000_000 { // at most 2 s: within the windows the checks read
+			select {
+			case <-stop:
+				return
+			default:
+				clock.Advance(time.Microsecond)
+				runtime.Gosched()
+			}
+		}
+	}()
+	res := runChaos(t, groups, chaosCalls/8)
+	close(stop)
+	<-stopped
+	require.False(t, t.Failed())
+	waitIdle(t, groups)
+	checkDiscards(t, res)
+	var seenAll metrics.Counts
+	var callers int64
+	for _, g := range groups {
+		now := g.clock.Now()
+		for name, c := range g.commands.Load().byName {
+			seen := res.tallies[g.name+"/"+name]
+			checkCommandCounts(t, g, name, c, seen, now)
+			addCounts(&seenAll, seen.events)
+			callers += seen.callers
+		}
+		s := g.Snapshot()
+		assert.Equal(t, s.Adaptive.Limit, s.Bulkhead.Capacity, "%s: the adaptive limit sizes the bulkhead", g.name)
+	}
+	assert.Equal(t, int64(chaosCalls/8/chaosGoroutines*chaosGoroutines), callers)
+	for _, e := range []metrics.Event{metrics.RateLimited, metrics.Retried, metrics.Throttled, metrics.PriorityRejected} {
+		assert.Positive(t, seenAll[e], "the test reaches %v", e)
+	}
+	t.Logf("%d calls: %d rate limited, %d retried, %d throttled, %d shed, %d semaphore and %d pool rejections", callers,
+		seenAll[metrics.RateLimited], seenAll[metrics.Retried], seenAll[metrics.Throttled], seenAll[metrics.PriorityRejected],
+		seenAll[metrics.SemaphoreRejected], seenAll[metrics.ThreadPoolRejected])
+}
