@@ -74,25 +74,22 @@ func WithName(name string) Option { return Option{name: name} }
 type Info struct {
 	// Command and Group name the command and its group.
 	Command, Group string
-	// Event is the call's primary outcome: EventSuccess, EventFailure,
-	// EventTimeout, EventBadRequest, EventShortCircuited,
-	// EventThreadPoolRejected, EventSemaphoreRejected, EventCancelled,
-	// EventQueueTimeout, EventRateLimited, EventReadOnly, EventCoalesced,
-	// EventThrottled or EventPriorityRejected.
-	Event Event
+	// Event is the call's primary outcome, one of package metrics' events:
+	// metrics.Success, Failure, Timeout, BadRequest, ShortCircuited,
+	// ThreadPoolRejected, SemaphoreRejected, Cancelled, QueueTimeout,
+	// RateLimited, ReadOnly, Coalesced, Throttled or PriorityRejected
+	// (docs/events.md lists every event and its text on each surface).
+	Event metrics.Event
 	// Events holds every event the call emitted: the primary outcome, Slow,
-	// one fallback event if a fallback was considered, ExceptionThrown if
-	// the caller got an error, and the probe events of a probe (see Probe).
-	Events EventSet
+	// one fallback event if a fallback was considered, the kind of a
+	// degraded answer (metrics.DegradedStatic, DegradedLastGood,
+	// DegradedFeatureOff or DegradedDeferred; none for a fallback that
+	// declares no kind, see Degrader), ExceptionThrown if the caller got an
+	// error, and the probe events of a probe (see Probe).
+	Events metrics.EventSet
 	// Degraded is true when the value returned is a fallback's, never
 	// otherwise; Event then says why the primary path failed.
 	Degraded bool
-	// Degradation is the kind of a degraded answer, as the command's
-	// fallback declares it (see Degrader): DegradedStatic,
-	// DegradedLastGood, DegradedFeatureOff, DegradedDeferred, or
-	// DegradedOther for a fallback that declares none. DegradedNone when
-	// Degraded is false.
-	Degradation Degradation
 	// Latency is the time the call took as the caller saw it, fallback
 	// included. RunLatency is the time Run took, or zero when Run did not
 	// return before the caller was answered (rejected, short-circuited,
@@ -120,35 +117,6 @@ type Info struct {
 	// attempts, the fallback and the caller's error once per call.
 	Attempts int
 }
-
-// EventSet is a set of events, one bit per metrics.Event (Has, Len,
-// String); Info.Events holds one.
-type EventSet = metrics.EventSet
-
-// Event is one of bulwark's events: Info.Event and Error.Event hold a
-// call's primary outcome, one of the constants below, so that a caller
-// tests it without importing package metrics. docs/events.md lists every
-// event and its text on each surface.
-type Event = metrics.Event
-
-// The primary outcomes: exactly one per call (per attempt, when it is
-// retried). See "Outcomes" in the package documentation.
-const (
-	EventSuccess            = metrics.Success
-	EventFailure            = metrics.Failure
-	EventTimeout            = metrics.Timeout
-	EventBadRequest         = metrics.BadRequest
-	EventShortCircuited     = metrics.ShortCircuited
-	EventThreadPoolRejected = metrics.ThreadPoolRejected
-	EventSemaphoreRejected  = metrics.SemaphoreRejected
-	EventCancelled          = metrics.Cancelled
-	EventQueueTimeout       = metrics.QueueTimeout
-	EventRateLimited        = metrics.RateLimited
-	EventReadOnly           = metrics.ReadOnly
-	EventCoalesced          = metrics.Coalesced
-	EventThrottled          = metrics.Throttled
-	EventPriorityRejected   = metrics.PriorityRejected
-)
 
 // NameOf returns the name Execute gives cmd when the call sets none with
 // WithName: its Name method's (Namer), else its type name without package

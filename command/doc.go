@@ -52,8 +52,8 @@
 //
 // # Outcomes
 //
-// Every call has exactly one primary outcome (Info.Event, one of the Event
-// constants: Info.Event == command.EventShortCircuited), with Hystrix's
+// Every call has exactly one primary outcome (Info.Event, one of package
+// metrics' events: Info.Event == metrics.ShortCircuited), with Hystrix's
 // event names. They are bulwark's one vocabulary: the events the metrics
 // count, the outcome a circuit.Permit records, what a ProbeClassifier
 // answers. docs/events.md lists every event and its one text on each
@@ -105,10 +105,10 @@
 //     accepted too few of the group's recent requests; Run did not run. It
 //     falls back, is never retried, and its error matches ErrThrottled.
 //
-// A degraded answer (Info.Degraded) carries its kind, Info.Degradation:
-// static default, last good value, feature off, deferred, or other for a
-// fallback that declares none (see Degrader); each kind but other is also
-// counted, as an event beside FALLBACK_SUCCESS.
+// A degraded answer (Info.Degraded) carries its kind, an event beside
+// FALLBACK_SUCCESS in Info.Events and in the metrics: DEGRADED_STATIC,
+// DEGRADED_LAST_GOOD, DEGRADED_FEATURE_OFF or DEGRADED_DEFERRED, or none
+// for a fallback that declares no kind (see Degrader).
 //
 // The breakers count only the calls that reached the dependency: SUCCESS,
 // FAILURE and TIMEOUT. Refusals, rejections, queue timeouts, bad requests

@@ -87,8 +87,8 @@ func (e *kindError) Unwrap() error { return e.base }
 type Error struct {
 	// Group and Command name the call.
 	Group, Command string
-	// Event is the primary outcome (one of the Event constants).
-	Event Event
+	// Event is the primary outcome, as in Info.Event.
+	Event metrics.Event
 	// Err is the cause: Run's error (an *isolation.PanicError if it
 	// panicked), the breaker's refusal, the bulkhead's error, or the
 	// context's error.

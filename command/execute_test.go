@@ -25,8 +25,8 @@ func strategies(t *testing.T, f func(t *testing.T, s Strategy)) {
 	}
 }
 
-func events(es ...metrics.Event) EventSet {
-	var s EventSet
+func events(es ...metrics.Event) metrics.EventSet {
+	var s metrics.EventSet
 	for _, e := range es {
 		s.Add(e)
 	}

@@ -39,7 +39,7 @@ func TestReadOnlyRefusesWritesServesReads(t *testing.T) {
 
 	_, info, err := ExecuteInfo(context.Background(), g, writeOp{op[int]{"put", run}, true})
 	require.ErrorIs(t, err, ErrReadOnly)
-	assert.Equal(t, EventReadOnly, info.Event)
+	assert.Equal(t, metrics.ReadOnly, info.Event)
 	assert.True(t, info.Events.Has(metrics.FallbackMissing))
 	assert.Zero(t, ran, "a refused write never runs")
 	assert.Contains(t, err.Error(), "read_only")
@@ -57,7 +57,6 @@ func TestReadOnlyRefusesWritesServesReads(t *testing.T) {
 	_, info, err = ExecuteInfo(context.Background(), g, writeFB{writeOp{op[int]{"order", run}, true}})
 	require.NoError(t, err)
 	assert.True(t, info.Deferred)
-	assert.Equal(t, DegradedDeferred, info.Degradation)
 	assert.True(t, info.Events.Has(metrics.DegradedDeferred))
 	assert.Equal(t, 2, ran)
 
@@ -121,7 +120,7 @@ func TestReadOnlyWritePanics(t *testing.T) {
 	require.NoError(t, err)
 	_, info, err := ExecuteInfo(context.Background(), g, panicWrite{op[int]{"w", succeed(1)}})
 	require.ErrorIs(t, err, ErrReadOnly)
-	assert.Equal(t, EventReadOnly, info.Event)
+	assert.Equal(t, metrics.ReadOnly, info.Event)
 	assert.Contains(t, logs.String(), "Write")
 }
 
