@@ -136,7 +136,7 @@ type GroupConfig struct {
 	// short-circuit reaches the caller as an error (with FALLBACK_MISSING,
 	// as for a command without one) and no value is ever degraded. For
 	// writes that must never "succeed" by fallback (payments); see
-	// PresetNeverDegrade. Default false.
+	// the "never-degrade" preset. Default false.
 	NoFallback bool
 	// RateLimit, if set, is asked to admit every call of the group before
 	// the breakers and the bulkhead; a refused call is RATE_LIMITED: it

@@ -63,7 +63,7 @@ func WithPriority(p Priority) Option { return Option{priority: min(p, NumPriorit
 //
 // A refused call never starts Run, falls back like a rejected one, and
 // neither breaker counts it. Its error matches ErrPriorityRejected and
-// ErrRejected. With PresetNeverDegrade (NoFallback) every refusal, a P0
+// ErrRejected. With the "never-degrade" preset (NoFallback) every refusal, a P0
 // call's included, reaches the caller as an error: a payment fails loudly,
 // it never "succeeds" by fallback.
 type PriorityConfig struct {

@@ -171,11 +171,11 @@ func TestPriorityCountsQueuedCalls(t *testing.T) {
 	require.NoError(t, receive(t, queued, "the queued call's end"))
 }
 
-// TestPriorityNeverDegradeFailsLoudly: in a group of PresetNeverDegrade, a
+// TestPriorityNeverDegradeFailsLoudly: in a group of presetNeverDegrade, a
 // P0 call that finds the bulkhead full gets an error, not its command's
 // fallback, and so does a shed P3 call: nothing is ever degraded.
 func TestPriorityNeverDegradeFailsLoudly(t *testing.T) {
-	cfg, err := Preset(PresetNeverDegrade)
+	cfg, err := Preset(presetNeverDegrade)
 	require.NoError(t, err)
 	cfg.Strategy, cfg.MaxConcurrent, cfg.Timeout = Semaphore, 2, NoTimeout
 	cfg.Priority = PriorityConfig{Reserve: DefaultPriorityReserve}
