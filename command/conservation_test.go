@@ -254,7 +254,7 @@ func chaosCall(t *testing.T, r *rand.Rand, g *Group, local map[string]*tally) (c
 	name := fmt.Sprintf("cmd%d", r.IntN(4))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	opts := []Option{WithName(name), WithPriority(Priority(r.IntN(NumPriorities)))} // ignored by a group that does not shed
+	opts := []Option{WithName(name), WithPriority(Priority(r.IntN(int(numPriorities))))} // ignored by a group that does not shed
 	if sc == scTimeout || sc == scHung || sc == scLateBadRequest {
 		opts = append(opts, WithTimeout(time.Millisecond))
 	}

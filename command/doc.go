@@ -27,7 +27,7 @@
 // and its own metrics; commands of the same name share them, even if their
 // types differ. Names must come from a small fixed set, never from request
 // data: GroupConfig.MaxCommands (default 1000) caps them, and past it new
-// names share the command OverflowCommand. MaxNameLength (256 bytes) caps
+// names share the command "(overflow)". MaxNameLength (256 bytes) caps
 // their length: a longer name, or one that is not valid UTF-8, is renamed
 // when first seen (a valid prefix and a hash of the name), logged and
 // counted, so that every exported name is valid and bounded.

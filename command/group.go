@@ -28,9 +28,9 @@ const (
 	defaultMaxCommands   = 1000        // command names per group, see GroupConfig.MaxCommands
 )
 
-// OverflowCommand is the name of the command that takes the calls of new
+// overflowCommand is the name of the command that takes the calls of new
 // command names once a group has GroupConfig.MaxCommands of them.
-const OverflowCommand = "(overflow)"
+const overflowCommand = "(overflow)"
 
 // Strategy is how a group isolates its calls.
 type Strategy uint8
@@ -105,7 +105,7 @@ type GroupConfig struct {
 	// included). Each name costs a breaker, a rolling window (tens of KiB)
 	// and its exported metrics for the group's lifetime, so names taken from
 	// request data could exhaust memory. Once the cap is reached, calls with
-	// a new name run as the command OverflowCommand, which has its own
+	// a new name run as the command "(overflow)", which has its own
 	// breaker and metrics (so they stay protected and counted); the first
 	// one is logged at Warn level with its name. Default 1000. The length
 	// of each name is capped too, by MaxNameLength.
@@ -180,7 +180,7 @@ type GroupConfig struct {
 	// the breakers, while the instances already warm still count and an
 	// outage across the dependency still trips them. The metrics count every
 	// outcome. Calls without an instance are always counted. At most
-	// MaxWarmInstances instances are remembered. It changes live through
+	// 1,024 instances are remembered. It changes live through
 	// Reconfigure (an instance's warm-up still counts from its first call).
 	// Default 0: off. (Breaker.WarmUp and Group.WarmUp warm the whole
 	// breaker instead.)
@@ -651,7 +651,7 @@ func (g *Group) addCommandLocked(name string) *commandState {
 	}
 	switch {
 	case taken:
-		g.logger.Warn("bulwark: command name renamed like another name; it runs as "+OverflowCommand,
+		g.logger.Warn("bulwark: command name renamed like another name; it runs as "+overflowCommand,
 			slog.String("group", g.name), slog.String("name", quoteName(name)), slog.String("renamed", key))
 		return g.overflowLocked(old.names)
 	case old.names.len() < g.cfg().MaxCommands:
@@ -664,7 +664,7 @@ func (g *Group) addCommandLocked(name string) *commandState {
 		old.names.add(c)
 		return c
 	}
-	g.logger.Warn("bulwark: group has MaxCommands command names; new names run as "+OverflowCommand,
+	g.logger.Warn("bulwark: group has MaxCommands command names; new names run as "+overflowCommand,
 		slog.String("group", g.name), slog.Int("max_commands", g.cfg().MaxCommands), slog.String("name", quoteName(name)))
 	c = g.overflowLocked(old.names)
 	g.commands.Store(&commandTable{names: old.names, types: old.types, overflow: c})
@@ -674,9 +674,9 @@ func (g *Group) addCommandLocked(name string) *commandState {
 // overflowLocked returns the overflow command of names, adding it if
 // needed. g.mu is held.
 func (g *Group) overflowLocked(names *nameIndex) *commandState {
-	c := names.get(OverflowCommand)
+	c := names.get(overflowCommand)
 	if c == nil {
-		c = g.newCommand(OverflowCommand)
+		c = g.newCommand(overflowCommand)
 		names.add(c)
 	}
 	return c
