@@ -66,7 +66,7 @@ func TestAlerterHooks(t *testing.T) {
 		return 0, context.DeadlineExceeded
 	}}, WithTimeout(time.Hour))
 	_, err = Execute(context.Background(), g, op[int]{name: "dep", run: succeed(1)})
-	require.ErrorIs(t, err, ErrShortCircuited)
+	require.ErrorIs(t, err, ErrRefused)
 	require.Len(t, a.failed, 2, "%q", a.failed)
 	require.Equal(t, "dep: refused", a.failed[0])
 

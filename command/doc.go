@@ -90,7 +90,7 @@
 //   - RATE_LIMITED: a rate limiter of the group or command (GroupConfig.
 //     RateLimit, KeyedRateLimit, CommandConfig.RateLimit; package ratelimit
 //     has them) refused the call, before the breakers; Run did not run. It
-//     falls back; its error matches ErrRateLimited and the limiter's own
+//     falls back; its error matches ErrRefused and the limiter's own
 //     (ratelimit.ErrLimited), and Error.RetryAfter says when to come back.
 //     A limiter that waits (a pacer) and sees the caller's context end
 //     makes the call CANCELLED instead.
@@ -98,12 +98,12 @@
 //     Registry.SetReadOnly) and the call a write (a Write command, or
 //     WithWrite); it was refused first, before the limiters; Run did not
 //     run. It falls back (a fallback that defers the write fits); its error
-//     matches ErrReadOnly. Reads go on.
+//     matches ErrRefused. Reads go on.
 //   - THROTTLED: the group's client-side throttle (GroupConfig.Throttle,
 //     the SRE book's adaptive throttling) refused the call locally, after
 //     the rate limiters and before the breakers, because the dependency has
 //     accepted too few of the group's recent requests; Run did not run. It
-//     falls back, is never retried, and its error matches ErrThrottled.
+//     falls back, is never retried, and its error matches ErrRefused.
 //
 // A degraded answer (Info.Degraded) carries its kind, an event beside
 // FALLBACK_SUCCESS in Info.Events and in the metrics: DEGRADED_STATIC,
@@ -144,10 +144,12 @@
 // pass; a nil command is refused with an error wrapping ErrInvalidConfig.
 //
 // Errors: a call that produced no value returns an *Error. errors.Is matches
-// ErrShortCircuited (and circuit.ErrOpen), ErrTimeout (and
-// context.DeadlineExceeded), ErrRejected (and isolation.ErrRejected),
-// ErrFallbackRejected, ErrFallbackMissing and, for CANCELLED, the context's
-// error; errors.As reaches Run's own error through it.
+// ErrRefused for every refusal bulwark makes itself (and the refusing
+// layer's own sentinel: circuit.ErrOpen, isolation.ErrRejected,
+// ratelimit.ErrLimited; Error.Event says which refusal), ErrTimeout (and
+// context.DeadlineExceeded), ErrFallbackRejected, ErrFallbackMissing and,
+// for CANCELLED, the context's error; errors.As reaches Run's own error
+// through it.
 //
 // # Retries
 //
@@ -280,7 +282,7 @@
 // bulkhead refuses it, so its one outcome is THREAD_POOL_REJECTED or
 // SEMAPHORE_REJECTED, the breakers do not count it and its fallback runs,
 // as for any rejection; but its error (the one the fallback gets too)
-// matches ErrClosed and isolation.ErrClosed, not ErrRejected, so that a
+// matches ErrClosed and isolation.ErrClosed, not ErrRefused, so that a
 // shutdown does not read as a full bulkhead. (A closed group is gone from
 // the registry's snapshots and its exporter, so these
 // rejections show only in its own Group.Snapshot.)

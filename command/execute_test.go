@@ -343,7 +343,7 @@ func TestExecuteRejected(t *testing.T) {
 			close(release)
 			wg.Wait()
 			assert.Equal(t, tc.event, info.Event)
-			assert.ErrorIs(t, err, ErrRejected)
+			assert.ErrorIs(t, err, ErrRefused)
 			assert.ErrorIs(t, err, isolation.ErrRejected)
 			assert.Equal(t, 1, fallbacks)
 			assert.Equal(t, events(tc.event, metrics.FallbackFailure, metrics.ExceptionThrown), info.Events)
@@ -358,7 +358,7 @@ func TestExecuteShortCircuited(t *testing.T) {
 	_, info, err := ExecuteInfo(context.Background(), g, op[int]{"get", func(context.Context) (int, error) { runs++; return 1, nil }})
 	assert.Zero(t, runs)
 	assert.Equal(t, events(metrics.ShortCircuited, metrics.FallbackMissing, metrics.ExceptionThrown), info.Events)
-	assert.ErrorIs(t, err, ErrShortCircuited)
+	assert.ErrorIs(t, err, ErrRefused)
 	assert.ErrorIs(t, err, circuit.ErrOpen)
 	assert.ErrorIs(t, err, circuit.ErrForcedOpen)
 	assert.Zero(t, info.Latency, "a short-circuit reads the clock once")
@@ -576,7 +576,7 @@ func TestTwoLevelBreakers(t *testing.T) {
 	assert.Equal(t, circuit.Open, g.breaker.State())
 	_, info, err := ExecuteInfo(context.Background(), g, good)
 	assert.Equal(t, metrics.ShortCircuited, info.Event, "the group breaker refuses every command")
-	assert.ErrorIs(t, err, ErrShortCircuited)
+	assert.ErrorIs(t, err, ErrRefused)
 	goodBreaker, _ := g.CommandBreaker("good")
 	assert.Equal(t, circuit.Closed, goodBreaker.State())
 }
@@ -619,7 +619,7 @@ func TestShortCircuitRetryAfter(t *testing.T) {
 // TestErrorsIsMatrix: the error of every outcome, from a real call,
 // matches its own sentinels and no other's.
 func TestErrorsIsMatrix(t *testing.T) {
-	sentinels := []error{ErrShortCircuited, ErrTimeout, ErrRejected, ErrFallbackRejected, ErrFallbackMissing,
+	sentinels := []error{ErrRefused, ErrTimeout, ErrClosed, ErrFallbackRejected, ErrFallbackMissing,
 		circuit.ErrOpen, context.DeadlineExceeded, context.Canceled, isolation.ErrRejected, errBoom}
 	hold := func(g *Group) func() {
 		entered, release := make(chan struct{}), make(chan struct{})
@@ -649,12 +649,12 @@ func TestErrorsIsMatrix(t *testing.T) {
 			want: []error{ErrTimeout, context.DeadlineExceeded, ErrFallbackMissing}},
 		{name: "short-circuited", cfg: GroupConfig{Breaker: circuit.Config{Mode: circuit.ForcedOpen}},
 			cmd:  func(context.CancelFunc) Runner[int] { return op[int]{"get", succeed(1)} },
-			want: []error{ErrShortCircuited, circuit.ErrOpen, ErrFallbackMissing}},
+			want: []error{ErrRefused, circuit.ErrOpen, ErrFallbackMissing}},
 		{name: "rejected, fallback fails", cfg: GroupConfig{MaxConcurrent: 1}, setup: hold,
 			cmd: func(context.CancelFunc) Runner[int] {
 				return opFB[int]{op[int]{"get", succeed(1)}, func(context.Context, error) (int, error) { return 0, errBoom }}
 			},
-			want: []error{ErrRejected, isolation.ErrRejected, errBoom}},
+			want: []error{ErrRefused, isolation.ErrRejected, errBoom}},
 		{name: "cancelled", cmd: func(cancel context.CancelFunc) Runner[int] {
 			return op[int]{"get", func(ctx context.Context) (int, error) { cancel(); return waitDone[int](ctx) }}
 		}, want: []error{context.Canceled}},

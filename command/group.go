@@ -168,7 +168,7 @@ type GroupConfig struct {
 	// ReadOnly puts the group in read-only mode: a write (a command whose
 	// Write method says true, or a call with WithWrite) is refused before
 	// the limiters, the breakers and the bulkhead, as READ_ONLY with
-	// ErrReadOnly, and its fallback (one that defers the write, say) is
+	// ErrRefused, and its fallback (one that defers the write, say) is
 	// tried; reads go on. It changes live through Reconfigure (and a
 	// rules file); Registry.SetReadOnly switches every group at once.
 	// Default false.
@@ -712,7 +712,7 @@ func (g *Group) newCommand(name string) *commandState {
 // for calls in progress), removes the group from its registry and its
 // metrics from the registry's exporter. Calls made after Close are
 // rejected (THREAD_POOL_REJECTED or SEMAPHORE_REJECTED) with an error
-// matching ErrClosed and isolation.ErrClosed, not ErrRejected.
+// matching ErrClosed and isolation.ErrClosed, not ErrRefused.
 func (g *Group) Close(ctx context.Context) error {
 	g.mu.Lock()
 	if g.closed.Load() {

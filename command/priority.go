@@ -62,8 +62,8 @@ func WithPriority(p Priority) Option { return Option{priority: min(p, numPriorit
 // own limit stays exact.
 //
 // A refused call never starts Run, falls back like a rejected one, and
-// neither breaker counts it. Its error matches ErrPriorityRejected and
-// ErrRejected. With the "never-degrade" preset (NoFallback) every refusal, a P0
+// neither breaker counts it. Its error matches ErrRefused and
+// isolation.ErrRejected. With the "never-degrade" preset (NoFallback) every refusal, a P0
 // call's included, reaches the caller as an error: a payment fails loudly,
 // it never "succeeds" by fallback.
 type PriorityConfig struct {

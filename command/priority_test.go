@@ -105,8 +105,7 @@ func TestPriorityRejectedError(t *testing.T) {
 	_, info, err := ExecuteInfo(context.Background(), g, op[int]{"report", succeed(1)}, WithPriority(P3))
 	require.Error(t, err)
 	assert.Equal(t, metrics.PriorityRejected, info.Event)
-	assert.ErrorIs(t, err, ErrPriorityRejected)
-	assert.ErrorIs(t, err, ErrRejected)
+	assert.ErrorIs(t, err, ErrRefused)
 	assert.ErrorIs(t, err, isolation.ErrRejected)
 	assert.ErrorIs(t, err, ErrFallbackMissing)
 	var pe *priorityError
@@ -185,14 +184,14 @@ func TestPriorityNeverDegradeFailsLoudly(t *testing.T) {
 	pay := opFB[int]{op[int]{"pay", succeed(1)}, func(context.Context, error) (int, error) { return -1, nil }}
 
 	_, info, err := ExecuteInfo(context.Background(), g, pay, WithPriority(P3))
-	assert.ErrorIs(t, err, ErrPriorityRejected)
+	assert.ErrorIs(t, err, ErrRefused)
+	assert.Equal(t, metrics.PriorityRejected, info.Event)
 	assert.False(t, info.Degraded)
 	assert.Equal(t, events(metrics.PriorityRejected, metrics.FallbackMissing, metrics.ExceptionThrown), info.Events)
 
 	h.hold(t, g, 1, WithPriority(P0)) // full now
 	v, info, err := ExecuteInfo(context.Background(), g, pay, WithPriority(P0))
-	assert.ErrorIs(t, err, ErrRejected)
-	assert.NotErrorIs(t, err, ErrPriorityRejected, "P0 is never shed: the bulkhead itself was full")
+	assert.ErrorIs(t, err, isolation.ErrRejected)
 	assert.Equal(t, metrics.SemaphoreRejected, info.Event)
 	assert.False(t, info.Degraded, "a payment never succeeds by fallback")
 	assert.Zero(t, v)
@@ -290,7 +289,8 @@ func ExampleWithPriority() {
 	checkout := Func[string]("checkout", func(context.Context) (string, error) { return "order placed", nil }, nil)
 
 	_, err = Execute(context.Background(), g, report, WithPriority(P3))
-	fmt.Println(errors.Is(err, ErrPriorityRejected))
+	var e *Error
+	fmt.Println(errors.As(err, &e) && e.Event == metrics.PriorityRejected)
 	v, err := Execute(context.Background(), g, checkout, WithPriority(P0))
 	fmt.Println(v, err)
 	close(release)

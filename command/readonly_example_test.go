@@ -32,7 +32,7 @@ func ExampleRegistry_SetReadOnly() {
 
 	reg.SetReadOnly(true)
 	_, info, err := command.ExecuteInfo(context.Background(), orders, placeOrder{id: 7})
-	fmt.Println(errors.Is(err, command.ErrReadOnly), info.Event)
+	fmt.Println(errors.Is(err, command.ErrRefused), info.Event)
 	s, err := command.Execute(context.Background(), orders, getOrder{id: 7})
 	fmt.Println(s, err)
 

@@ -20,7 +20,7 @@ import (
 // Close has begun, and is matched by the errors of Reconfigure and Execute
 // on a closed group (by Group.Close or Registry.Close). It also matches
 // isolation.ErrClosed.
-var ErrClosed error = &kindError{"command: closed", isolation.ErrClosed}
+var ErrClosed error = &kindError{"command: closed", isolation.ErrClosed, nil}
 
 // RegistryConfig configures a Registry. Every field is optional.
 type RegistryConfig struct {

@@ -82,7 +82,7 @@ func TestThrottledCallFallsBackAndNeverReachesTheBreakers(t *testing.T) {
 		require.Equal(t, metrics.Throttled, info.Event)
 
 		_, err = Execute(context.Background(), g, op[int]{"put", func(context.Context) (int, error) { ran++; return 0, nil }})
-		require.ErrorIs(t, err, ErrThrottled)
+		require.ErrorIs(t, err, ErrRefused)
 		var e *Error
 		require.ErrorAs(t, err, &e)
 		assert.Equal(t, "command deps/put: throttled: client-side throttle: the dependency accepts too few of the group's requests (fallback: command: no fallback)", e.Error())

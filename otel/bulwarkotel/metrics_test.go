@@ -40,7 +40,7 @@ func service(t *testing.T, reg *command.Registry, clock *metrics.ManualClock) (u
 		require.Error(t, err)
 	}
 	_, err = command.Execute(ctx, pay, call{name: "charge", clock: clock})
-	require.ErrorIs(t, err, command.ErrShortCircuited)
+	require.ErrorIs(t, err, command.ErrRefused)
 	return users, pay
 }
 
