@@ -6,7 +6,7 @@
 // A Watcher reads the snapshots of the groups it watches (Group.Snapshot)
 // every Config.Interval, on one goroutine for all of them; the only thing
 // it takes from the call path is the error of each failed call, through
-// the command.Alerter hook, to quote the errors behind an alert. Turn it on
+// the hook GroupConfig.Alerts sets, to quote the errors behind an alert. Turn it on
 // by setting the Watcher as a group's GroupConfig.Alerts:
 //
 //	w, err := alert.New(alert.Config{OnAlert: page})

@@ -12,7 +12,7 @@ import (
 	"github.com/bulwark-go/bulwark/circuit"
 )
 
-// recordingAlerter is an Alerter that records what the group tells it.
+// recordingAlerter is an alerter that records what the group tells it.
 type recordingAlerter struct {
 	mu      sync.Mutex
 	watched []*Group

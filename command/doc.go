@@ -250,7 +250,7 @@
 // A half-open probe's Run can tell it is one (IsProbe), Info.Probe says so,
 // and the metrics count PROBE, PROBE_SUCCESS and PROBE_FAILURE.
 // GroupConfig.ProbeClassifier judges a failed probe apart from normal calls.
-// GroupConfig.Alerts takes the group's alerting (an Alerter: package
+// GroupConfig.Alerts takes the group's alerting (an *alert.Watcher: package
 // [github.com/bulwark-go/bulwark/alert] raises alerts, by tier, for breakers
 // open for long, and an alarm for a command's degraded rate), which reads
 // the group's snapshots and is told of each failed call's error.

@@ -128,9 +128,9 @@ type GroupConfig struct {
 	// is logged. Default: none, a probe is judged as any call.
 	ProbeClassifier func(err error) metrics.Event
 	// Alerts turns on the group's alerts (by how long a breaker has been
-	// open, and on a command's degraded rate): an *alert.Watcher, see
-	// package alert and Alerter. It cannot change live. Default: nil, off.
-	Alerts Alerter
+	// open, and on a command's degraded rate): an *alert.Watcher (package
+	// alert; nothing else fits). It cannot change live. Default: nil, off.
+	Alerts alerter
 	// NoFallback makes the group fail loudly: Execute never calls a
 	// command's Fallback, so every FAILURE, TIMEOUT, rejection or
 	// short-circuit reaches the caller as an error (with FALLBACK_MISSING,
@@ -356,7 +356,7 @@ type Group struct {
 
 	hot groupCounters
 
-	alerts Alerter // nil: alerts off
+	alerts alerter // nil: alerts off
 
 	warmEnd atomic.Int64 // group clock: end of the last WarmUp; new commands inherit the rest
 
