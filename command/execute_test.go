@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/internal/breaker"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -360,7 +361,7 @@ func TestExecuteShortCircuited(t *testing.T) {
 	assert.Equal(t, events(metrics.ShortCircuited, metrics.FallbackMissing, metrics.ExceptionThrown), info.Events)
 	assert.ErrorIs(t, err, ErrRefused)
 	assert.ErrorIs(t, err, circuit.ErrOpen)
-	assert.ErrorIs(t, err, circuit.ErrForcedOpen)
+	assert.ErrorIs(t, err, breaker.ErrForcedOpen)
 	assert.Zero(t, info.Latency, "a short-circuit reads the clock once")
 }
 
@@ -595,7 +596,7 @@ func TestCommandRefusalReleasesGroupPermit(t *testing.T) {
 	blocked.SetMode(circuit.ForcedOpen)
 	_, info, err := ExecuteInfo(context.Background(), g, op[int]{"get", succeed(1)})
 	assert.Equal(t, metrics.ShortCircuited, info.Event)
-	assert.ErrorIs(t, err, circuit.ErrForcedOpen, "refused by the command's breaker")
+	assert.ErrorIs(t, err, breaker.ErrForcedOpen, "refused by the command's breaker")
 	assert.Equal(t, 0, g.breaker.Snapshot().Probes, "the group's probe slot was released")
 
 	_, info, err = ExecuteInfo(context.Background(), g, op[int]{"other", succeed(1)})
