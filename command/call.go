@@ -190,10 +190,10 @@ func (k *call) finish() {
 }
 
 // info tells what happened during the call k, which has finished (or was
-// refused by begin): what ExecuteInfo returns. Event, Events, Probe and
+// refused by begin): what ExecuteInfo returns. Event, Events and
 // RunLatency are the last attempt's.
 func (k *call) info() Info {
-	in := Info{Group: k.g.name, Event: k.r.event, Events: k.events, Degraded: k.degraded, Probe: k.events.Has(metrics.Probe),
+	in := Info{Group: k.g.name, Event: k.r.event, Events: k.events, Degraded: k.degraded,
 		Deferred: k.degradation == metrics.DegradedDeferred, Latency: k.now - k.first, Attempts: int(k.attempts)}
 	if k.c != nil {
 		in.Command = k.c.name

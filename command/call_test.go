@@ -130,7 +130,7 @@ func TestAdmitStage(t *testing.T) {
 		k.classify(k.isolate())
 		k.record()
 		k.finish()
-		assert.True(t, k.info().Probe)
+		assert.True(t, k.info().Events.Has(metrics.Probe))
 		b, _ := g.CommandBreaker("dep")
 		assert.Equal(t, circuit.Closed, b.State())
 	})

@@ -85,7 +85,9 @@ type Info struct {
 	// degraded answer (metrics.DegradedStatic, DegradedLastGood,
 	// DegradedFeatureOff or DegradedDeferred; none for a fallback that
 	// declares no kind, see Degrader), ExceptionThrown if the caller got an
-	// error, and the probe events of a probe (see Probe).
+	// error, and for a half-open probe of the group's breaker or the
+	// command's (see IsProbe) PROBE, with PROBE_SUCCESS or PROBE_FAILURE
+	// as the breakers judged it: Events.Has(metrics.Probe) tells a probe.
 	Events metrics.EventSet
 	// Degraded is true when the value returned is a fallback's, never
 	// otherwise; Event then says why the primary path failed.
@@ -98,10 +100,6 @@ type Info struct {
 	// the hand-off to the worker and back; in a group with a queue it starts
 	// when a worker starts Run, leaving queue time out.
 	Latency, RunLatency time.Duration
-	// Probe is true when the call was a half-open probe of the group's
-	// breaker or the command's (see IsProbe); Events then holds PROBE, and
-	// PROBE_SUCCESS or PROBE_FAILURE as the breakers judged it.
-	Probe bool
 	// Deferred is true when the fallback did not serve a value but durably
 	// deferred the call's work (a write enqueued for replay after the
 	// dependency recovers) by returning an error matching ErrDeferred:
@@ -109,7 +107,7 @@ type Info struct {
 	Deferred bool
 	// Attempts is how many attempts the call made: 1, or more when it was
 	// retried (see RetryConfig); 0 for a COALESCED call, which shared
-	// another call's (see CommandConfig.Coalesce). Event, Events, Probe and RunLatency are
+	// another call's (see CommandConfig.Coalesce). Event, Events and RunLatency are
 	// those of the last attempt; Latency covers all of them and the
 	// backoffs between. Each earlier attempt was recorded in the metrics
 	// with its own primary outcome (FAILURE or TIMEOUT) and RETRIED,

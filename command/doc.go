@@ -247,7 +247,7 @@
 //
 // # Probes and alerts
 //
-// A half-open probe's Run can tell it is one (IsProbe), Info.Probe says so,
+// A half-open probe's Run can tell it is one (IsProbe), Info.Events says so,
 // and the metrics count PROBE, PROBE_SUCCESS and PROBE_FAILURE.
 // GroupConfig.ProbeClassifier judges a failed probe apart from normal calls.
 // GroupConfig.Alerts takes the group's alerting (an *alert.Watcher: package

@@ -230,10 +230,11 @@ type CommandConfig struct {
 	Coalesce bool
 }
 
-// WithDefaults returns c with every zero field replaced by its default: the
-// effective configuration. Invalid values are left for Validate to report.
-// Logger stays nil when unset (the registry supplies it).
-func (c GroupConfig) WithDefaults() GroupConfig {
+// withDefaults returns c with every zero field replaced by its default: the
+// effective configuration (what Group.Config returns). Invalid values are
+// left for Validate to report. Logger stays nil when unset (the registry
+// supplies it).
+func (c GroupConfig) withDefaults() GroupConfig {
 	if c.MaxConcurrent == 0 {
 		c.MaxConcurrent = defaultMaxConcurrent
 	}
@@ -257,7 +258,7 @@ func (c GroupConfig) WithDefaults() GroupConfig {
 // Validate reports the first invalid field of c, naming the field and its
 // value. The error wraps ErrInvalidConfig.
 func (c GroupConfig) Validate() error {
-	e := c.WithDefaults()
+	e := c.withDefaults()
 	switch {
 	case e.Strategy > Semaphore:
 		return invalid("Strategy %d is not a known strategy", c.Strategy)
@@ -452,7 +453,7 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("group %q: %w", name, err)
 	}
-	cfg = cfg.WithDefaults()
+	cfg = cfg.withDefaults()
 	if cfg.Logger == nil {
 		cfg.Logger = r.logger
 	}
