@@ -8,7 +8,7 @@
 // quiet ones (command.Group.Quiet: nothing in their windows, every breaker
 // closed, no alert pending), so that an idle group costs a few reads; the
 // only thing it takes from the call path is the error of each failed call,
-// through the command.Alerter hook, to quote the errors behind an alert.
+// through the hook GroupConfig.Alerts sets, to quote the errors behind an alert.
 // Turn it on by setting the Watcher as a group's GroupConfig.Alerts:
 //
 //	w, err := alert.New(alert.Config{OnAlert: page})

@@ -15,7 +15,7 @@ import (
 )
 
 // Watcher evaluates the alerts of the groups that name it in
-// GroupConfig.Alerts; it implements command.Alerter. Create it with New. It
+// GroupConfig.Alerts (it has the methods that field asks for). Create it with New. It
 // is safe for concurrent use.
 type Watcher struct {
 	cfg    Config     // effective
@@ -277,4 +277,4 @@ func (w *Watcher) deliver(logger *slog.Logger, a Alert) {
 	w.cfg.OnAlert(a)
 }
 
-var _ command.Alerter = (*Watcher)(nil)
+var _ = command.GroupConfig{Alerts: (*Watcher)(nil)}

@@ -25,7 +25,7 @@ func TestBrowserShedCounter(t *testing.T) {
 	reg := command.NewRegistry(command.RegistryConfig{Clock: new(metrics.ManualClock), Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { assert.NoError(t, reg.Close(context.Background())) })
 	g, err := reg.NewGroup("reports", command.GroupConfig{Strategy: command.Semaphore, MaxConcurrent: 4, Timeout: command.NoTimeout,
-		Priority: command.PriorityConfig{Reserve: command.DefaultPriorityReserve}})
+		Priority: command.PriorityConfig{Reserve: [4]float64{0, 0.1, 0.25, 0.5}}})
 	require.NoError(t, err)
 	release, started, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	for range 2 {

@@ -7,41 +7,41 @@ import (
 )
 
 // The configurations that defeat a breaker, as the rules New warns about
-// name them. Each is valid (some test or drill may want it), so New accepts
+// name them (the rule attribute of its Warn record). Each is valid (some test or drill may want it), so New accepts
 // it and logs one Warn record per rule it breaks, with the attribute rule.
 const (
-	// RuleOpenTooShort: Open.Duration of AntiPatternOpen or less probes the
+	// ruleOpenTooShort: Open.Duration of 100 ms or less probes the
 	// sick dependency several times a second, as if there were no breaker.
-	RuleOpenTooShort = "open_too_short"
-	// RuleMinRequestsOne: MinRequests 1 trips on a single failure; at a
+	ruleOpenTooShort = "open_too_short"
+	// ruleMinRequestsOne: MinRequests 1 trips on a single failure; at a
 	// low rate one failure is 100% and the breaker never settles.
-	RuleMinRequestsOne = "min_requests_one"
-	// RuleHalfOpenFlood: HalfOpen.Probes above AntiPatternProbes lets a
+	ruleMinRequestsOne = "min_requests_one"
+	// ruleHalfOpenFlood: HalfOpen.Probes above 10 lets a
 	// half-open breaker admit about everything, so the recovering
 	// dependency is knocked over again and the breaker flaps.
-	RuleHalfOpenFlood = "half_open_flood"
+	ruleHalfOpenFlood = "half_open_flood"
 )
 
 // The limits of the anti-pattern rules.
 const (
-	AntiPatternOpen   = 100 * time.Millisecond // RuleOpenTooShort: at or below
-	AntiPatternProbes = 10                     // RuleHalfOpenFlood: above
+	antiPatternOpen   = 100 * time.Millisecond // ruleOpenTooShort: at or below
+	antiPatternProbes = 10                     // ruleHalfOpenFlood: above
 )
 
 // antiPatterns returns the rules e, an effective configuration, breaks,
 // each with the message that explains it.
 func (e Config) antiPatterns() [][2]string {
 	var found [][2]string
-	if e.Open.Duration <= AntiPatternOpen {
-		found = append(found, [2]string{RuleOpenTooShort,
+	if e.Open.Duration <= antiPatternOpen {
+		found = append(found, [2]string{ruleOpenTooShort,
 			"circuit: Open.Duration of 100 ms or less probes a sick dependency as if there were no breaker"})
 	}
 	if e.MinRequests == 1 {
-		found = append(found, [2]string{RuleMinRequestsOne,
+		found = append(found, [2]string{ruleMinRequestsOne,
 			"circuit: MinRequests 1 trips on one failure; the breaker never settles at a low rate"})
 	}
-	if e.HalfOpen.Probes > AntiPatternProbes {
-		found = append(found, [2]string{RuleHalfOpenFlood,
+	if e.HalfOpen.Probes > antiPatternProbes {
+		found = append(found, [2]string{ruleHalfOpenFlood,
 			"circuit: HalfOpen.Probes above 10 lets a half-open breaker through about everything; the recovering dependency is knocked over again"})
 	}
 	return found

@@ -11,17 +11,11 @@ import (
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
-// ErrOpen is the error of every refusal: Allow returns it, or one of
-// ErrForcedOpen, ErrProbeLimit and ErrRampUp, which wrap it, so
-// errors.Is(err, ErrOpen) holds for all.
+// ErrOpen is the error of every refusal: errors.Is(err, ErrOpen) holds for
+// each error Allow returns. The message says why: open, forced open
+// (ForcedOpen mode), half-open with every probe slot taken, or shed during
+// a ramp-up; Snapshot tells the state and mode.
 var ErrOpen = breaker.ErrOpen
-
-// Refusals more specific than ErrOpen. Each wraps ErrOpen.
-var (
-	ErrForcedOpen = breaker.ErrForcedOpen // the mode is ForcedOpen
-	ErrProbeLimit = breaker.ErrProbeLimit // half-open and HalfOpen.Probes already out
-	ErrRampUp     = breaker.ErrRampUp     // closed, ramping up, and this call was shed
-)
 
 // ErrHealthCheckSkipped is returned by CheckHealth when it runs no check:
 // no HealthCheck.Check is configured, the breaker is not open (or is
@@ -44,9 +38,13 @@ func (b *Breaker) engine() *breaker.Breaker { return (*breaker.Breaker)(b) }
 // New returns a breaker for cfg, or an error wrapping ErrInvalidConfig that
 // names the first invalid field. The breaker starts closed (open in
 // ForcedOpen mode) with an empty window. A valid configuration that breaks
-// one of the anti-pattern rules (RuleOpenTooShort, RuleMinRequestsOne,
-// RuleHalfOpenFlood) is accepted and logged on Logger at Warn level, one
-// record per rule, with the attributes breaker and rule.
+// one of the anti-pattern rules is accepted and logged on Logger at Warn
+// level, one record per rule, with the attributes breaker and rule:
+// "open_too_short" (Open.Duration of 100 ms or less: it probes the sick
+// dependency as if there were no breaker), "min_requests_one" (MinRequests
+// 1 trips on one failure and never settles at a low rate) or
+// "half_open_flood" (HalfOpen.Probes above 10 lets a half-open breaker
+// admit about everything).
 func New(cfg Config) (*Breaker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -82,9 +80,8 @@ type Permit breaker.Permit
 func (p Permit) Record(o metrics.Event, latency time.Duration) { breaker.Permit(p).Record(o, latency) }
 
 // Allow asks to make one call. It returns a Permit to Record the outcome on,
-// or a refusal: ErrOpen (open), ErrProbeLimit (half-open, all probe slots in
-// flight), ErrRampUp (shed during ramp-up) or ErrForcedOpen; each satisfies
-// errors.Is(err, ErrOpen). In ObserveOnly mode it never refuses. It does not
+// or a refusal matching ErrOpen (open, forced open, half-open with all probe
+// slots in flight, or shed during ramp-up; the message says which). In ObserveOnly mode it never refuses. It does not
 // block; an open breaker whose open duration has elapsed turns half-open here,
 // and this call becomes its first probe. Allow does not allocate, and reads
 // the clock only when the breaker is not simply closed (open, half-open or

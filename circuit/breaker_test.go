@@ -126,14 +126,14 @@ func TestAllowErrors(t *testing.T) {
 	assert.Same(t, ErrOpen, err)
 	r.run("+1s h")
 	_, err = r.b.Allow()
-	assert.Same(t, ErrProbeLimit, err)
+	assert.Same(t, errProbeLimit, err)
 	r.run("rs s")
 	_, err = r.b.Allow() // ramp-up at 1 %: the first call is shed
-	assert.Same(t, ErrRampUp, err)
+	assert.Same(t, errRampUp, err)
 	r.b.SetMode(ForcedOpen)
 	_, err = r.b.Allow()
-	assert.Same(t, ErrForcedOpen, err)
-	for _, e := range []error{ErrForcedOpen, ErrProbeLimit, ErrRampUp} {
+	assert.Same(t, errForcedOpen, err)
+	for _, e := range []error{errForcedOpen, errProbeLimit, errRampUp} {
 		assert.ErrorIs(t, e, ErrOpen)
 	}
 }
@@ -319,7 +319,7 @@ func TestRampUp(t *testing.T) {
 		for range n {
 			p, err := r.b.Allow()
 			if err != nil {
-				require.ErrorIs(t, err, ErrRampUp)
+				require.ErrorIs(t, err, errRampUp)
 				continue
 			}
 			admitted++
@@ -470,7 +470,7 @@ func TestAllowAndRecordDoNotAllocate(t *testing.T) {
 	assert.Zero(t, allocs)
 	r.b.SetMode(ForcedOpen)
 	allocs = testing.AllocsPerRun(1000, func() {
-		if _, err := r.b.Allow(); !errors.Is(err, ErrForcedOpen) {
+		if _, err := r.b.Allow(); !errors.Is(err, errForcedOpen) {
 			panic(err)
 		}
 	})
@@ -529,7 +529,7 @@ func TestAtVariantsUseTheGivenInstant(t *testing.T) {
 	// ramp-up's length later none is.
 	shed := 0
 	for range 100 {
-		if errors.Is(call(1101*time.Millisecond, metrics.Success), ErrRampUp) {
+		if errors.Is(call(1101*time.Millisecond, metrics.Success), errRampUp) {
 			shed++
 		}
 	}

@@ -33,7 +33,7 @@ func TestHalfOpenProbeLimitUnderHammering(t *testing.T) {
 				for i := range 2000 {
 					p, err := r.b.Allow()
 					if err != nil {
-						if !assert.ErrorIs(t, err, ErrProbeLimit) {
+						if !assert.ErrorIs(t, err, errProbeLimit) {
 							return
 						}
 						continue

@@ -204,7 +204,7 @@ type HalfOpenConfig struct {
 
 // RampConfig is how traffic comes back after a breaker closes
 // (Config.Ramp): the share of calls admitted rises to 1 over Duration;
-// the others are refused with ErrRampUp.
+// the others are refused (ErrOpen, "shed during ramp-up").
 type RampConfig struct {
 	// Duration turns ramp-up on and ends it: the share is 1 from then on.
 	// Zero: off.

@@ -56,7 +56,7 @@
 // Allow becomes the first probe.
 //
 // Half-open: at most HalfOpen.Probes calls are in flight at once; others
-// are refused with ErrProbeLimit. HalfOpen.Successes successful probes in a
+// are refused (ErrOpen, "probes all in flight"). HalfOpen.Successes successful probes in a
 // row close the breaker (probes_succeeded); a probe that fails, times out or
 // (with slow-call detection on) is slow opens it again (probe_failed), or
 // HalfOpen.Failures of them in a row do. A hung probe cannot keep it
@@ -72,8 +72,8 @@
 //
 // Ramp-up: after closing, the share of calls admitted rises from Ramp.Floor
 // to 1 over Ramp.Duration (linearly; Ramp.Doubling doubles it every
-// Ramp.Doubling; Ramp.Func gives any schedule); the others are refused with
-// ErrRampUp. The shedding is deterministic: the k-th call of the ramp is
+// Ramp.Doubling; Ramp.Func gives any schedule); the others are refused
+// (ErrOpen, "shed during ramp-up"). The shedding is deterministic: the k-th call of the ramp is
 // admitted iff floor((k+1)·s) > floor(k·s) for the current share s.
 //
 // Warm-up: outcomes recorded within WarmUp of the breaker's creation, or
@@ -110,7 +110,7 @@
 // turns half-open then. "Time in state" (Snapshot.Since) is measured from the
 // last transition, or from creation.
 //
-// Modes. ForcedOpen refuses everything with ErrForcedOpen and ForcedClosed
+// Modes. ForcedOpen refuses everything (ErrOpen, "forced open") and ForcedClosed
 // admits everything; both pin the effective state and stop the state machine
 // (outcomes under ForcedClosed are still counted in the window, but never
 // trip it). Leaving a forced mode restarts the machine closed with an empty

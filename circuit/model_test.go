@@ -148,7 +148,7 @@ func (m *refModel) rampShare(now time.Duration) (float64, bool) {
 func (m *refModel) allow(now time.Duration) (refPermit, error) {
 	switch m.mode {
 	case ForcedOpen:
-		return refPermit{}, ErrForcedOpen
+		return refPermit{}, errForcedOpen
 	case ForcedClosed:
 		return refPermit{m.gen, "forced"}, nil
 	}
@@ -169,7 +169,7 @@ func (m *refModel) allow(now time.Duration) (refPermit, error) {
 		if math.Floor((k+1)*s) > math.Floor(k*s) {
 			return refPermit{m.gen, "counted"}, nil
 		}
-		refusal = ErrRampUp
+		refusal = errRampUp
 	case Open:
 		refusal = ErrOpen
 	case HalfOpen:
@@ -180,7 +180,7 @@ func (m *refModel) allow(now time.Duration) (refPermit, error) {
 			m.inFlight++
 			return refPermit{m.gen, "probe"}, nil
 		}
-		refusal = ErrProbeLimit
+		refusal = errProbeLimit
 	}
 	if m.mode == ObserveOnly {
 		return refPermit{m.gen, "shadow"}, nil
@@ -353,7 +353,7 @@ func TestModelBased(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"error_ratio", "slow_ratio", "open_elapsed", "probe_failed", "probes_succeeded",
-		"half_open_timeout", "forced", ErrOpen.Error(), ErrProbeLimit.Error(), ErrRampUp.Error(), ErrForcedOpen.Error(),
+		"half_open_timeout", "forced", ErrOpen.Error(), errProbeLimit.Error(), errRampUp.Error(), errForcedOpen.Error(),
 		"stale", "shadow"} {
 		require.Positive(t, seen[k], "the random sequences never produced %q", k)
 	}

@@ -17,7 +17,7 @@ const (
 // breaker's Allow and a successful Record ask nothing of it.
 type Party interface {
 	// MayProbe is asked in the half-open state before a probe slot is
-	// taken: false refuses the call with ErrProbeLimit (in ObserveOnly
+	// taken: false refuses the call as when the probes are all in flight (in ObserveOnly
 	// mode it is admitted, not as a probe), so that a fleet sends a few
 	// probes, not one set per instance. It runs on the caller's
 	// goroutine: it must be fast, must not block and must not call the

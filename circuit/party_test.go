@@ -128,7 +128,7 @@ func TestProbeGate(t *testing.T) {
 	p, m := join(t, r.b, false)
 	r.run("f =open +1s x =half-open x")
 	_, err := r.b.Allow()
-	require.ErrorIs(t, err, ErrProbeLimit)
+	require.ErrorIs(t, err, errProbeLimit)
 	p.open.Store(true)
 	r.run("s =closed")
 	m.Leave()

@@ -24,7 +24,7 @@ type Mode uint8
 // transitions but admits every call.
 const (
 	Normal       Mode = iota // the state machine decides
-	ForcedOpen               // refuse every call with ErrForcedOpen
+	ForcedOpen               // refuse every call (ErrOpen, "forced open")
 	ForcedClosed             // admit every call
 	ObserveOnly              // compute state and report transitions, never refuse
 )

@@ -44,7 +44,7 @@ import (
 //
 // A call refused because the bulkhead is at the adaptive limit is a
 // bulkhead rejection (SEMAPHORE_REJECTED or THREAD_POOL_REJECTED, with
-// ErrRejected), as at any other size: the adaptive limit is the
+// ErrRefused and isolation.ErrRejected), as at any other size: the adaptive limit is the
 // bulkhead's size, not a second gate, so the bulkhead's occupancy
 // (GroupSnapshot.Bulkhead: Capacity is the limit in force) and priority
 // shedding (GroupConfig.Priority, which reserves shares of that capacity)

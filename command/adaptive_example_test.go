@@ -39,7 +39,7 @@ func ExampleAdaptiveConfig() {
 		<-started
 	}
 	_, err = command.Execute(context.Background(), g, slow)
-	fmt.Println("third call rejected:", errors.Is(err, command.ErrRejected))
+	fmt.Println("third call rejected:", errors.Is(err, command.ErrRefused))
 	s := g.Snapshot()
 	fmt.Printf("limit %d, bulkhead capacity %d, max %d\n", s.Adaptive.Limit, s.Bulkhead.Capacity, g.Config().MaxConcurrent)
 	close(release)

@@ -37,10 +37,10 @@ func TestAdaptiveValidate(t *testing.T) {
 	}
 	assert.NoError(t, GroupConfig{Adaptive: AdaptiveConfig{Max: 10}}.Validate())
 	assert.NoError(t, GroupConfig{MaxConcurrent: 10, Adaptive: AdaptiveConfig{Max: 10}}.Validate())
-	e := GroupConfig{Adaptive: AdaptiveConfig{Max: 10}}.WithDefaults()
+	e := GroupConfig{Adaptive: AdaptiveConfig{Max: 10}}.withDefaults()
 	assert.Equal(t, 10, e.MaxConcurrent, "MaxConcurrent is Adaptive.Max")
 	assert.Equal(t, AdaptiveConfig{Min: 1, Max: 10, Initial: 10, Tolerance: 1, Smoothing: 0.2, Window: 250 * time.Millisecond}, e.Adaptive)
-	assert.Equal(t, AdaptiveConfig{}, GroupConfig{}.WithDefaults().Adaptive, "off stays off")
+	assert.Equal(t, AdaptiveConfig{}, GroupConfig{}.withDefaults().Adaptive, "off stays off")
 }
 
 // queueing returns the average latency of a window in which a dependency
@@ -138,7 +138,7 @@ func TestAdaptiveLimitSizesTheBulkhead(t *testing.T) {
 		h := newHolder()
 		h.hold(t, g, down.Bulkhead.Capacity)
 		_, info, err := ExecuteInfo(context.Background(), g, op[int]{"extra", func(context.Context) (int, error) { return 1, nil }})
-		require.ErrorIs(t, err, ErrRejected)
+		require.ErrorIs(t, err, ErrRefused)
 		require.ErrorIs(t, err, isolation.ErrRejected)
 		assert.Equal(t, g.rejected, info.Event, "a refusal at the adaptive limit is the bulkhead's")
 		h.free(t, down.Bulkhead.Capacity)
@@ -150,12 +150,12 @@ func TestAdaptiveLimitSizesTheBulkhead(t *testing.T) {
 func TestAdaptiveLimitSheddingByPriority(t *testing.T) {
 	g, _ := newTestGroup(t, GroupConfig{Strategy: Semaphore, Timeout: NoTimeout,
 		Adaptive: AdaptiveConfig{Max: 8, Initial: 4},
-		Priority: PriorityConfig{Reserve: [NumPriorities]float64{0, 0.25, 0.5, 0.75}}})
+		Priority: PriorityConfig{Reserve: [numPriorities]float64{0, 0.25, 0.5, 0.75}}})
 	h := newHolder()
 	h.hold(t, g, 2, WithPriority(P0))
 	ok := op[int]{"get", func(context.Context) (int, error) { return 1, nil }}
 	_, info, err := ExecuteInfo(context.Background(), g, ok, WithPriority(P2))
-	require.ErrorIs(t, err, ErrPriorityRejected)
+	require.ErrorIs(t, err, ErrRefused)
 	assert.Equal(t, metrics.PriorityRejected, info.Event, "P2 enters below 2 of the limit of 4")
 	_, info, err = ExecuteInfo(context.Background(), g, ok, WithPriority(P1))
 	require.NoError(t, err)

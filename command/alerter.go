@@ -5,17 +5,18 @@ import (
 	"time"
 )
 
-// Alerter is a group's alerting, set in GroupConfig.Alerts; package alert
-// implements it (alert.Watcher), reading the group's snapshots. The group
+// alerter is a group's alerting, set in GroupConfig.Alerts; package alert
+// implements it (alert.Watcher), reading the group's snapshots, and is its
+// only implementation: the interface is not part of the API. The group
 // calls Watch once, when NewGroup has created it, and Unwatch from its
 // Close; Status whenever a snapshot of the group is taken; and CallFailed
 // from Execute for each attempt that ends in FAILURE or TIMEOUT (the calls
 // that reached the dependency), with the caller's ctx (the one passed to
 // Execute, to read a request ID from), its error and the group's clock
 // reading, on the caller's goroutine: the one hook on the call path, so it
-// must be quick, must not block and must not keep ctx. An Alerter must be safe for concurrent
+// must be quick, must not block and must not keep ctx. An alerter must be safe for concurrent
 // use and comparable (a pointer): Reconfigure refuses to change it.
-type Alerter interface {
+type alerter interface {
 	Watch(g *Group)
 	Unwatch(g *Group)
 	CallFailed(ctx context.Context, g *Group, command string, at time.Duration, err error)

@@ -12,7 +12,7 @@ import (
 	"github.com/bulwark-go/bulwark/circuit"
 )
 
-// recordingAlerter is an Alerter that records what the group tells it.
+// recordingAlerter is an alerter that records what the group tells it.
 type recordingAlerter struct {
 	mu      sync.Mutex
 	watched []*Group
@@ -72,7 +72,7 @@ func TestAlerterHooks(t *testing.T) {
 		return 0, context.DeadlineExceeded
 	}}, WithTimeout(time.Hour))
 	_, err = Execute(context.Background(), g, op[int]{name: "dep", run: succeed(1)})
-	require.ErrorIs(t, err, ErrShortCircuited)
+	require.ErrorIs(t, err, ErrRefused)
 	require.Len(t, a.failed, 2, "%q", a.failed)
 	require.Equal(t, "dep: refused (req-7)", a.failed[0])
 

@@ -51,11 +51,11 @@ type call struct {
 
 	attempt // the attempt under way; a retry starts a new one
 
-	attempts    int32       // the attempts made, this one included
-	priority    Priority    // WithPriority's, plus 1 (0: none given), for shed
-	degraded    bool        // the caller gets a fallback's value (Info)
-	degradation Degradation // its kind (Info)
-	err         error       // the caller's error, once fallback or finish decided it
+	attempts    int32         // the attempts made, this one included
+	priority    Priority      // WithPriority's, plus 1 (0: none given), for shed
+	degraded    bool          // the caller gets a fallback's value (Info)
+	degradation metrics.Event // its kind, a Degraded* event (0: none declared), for Info.Deferred
+	err         error         // the caller's error, once fallback or finish decided it
 }
 
 // attempt is what one attempt of a call decides, stage by stage. A retry
@@ -200,11 +200,11 @@ func (k *call) ended() {
 }
 
 // info tells what happened during the call k, which has finished (or was
-// refused by begin): what ExecuteInfo returns. Event, Events, Probe and
+// refused by begin): what ExecuteInfo returns. Event, Events and
 // RunLatency are the last attempt's.
 func (k *call) info() Info {
-	in := Info{Group: k.g.name, Event: k.r.event, Events: k.events, Degraded: k.degraded, Probe: k.events.Has(metrics.Probe),
-		Degradation: k.degradation, Deferred: k.degradation == DegradedDeferred, Latency: k.now - k.first, Attempts: int(k.attempts)}
+	in := Info{Group: k.g.name, Event: k.r.event, Events: k.events, Degraded: k.degraded,
+		Deferred: k.degradation == metrics.DegradedDeferred, Latency: k.now - k.first, Attempts: int(k.attempts)}
 	if k.c != nil {
 		in.Command = k.c.name
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/internal/breaker"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -112,7 +113,7 @@ func TestAdmitStage(t *testing.T) {
 		assert.Same(t, cb, k.refuser())
 		require.True(t, k.gp.IsProbe(), "the group's breaker gave its one probe")
 		_, err = g.Breaker().Allow()
-		require.ErrorIs(t, err, circuit.ErrProbeLimit, "the probe slot is taken until record")
+		require.ErrorIs(t, err, breaker.ErrProbeLimit, "the probe slot is taken until record")
 		k.record()
 		p, err := g.Breaker().Allow()
 		require.NoError(t, err, "record released the group's permit")
@@ -129,7 +130,7 @@ func TestAdmitStage(t *testing.T) {
 		k.classify(k.isolate())
 		k.record()
 		k.finish()
-		assert.True(t, k.info().Probe)
+		assert.True(t, k.info().Events.Has(metrics.Probe))
 		b, _ := g.CommandBreaker("dep")
 		assert.Equal(t, circuit.Closed, b.State())
 	})

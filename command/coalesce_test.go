@@ -95,10 +95,10 @@ func TestCoalesceThousandCallsOneRun(t *testing.T) {
 		assert.Equal(t, 42, vals[i])
 		assert.False(t, infos[i].Degraded)
 		switch infos[i].Event {
-		case EventSuccess:
+		case metrics.Success:
 			leaders++
 			assert.Equal(t, 1, infos[i].Attempts)
-		case EventCoalesced:
+		case metrics.Coalesced:
 			assert.Equal(t, metrics.SetOf(metrics.Coalesced), infos[i].Events)
 			assert.Zero(t, infos[i].Attempts, "a coalesced call made no attempt")
 			assert.Zero(t, infos[i].RunLatency)
@@ -184,7 +184,7 @@ func TestCoalesceWaiterDeadlineHolds(t *testing.T) {
 	v, info, err := ExecuteInfo(context.Background(), g, impatient, WithKey("k"), WithTimeout(20*time.Millisecond))
 	require.NoError(t, err)
 	assert.Equal(t, -1, v, "its own fallback")
-	assert.Equal(t, EventTimeout, info.Event)
+	assert.Equal(t, metrics.Timeout, info.Event)
 	assert.True(t, info.Degraded)
 	assert.Equal(t, 1, waiting[int](g, "get", "k"), "the flight goes on for the leader")
 
@@ -224,7 +224,7 @@ func TestCoalesceLeaderLeaves(t *testing.T) {
 	waitFor(t, "a second caller", func() bool { return waiting[int](g, "get", "k") == 2 })
 	cancel()
 	info := receive(t, leader, "the leader's answer")
-	assert.Equal(t, EventCancelled, info.Event)
+	assert.Equal(t, metrics.Cancelled, info.Event)
 	assert.True(t, info.Events.Has(metrics.ExceptionThrown))
 	close(dep.open)
 	assert.Equal(t, 5, receive(t, joined, "the joined call's answer"))
@@ -283,7 +283,7 @@ func TestCoalesceStaleWhileRevalidate(t *testing.T) {
 	go func() {
 		v, info, err := ExecuteInfo(context.Background(), g, cmd)
 		assert.NoError(t, err)
-		assert.Equal(t, EventCoalesced, info.Event)
+		assert.Equal(t, metrics.Coalesced, info.Event)
 		assert.False(t, info.Degraded)
 		stale <- v
 	}()
@@ -370,7 +370,7 @@ func TestCoalesceReconfigure(t *testing.T) {
 	close(dep.open)
 	_, info, err := ExecuteInfo(context.Background(), g, keyed{"a", dep})
 	require.NoError(t, err)
-	assert.Equal(t, EventSuccess, info.Event)
+	assert.Equal(t, metrics.Success, info.Event)
 	require.NoError(t, g.ReconfigureCommand("get", CommandConfig{Coalesce: true}))
 	assert.True(t, g.commands.Load().names.get("get").settings.Load().coalesce)
 	require.NoError(t, g.ReconfigureCommand("get", CommandConfig{}))
@@ -418,7 +418,7 @@ func TestCoalesceConservation(t *testing.T) {
 				}
 				_, info, _ := ExecuteInfo(ctx, g, cmd, opts...)
 				cancel()
-				if info.Event == EventCoalesced {
+				if info.Event == metrics.Coalesced {
 					coalesced.Add(1)
 				}
 			}

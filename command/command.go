@@ -74,25 +74,24 @@ func WithName(name string) Option { return Option{name: name} }
 type Info struct {
 	// Command and Group name the command and its group.
 	Command, Group string
-	// Event is the call's primary outcome: EventSuccess, EventFailure,
-	// EventTimeout, EventBadRequest, EventShortCircuited,
-	// EventThreadPoolRejected, EventSemaphoreRejected, EventCancelled,
-	// EventQueueTimeout, EventRateLimited, EventReadOnly, EventCoalesced,
-	// EventThrottled or EventPriorityRejected.
-	Event Event
+	// Event is the call's primary outcome, one of package metrics' events:
+	// metrics.Success, Failure, Timeout, BadRequest, ShortCircuited,
+	// ThreadPoolRejected, SemaphoreRejected, Cancelled, QueueTimeout,
+	// RateLimited, ReadOnly, Coalesced, Throttled or PriorityRejected
+	// (docs/events.md lists every event and its text on each surface).
+	Event metrics.Event
 	// Events holds every event the call emitted: the primary outcome, Slow,
-	// one fallback event if a fallback was considered, ExceptionThrown if
-	// the caller got an error, and the probe events of a probe (see Probe).
-	Events EventSet
+	// one fallback event if a fallback was considered, the kind of a
+	// degraded answer (metrics.DegradedStatic, DegradedLastGood,
+	// DegradedFeatureOff or DegradedDeferred; none for a fallback that
+	// declares no kind, see Degrader), ExceptionThrown if the caller got an
+	// error, and for a half-open probe of the group's breaker or the
+	// command's (see IsProbe) PROBE, with PROBE_SUCCESS or PROBE_FAILURE
+	// as the breakers judged it: Events.Has(metrics.Probe) tells a probe.
+	Events metrics.EventSet
 	// Degraded is true when the value returned is a fallback's, never
 	// otherwise; Event then says why the primary path failed.
 	Degraded bool
-	// Degradation is the kind of a degraded answer, as the command's
-	// fallback declares it (see Degrader): DegradedStatic,
-	// DegradedLastGood, DegradedFeatureOff, DegradedDeferred, or
-	// DegradedOther for a fallback that declares none. DegradedNone when
-	// Degraded is false.
-	Degradation Degradation
 	// Latency is the time the call took as the caller saw it, fallback
 	// included. RunLatency is the time Run took, or zero when Run did not
 	// return before the caller was answered (rejected, short-circuited,
@@ -101,10 +100,6 @@ type Info struct {
 	// the hand-off to the worker and back; in a group with a queue it starts
 	// when a worker starts Run, leaving queue time out.
 	Latency, RunLatency time.Duration
-	// Probe is true when the call was a half-open probe of the group's
-	// breaker or the command's (see IsProbe); Events then holds PROBE, and
-	// PROBE_SUCCESS or PROBE_FAILURE as the breakers judged it.
-	Probe bool
 	// Deferred is true when the fallback did not serve a value but durably
 	// deferred the call's work (a write enqueued for replay after the
 	// dependency recovers) by returning an error matching ErrDeferred:
@@ -112,7 +107,7 @@ type Info struct {
 	Deferred bool
 	// Attempts is how many attempts the call made: 1, or more when it was
 	// retried (see RetryConfig); 0 for a COALESCED call, which shared
-	// another call's (see CommandConfig.Coalesce). Event, Events, Probe and RunLatency are
+	// another call's (see CommandConfig.Coalesce). Event, Events and RunLatency are
 	// those of the last attempt; Latency covers all of them and the
 	// backoffs between. Each earlier attempt was recorded in the metrics
 	// with its own primary outcome (FAILURE or TIMEOUT) and RETRIED,
@@ -120,35 +115,6 @@ type Info struct {
 	// attempts, the fallback and the caller's error once per call.
 	Attempts int
 }
-
-// EventSet is a set of events, one bit per metrics.Event (Has, Len,
-// String); Info.Events holds one.
-type EventSet = metrics.EventSet
-
-// Event is one of bulwark's events: Info.Event and Error.Event hold a
-// call's primary outcome, one of the constants below, so that a caller
-// tests it without importing package metrics. docs/events.md lists every
-// event and its text on each surface.
-type Event = metrics.Event
-
-// The primary outcomes: exactly one per call (per attempt, when it is
-// retried). See "Outcomes" in the package documentation.
-const (
-	EventSuccess            = metrics.Success
-	EventFailure            = metrics.Failure
-	EventTimeout            = metrics.Timeout
-	EventBadRequest         = metrics.BadRequest
-	EventShortCircuited     = metrics.ShortCircuited
-	EventThreadPoolRejected = metrics.ThreadPoolRejected
-	EventSemaphoreRejected  = metrics.SemaphoreRejected
-	EventCancelled          = metrics.Cancelled
-	EventQueueTimeout       = metrics.QueueTimeout
-	EventRateLimited        = metrics.RateLimited
-	EventReadOnly           = metrics.ReadOnly
-	EventCoalesced          = metrics.Coalesced
-	EventThrottled          = metrics.Throttled
-	EventPriorityRejected   = metrics.PriorityRejected
-)
 
 // NameOf returns the name Execute gives cmd when the call sets none with
 // WithName: its Name method's (Namer), else its type name without package

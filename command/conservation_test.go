@@ -254,7 +254,7 @@ func chaosCall(t *testing.T, r *rand.Rand, g *Group, local map[string]*tally) (c
 	name := fmt.Sprintf("cmd%d", r.IntN(4))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	opts := []Option{WithName(name), WithPriority(Priority(r.IntN(NumPriorities)))} // ignored by a group that does not shed
+	opts := []Option{WithName(name), WithPriority(Priority(r.IntN(int(numPriorities))))} // ignored by a group that does not shed
 	if sc == scTimeout || sc == scHung || sc == scLateBadRequest {
 		opts = append(opts, WithTimeout(time.Millisecond))
 	}
@@ -537,7 +537,7 @@ func TestConservationWithFeaturesAtOnce(t *testing.T) {
 		require.NoError(t, g.Reconfigure(changed(g, func(c *GroupConfig) {
 			c.Retry = RetryConfig{MaxAttempts: 3, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
 			c.Throttle = ThrottleConfig{K: 2}
-			c.Priority.Reserve = [NumPriorities]float64{0, 0.25, 0.5, 0.75}
+			c.Priority.Reserve = [numPriorities]float64{0, 0.25, 0.5, 0.75}
 			c.Adaptive = AdaptiveConfig{Min: 2, Max: c.MaxConcurrent, Window: time.Millisecond}
 		})))
 	}

@@ -29,16 +29,29 @@ type lastGoodOp struct {
 // kindOp declares the kind k; its fallback serves 7.
 type kindOp struct {
 	op[int]
-	k Degradation
+	k metrics.Event
 }
 
 func (kindOp) Fallback(context.Context, error) (int, error) { return 7, nil }
-func (o kindOp) Degradation() Degradation                   { return o.k }
+func (o kindOp) Degradation() metrics.Event                 { return o.k }
 
-// TestDegradationKinds: each helper's answer carries its kind in Info and
-// is counted as its event beside FALLBACK_SUCCESS; a fallback that declares
-// none, or an unknown kind, is DegradedOther and counted by no kind event;
-// an answer that is not degraded is DegradedNone.
+// degradedKind returns the Degraded* event in in.Events, or 0 when there is none.
+func degradedKind(t *testing.T, in Info) metrics.Event {
+	t.Helper()
+	var kind metrics.Event
+	for _, k := range []metrics.Event{metrics.DegradedStatic, metrics.DegradedLastGood, metrics.DegradedFeatureOff, metrics.DegradedDeferred} {
+		if in.Events.Has(k) {
+			require.Zero(t, kind, "two kinds in %v", in.Events)
+			kind = k
+		}
+	}
+	return kind
+}
+
+// TestDegradationKinds: each helper's answer carries its kind in
+// Info.Events and is counted as its event beside FALLBACK_SUCCESS; a
+// fallback that declares none, or an event that is no kind, is degraded
+// with no kind event; an answer that is not degraded has none either.
 func TestDegradationKinds(t *testing.T) {
 	g, clock := newTestGroup(t, GroupConfig{Strategy: Semaphore})
 	ctx := context.Background()
@@ -46,17 +59,16 @@ func TestDegradationKinds(t *testing.T) {
 
 	_, info, err := ExecuteInfo(ctx, g, op[int]{"ok", succeed(1)})
 	require.NoError(t, err)
-	assert.Equal(t, DegradedNone, info.Degradation)
+	assert.Zero(t, degradedKind(t, info))
 
 	_, info, err = ExecuteInfo(ctx, g, staticOp{op[int]{"static", boom}, Static[int]{Value: 3}})
 	require.NoError(t, err)
-	assert.Equal(t, DegradedStatic, info.Degradation)
-	assert.True(t, info.Events.Has(metrics.DegradedStatic))
+	assert.Equal(t, metrics.DegradedStatic, degradedKind(t, info))
 
 	list, info, err := ExecuteInfo(ctx, g, featureOffOp{op: op[[]string]{"recs", fail[[]string](errBoom)}})
 	require.NoError(t, err)
 	assert.Nil(t, list)
-	assert.Equal(t, DegradedFeatureOff, info.Degradation)
+	assert.Equal(t, metrics.DegradedFeatureOff, degradedKind(t, info))
 
 	lg, err := NewLastGood[int](time.Minute, clock)
 	require.NoError(t, err)
@@ -64,23 +76,28 @@ func TestDegradationKinds(t *testing.T) {
 	v, info, err := ExecuteInfo(ctx, g, lastGoodOp{op[int]{"price", boom}, lg})
 	require.NoError(t, err)
 	assert.Equal(t, 5, v)
-	assert.Equal(t, DegradedLastGood, info.Degradation)
+	assert.Equal(t, metrics.DegradedLastGood, degradedKind(t, info))
 
 	_, info, err = ExecuteInfo(ctx, g, opFB[int]{op[int]{"custom", boom}, func(context.Context, error) (int, error) { return 1, nil }})
 	require.NoError(t, err)
-	assert.Equal(t, DegradedOther, info.Degradation)
+	assert.True(t, info.Degraded)
+	assert.Zero(t, degradedKind(t, info))
 
-	_, info, err = ExecuteInfo(ctx, g, kindOp{op[int]{"bogus", boom}, Degradation(200)})
+	_, info, err = ExecuteInfo(ctx, g, kindOp{op[int]{"bogus", boom}, metrics.Timeout})
 	require.NoError(t, err)
-	assert.Equal(t, DegradedOther, info.Degradation, "an unknown kind counts as other")
-	_, info, err = ExecuteInfo(ctx, g, kindOp{op[int]{"none", boom}, DegradedNone})
+	assert.True(t, info.Degraded)
+	assert.Zero(t, degradedKind(t, info), "an event that is no kind declares none")
+	assert.False(t, info.Events.Has(metrics.Timeout), "and is not recorded")
+	_, info, err = ExecuteInfo(ctx, g, kindOp{op[int]{"none", boom}, metrics.NumEvents + 3})
 	require.NoError(t, err)
-	assert.Equal(t, DegradedOther, info.Degradation, "a degraded answer is never DegradedNone")
+	assert.True(t, info.Degraded)
+	assert.Zero(t, degradedKind(t, info), "an event out of range declares none")
 
 	// A fallback that fails is no degraded answer, whatever its kind.
 	_, info, err = ExecuteInfo(ctx, g, lastGoodOp{op[int]{"empty", boom}, mustLastGood(t, clock)})
 	require.ErrorIs(t, err, ErrNoLastGood)
-	assert.Equal(t, DegradedNone, info.Degradation)
+	assert.False(t, info.Degraded)
+	assert.Zero(t, degradedKind(t, info))
 
 	want := map[string]metrics.Event{"static": metrics.DegradedStatic, "recs": metrics.DegradedFeatureOff,
 		"price": metrics.DegradedLastGood}
@@ -112,20 +129,4 @@ func b2i(b bool) int64 {
 		return 1
 	}
 	return 0
-}
-
-func TestDegradationStringAndEvent(t *testing.T) {
-	for d, want := range map[Degradation]string{DegradedNone: "none", DegradedOther: "other", DegradedStatic: "static",
-		DegradedLastGood: "last_good", DegradedFeatureOff: "feature_off", DegradedDeferred: "deferred", 9: "Degradation(9)"} {
-		assert.Equal(t, want, d.String())
-	}
-	for _, d := range []Degradation{DegradedStatic, DegradedLastGood, DegradedFeatureOff, DegradedDeferred} {
-		e, ok := d.Event()
-		require.True(t, ok)
-		assert.Equal(t, "degraded_"+d.String(), e.Label(), "the event's label names the kind")
-	}
-	for _, d := range []Degradation{DegradedNone, DegradedOther, 9} {
-		_, ok := d.Event()
-		assert.False(t, ok, d.String())
-	}
 }

@@ -27,7 +27,7 @@
 // and its own metrics; commands of the same name share them, even if their
 // types differ. Names must come from a small fixed set, never from request
 // data: GroupConfig.MaxCommands (default 1000) caps them, and past it new
-// names share the command OverflowCommand. MaxNameLength (256 bytes) caps
+// names share the command "(overflow)". MaxNameLength (256 bytes) caps
 // their length: a longer name, or one that is not valid UTF-8, is renamed
 // when first seen (a valid prefix and a hash of the name), logged and
 // counted, so that every exported name is valid and bounded.
@@ -52,8 +52,8 @@
 //
 // # Outcomes
 //
-// Every call has exactly one primary outcome (Info.Event, one of the Event
-// constants: Info.Event == command.EventShortCircuited), with Hystrix's
+// Every call has exactly one primary outcome (Info.Event, one of package
+// metrics' events: Info.Event == metrics.ShortCircuited), with Hystrix's
 // event names. They are bulwark's one vocabulary: the events the metrics
 // count, the outcome a circuit.Permit records, what a ProbeClassifier
 // answers. docs/events.md lists every event and its one text on each
@@ -91,7 +91,7 @@
 //   - RATE_LIMITED: a rate limiter of the group or command (GroupConfig.
 //     RateLimit, KeyedRateLimit, CommandConfig.RateLimit; package ratelimit
 //     has them) refused the call, before the breakers; Run did not run. It
-//     falls back; its error matches ErrRateLimited and the limiter's own
+//     falls back; its error matches ErrRefused and the limiter's own
 //     (ratelimit.ErrLimited), and Error.RetryAfter says when to come back.
 //     A limiter that waits (a pacer) and sees the caller's context end
 //     makes the call CANCELLED instead.
@@ -99,17 +99,17 @@
 //     Registry.SetReadOnly) and the call a write (a Write command, or
 //     WithWrite); it was refused first, before the limiters; Run did not
 //     run. It falls back (a fallback that defers the write fits); its error
-//     matches ErrReadOnly. Reads go on.
+//     matches ErrRefused. Reads go on.
 //   - THROTTLED: the group's client-side throttle (GroupConfig.Throttle,
 //     the SRE book's adaptive throttling) refused the call locally, after
 //     the rate limiters and before the breakers, because the dependency has
 //     accepted too few of the group's recent requests; Run did not run. It
-//     falls back, is never retried, and its error matches ErrThrottled.
+//     falls back, is never retried, and its error matches ErrRefused.
 //
-// A degraded answer (Info.Degraded) carries its kind, Info.Degradation:
-// static default, last good value, feature off, deferred, or other for a
-// fallback that declares none (see Degrader); each kind but other is also
-// counted, as an event beside FALLBACK_SUCCESS.
+// A degraded answer (Info.Degraded) carries its kind, an event beside
+// FALLBACK_SUCCESS in Info.Events and in the metrics: DEGRADED_STATIC,
+// DEGRADED_LAST_GOOD, DEGRADED_FEATURE_OFF or DEGRADED_DEFERRED, or none
+// for a fallback that declares no kind (see Degrader).
 //
 // The breakers count only the calls that reached the dependency: SUCCESS,
 // FAILURE and TIMEOUT. Refusals, rejections, queue timeouts, bad requests
@@ -145,10 +145,12 @@
 // pass; a nil command is refused with an error wrapping ErrInvalidConfig.
 //
 // Errors: a call that produced no value returns an *Error. errors.Is matches
-// ErrShortCircuited (and circuit.ErrOpen), ErrTimeout (and
-// context.DeadlineExceeded), ErrRejected (and isolation.ErrRejected),
-// ErrFallbackRejected, ErrFallbackMissing and, for CANCELLED, the context's
-// error; errors.As reaches Run's own error through it.
+// ErrRefused for every refusal bulwark makes itself (and the refusing
+// layer's own sentinel: circuit.ErrOpen, isolation.ErrRejected,
+// ratelimit.ErrLimited; Error.Event says which refusal), ErrTimeout (and
+// context.DeadlineExceeded), ErrFallbackRejected, ErrFallbackMissing and,
+// for CANCELLED, the context's error; errors.As reaches Run's own error
+// through it.
 //
 // # Retries
 //
@@ -264,10 +266,10 @@
 //
 // # Probes and alerts
 //
-// A half-open probe's Run can tell it is one (IsProbe), Info.Probe says so,
+// A half-open probe's Run can tell it is one (IsProbe), Info.Events says so,
 // and the metrics count PROBE, PROBE_SUCCESS and PROBE_FAILURE.
 // GroupConfig.ProbeClassifier judges a failed probe apart from normal calls.
-// GroupConfig.Alerts takes the group's alerting (an Alerter: package
+// GroupConfig.Alerts takes the group's alerting (an *alert.Watcher: package
 // [github.com/bulwark-go/bulwark/alert] raises alerts, by tier, for breakers
 // open for long, and an alarm for a command's degraded rate), which reads
 // the group's snapshots and is told of each failed call's error and ctx
@@ -300,7 +302,7 @@
 // bulkhead refuses it, so its one outcome is THREAD_POOL_REJECTED or
 // SEMAPHORE_REJECTED, the breakers do not count it and its fallback runs,
 // as for any rejection; but its error (the one the fallback gets too)
-// matches ErrClosed and isolation.ErrClosed, not ErrRejected, so that a
+// matches ErrClosed and isolation.ErrClosed, not ErrRefused, so that a
 // shutdown does not read as a full bulkhead. (A closed group is gone from
 // the registry's snapshots and its exporter, so these
 // rejections show only in its own Group.Snapshot.)

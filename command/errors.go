@@ -14,17 +14,21 @@ import (
 // Errors that Execute's errors match with errors.Is. Each also matches the
 // error of the layer it comes from, so callers may test either.
 var (
-	// ErrShortCircuited: a breaker (the group's or the command's) refused
-	// the call. Also matches circuit.ErrOpen.
-	ErrShortCircuited error = &kindError{"command: short-circuited", circuit.ErrOpen}
+	// ErrRefused: bulwark refused the call itself, before Run: a breaker
+	// (SHORT_CIRCUITED; also matches circuit.ErrOpen), the bulkhead
+	// (THREAD_POOL_REJECTED, SEMAPHORE_REJECTED, and PRIORITY_REJECTED
+	// from priority shedding; all three also match isolation.ErrRejected),
+	// a rate limiter (RATE_LIMITED; its own error, such as a
+	// *ratelimit.LimitError, stays reachable and Error.RetryAfter says
+	// when to come back), read-only mode (READ_ONLY) or the client-side
+	// throttle (THROTTLED). Error.Event says which. The dependency never
+	// saw the call, and the breakers do not count it. (The rejections of
+	// a closed group's bulkhead match ErrClosed instead.)
+	ErrRefused = errors.New("command: refused")
 	// ErrTimeout: Run did not finish within the timeout (TIMEOUT), or did
 	// not start within it (QUEUE_TIMEOUT). Also matches
 	// context.DeadlineExceeded.
-	ErrTimeout error = &kindError{"command: timeout", context.DeadlineExceeded}
-	// ErrRejected: the bulkhead was full (pool and queue, or semaphore).
-	// Also matches isolation.ErrRejected. (The rejections of a closed
-	// group's bulkhead match ErrClosed instead.)
-	ErrRejected error = &kindError{"command: rejected", isolation.ErrRejected}
+	ErrTimeout error = &kindError{"command: timeout", context.DeadlineExceeded, nil}
 	// ErrFallbackRejected: a fallback was needed but the group's fallback
 	// limit was reached.
 	ErrFallbackRejected = errors.New("command: fallback rejected")
@@ -42,53 +46,50 @@ var (
 	// ErrInvalidConfig is wrapped by every configuration error of this
 	// package; the message names the field and the value.
 	ErrInvalidConfig = errors.New("command: invalid config")
-	// ErrRateLimited: a rate limiter (GroupConfig.RateLimit,
-	// KeyedRateLimit or CommandConfig.RateLimit) refused the call
-	// (RATE_LIMITED); the limiter's own error (a *ratelimit.LimitError)
-	// stays reachable, and Error.RetryAfter says when to come back.
-	ErrRateLimited error = &kindError{msg: "command: rate limited"}
-	// ErrReadOnly: the group was in read-only mode (GroupConfig.ReadOnly or
-	// Registry.SetReadOnly) and the call was a write (a Write command, or
-	// WithWrite): it was refused before anything else (READ_ONLY), and
-	// its fallback, if any, was tried.
-	ErrReadOnly error = &kindError{msg: "command: read-only"}
-	// ErrThrottled: the group's client-side throttle (GroupConfig.Throttle)
-	// refused the call locally (THROTTLED): the dependency has accepted
-	// too few of the group's recent requests.
-	ErrThrottled error = &kindError{msg: "command: throttled"}
-	// ErrPriorityRejected: priority shedding (GroupConfig.Priority) refused
-	// the call: the bulkhead was too full for its priority
-	// (PRIORITY_REJECTED); the cause's message says how full. Also
-	// matches ErrRejected and isolation.ErrRejected: the bulkhead had no
-	// room for it.
-	ErrPriorityRejected error = &kindError{"command: shed by priority", ErrRejected}
 )
 
-// kindError is a sentinel that also matches the lower layer's sentinel.
+// The kinds of ErrRefused, one per refusal; each also matches the
+// sentinel of the layer that refused, if any.
+var (
+	refusedBreaker  error = &kindError{"command: short-circuited", ErrRefused, circuit.ErrOpen}
+	refusedBulkhead error = &kindError{"command: rejected", ErrRefused, isolation.ErrRejected}
+	refusedLimit    error = &kindError{"command: rate limited", ErrRefused, nil}
+	refusedReadOnly error = &kindError{"command: read-only", ErrRefused, nil}
+	refusedThrottle error = &kindError{"command: throttled", ErrRefused, nil}
+	refusedPriority error = &kindError{"command: shed by priority", ErrRefused, isolation.ErrRejected}
+)
+
+// kindError is a sentinel that also matches a more general one (kind) and
+// the lower layer's sentinel (base), if any.
 type kindError struct {
-	msg  string
-	base error
+	msg        string
+	kind, base error
 }
 
 func (e *kindError) Error() string { return e.msg }
-func (e *kindError) Unwrap() error { return e.base }
+func (e *kindError) Unwrap() []error {
+	if e.base == nil {
+		return []error{e.kind}
+	}
+	return []error{e.kind, e.base}
+}
 
 // Error is the error Execute returns when a call produced no value: its
 // primary outcome was FAILURE, TIMEOUT, QUEUE_TIMEOUT, SHORT_CIRCUITED,
 // *_REJECTED, RATE_LIMITED, READ_ONLY, THROTTLED, PRIORITY_REJECTED or CANCELLED and no fallback value was served. (A BAD_REQUEST error is
 // returned exactly as Run returned it.)
 //
-// errors.Is matches the outcome's sentinel (ErrTimeout, ErrShortCircuited,
-// ErrRejected, or ErrClosed for a closed group's rejection, ErrRateLimited,
-// ErrReadOnly; ErrThrottled; ErrPriorityRejected;
-// the context's error for CANCELLED), the cause and the
-// fallback's error; errors.As reaches Run's own error (or the
+// errors.Is matches the outcome's sentinel (ErrTimeout; ErrRefused for
+// SHORT_CIRCUITED, *_REJECTED, RATE_LIMITED, READ_ONLY, THROTTLED and
+// PRIORITY_REJECTED, with the refusing layer's own sentinel, or ErrClosed
+// for a closed group's rejection; the context's error for CANCELLED), the
+// cause and the fallback's error; errors.As reaches Run's own error (or the
 // *isolation.PanicError of a panic) through Err.
 type Error struct {
 	// Group and Command name the call.
 	Group, Command string
-	// Event is the primary outcome (one of the Event constants).
-	Event Event
+	// Event is the primary outcome, as in Info.Event.
+	Event metrics.Event
 	// Err is the cause: Run's error (an *isolation.PanicError if it
 	// panicked), the breaker's refusal, the bulkhead's error, or the
 	// context's error.
@@ -98,7 +99,7 @@ type Error struct {
 	// CANCELLED, which never falls back.
 	FallbackErr error
 
-	kind    error            // ErrTimeout, ErrShortCircuited, ErrRejected, ErrClosed, ErrRateLimited, ErrReadOnly, ErrThrottled, a context error, or nil
+	kind    error            // ErrTimeout, a kind of ErrRefused, ErrClosed, a context error, or nil
 	refuser *circuit.Breaker // the breaker that refused a SHORT_CIRCUITED call
 }
 

@@ -66,7 +66,7 @@ func TestEventsTable(t *testing.T) {
 		assert.Equal(t, fallsBack(e), r.FallsBack, "%s: falls back", r.Const)
 		assert.Equal(t, counted(t, e), r.Counted, "%s: the breaker counts it", r.Const)
 	}
-	assert.Equal(t, primaries[:], []Event{EventSuccess, EventFailure, EventTimeout, EventBadRequest,
-		EventShortCircuited, EventThreadPoolRejected, EventSemaphoreRejected, EventCancelled, EventQueueTimeout,
-		EventRateLimited, EventReadOnly, EventCoalesced, EventThrottled, EventPriorityRejected}, "command's Event constants are the primary outcomes")
+	assert.Equal(t, primaries[:], []metrics.Event{metrics.Success, metrics.Failure, metrics.Timeout, metrics.BadRequest,
+		metrics.ShortCircuited, metrics.ThreadPoolRejected, metrics.SemaphoreRejected, metrics.Cancelled, metrics.QueueTimeout,
+		metrics.RateLimited, metrics.ReadOnly, metrics.Coalesced, metrics.Throttled, metrics.PriorityRejected}, "the primary outcomes, as Info.Event lists them")
 }

@@ -70,7 +70,7 @@ func ExampleExecuteInfo() {
 	fmt.Println(p, err)
 	fmt.Println("degraded:", info.Degraded, "because of", info.Event)
 	fmt.Println(info.Command, info.Events)
-	if info.Event == command.EventFailure { // the outcomes are command's constants: no metrics import
+	if info.Event == metrics.Failure { // the outcomes are command's constants: no metrics import
 		fmt.Println("the dependency failed; label:", info.Event.Label())
 	}
 	// Output:

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/internal/breaker"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -25,8 +26,8 @@ func strategies(t *testing.T, f func(t *testing.T, s Strategy)) {
 	}
 }
 
-func events(es ...metrics.Event) EventSet {
-	var s EventSet
+func events(es ...metrics.Event) metrics.EventSet {
+	var s metrics.EventSet
 	for _, e := range es {
 		s.Add(e)
 	}
@@ -343,7 +344,7 @@ func TestExecuteRejected(t *testing.T) {
 			close(release)
 			wg.Wait()
 			assert.Equal(t, tc.event, info.Event)
-			assert.ErrorIs(t, err, ErrRejected)
+			assert.ErrorIs(t, err, ErrRefused)
 			assert.ErrorIs(t, err, isolation.ErrRejected)
 			assert.Equal(t, 1, fallbacks)
 			assert.Equal(t, events(tc.event, metrics.FallbackFailure, metrics.ExceptionThrown), info.Events)
@@ -358,9 +359,9 @@ func TestExecuteShortCircuited(t *testing.T) {
 	_, info, err := ExecuteInfo(context.Background(), g, op[int]{"get", func(context.Context) (int, error) { runs++; return 1, nil }})
 	assert.Zero(t, runs)
 	assert.Equal(t, events(metrics.ShortCircuited, metrics.FallbackMissing, metrics.ExceptionThrown), info.Events)
-	assert.ErrorIs(t, err, ErrShortCircuited)
+	assert.ErrorIs(t, err, ErrRefused)
 	assert.ErrorIs(t, err, circuit.ErrOpen)
-	assert.ErrorIs(t, err, circuit.ErrForcedOpen)
+	assert.ErrorIs(t, err, breaker.ErrForcedOpen)
 	assert.Zero(t, info.Latency, "a short-circuit reads the clock once")
 }
 
@@ -576,7 +577,7 @@ func TestTwoLevelBreakers(t *testing.T) {
 	assert.Equal(t, circuit.Open, g.breaker.State())
 	_, info, err := ExecuteInfo(context.Background(), g, good)
 	assert.Equal(t, metrics.ShortCircuited, info.Event, "the group breaker refuses every command")
-	assert.ErrorIs(t, err, ErrShortCircuited)
+	assert.ErrorIs(t, err, ErrRefused)
 	goodBreaker, _ := g.CommandBreaker("good")
 	assert.Equal(t, circuit.Closed, goodBreaker.State())
 }
@@ -595,7 +596,7 @@ func TestCommandRefusalReleasesGroupPermit(t *testing.T) {
 	blocked.SetMode(circuit.ForcedOpen)
 	_, info, err := ExecuteInfo(context.Background(), g, op[int]{"get", succeed(1)})
 	assert.Equal(t, metrics.ShortCircuited, info.Event)
-	assert.ErrorIs(t, err, circuit.ErrForcedOpen, "refused by the command's breaker")
+	assert.ErrorIs(t, err, breaker.ErrForcedOpen, "refused by the command's breaker")
 	assert.Equal(t, 0, g.breaker.Snapshot().Probes, "the group's probe slot was released")
 
 	_, info, err = ExecuteInfo(context.Background(), g, op[int]{"other", succeed(1)})
@@ -619,7 +620,7 @@ func TestShortCircuitRetryAfter(t *testing.T) {
 // TestErrorsIsMatrix: the error of every outcome, from a real call,
 // matches its own sentinels and no other's.
 func TestErrorsIsMatrix(t *testing.T) {
-	sentinels := []error{ErrShortCircuited, ErrTimeout, ErrRejected, ErrFallbackRejected, ErrFallbackMissing,
+	sentinels := []error{ErrRefused, ErrTimeout, ErrClosed, ErrFallbackRejected, ErrFallbackMissing,
 		circuit.ErrOpen, context.DeadlineExceeded, context.Canceled, isolation.ErrRejected, errBoom}
 	hold := func(g *Group) func() {
 		entered, release := make(chan struct{}), make(chan struct{})
@@ -649,12 +650,12 @@ func TestErrorsIsMatrix(t *testing.T) {
 			want: []error{ErrTimeout, context.DeadlineExceeded, ErrFallbackMissing}},
 		{name: "short-circuited", cfg: GroupConfig{Breaker: circuit.Config{Mode: circuit.ForcedOpen}},
 			cmd:  func(context.CancelFunc) Runner[int] { return op[int]{"get", succeed(1)} },
-			want: []error{ErrShortCircuited, circuit.ErrOpen, ErrFallbackMissing}},
+			want: []error{ErrRefused, circuit.ErrOpen, ErrFallbackMissing}},
 		{name: "rejected, fallback fails", cfg: GroupConfig{MaxConcurrent: 1}, setup: hold,
 			cmd: func(context.CancelFunc) Runner[int] {
 				return opFB[int]{op[int]{"get", succeed(1)}, func(context.Context, error) (int, error) { return 0, errBoom }}
 			},
-			want: []error{ErrRejected, isolation.ErrRejected, errBoom}},
+			want: []error{ErrRefused, isolation.ErrRejected, errBoom}},
 		{name: "cancelled", cmd: func(cancel context.CancelFunc) Runner[int] {
 			return op[int]{"get", func(ctx context.Context) (int, error) { cancel(); return waitDone[int](ctx) }}
 		}, want: []error{context.Canceled}},

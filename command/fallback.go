@@ -51,8 +51,8 @@ func (k *commandCall[T, C]) serveFallback(e *Error) (T, error) {
 	case serr == nil && (ferr == nil || errors.Is(ferr, ErrDeferred)):
 		k.events.Add(metrics.FallbackSuccess)
 		k.degraded, k.degradation = true, k.g.degradationOf(cmd, ferr != nil)
-		if e, ok := k.degradation.Event(); ok {
-			k.events.Add(e)
+		if k.degradation != 0 {
+			k.events.Add(k.degradation)
 		}
 		return v, nil
 	case errors.Is(serr, isolation.ErrRejected):

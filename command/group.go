@@ -28,9 +28,9 @@ const (
 	defaultMaxCommands   = 1000        // command names per group, see GroupConfig.MaxCommands
 )
 
-// OverflowCommand is the name of the command that takes the calls of new
+// overflowCommand is the name of the command that takes the calls of new
 // command names once a group has GroupConfig.MaxCommands of them.
-const OverflowCommand = "(overflow)"
+const overflowCommand = "(overflow)"
 
 // Strategy is how a group isolates its calls.
 type Strategy uint8
@@ -105,7 +105,7 @@ type GroupConfig struct {
 	// included). Each name costs a breaker, a rolling window (tens of KiB)
 	// and its exported metrics for the group's lifetime, so names taken from
 	// request data could exhaust memory. Once the cap is reached, calls with
-	// a new name run as the command OverflowCommand, which has its own
+	// a new name run as the command "(overflow)", which has its own
 	// breaker and metrics (so they stay protected and counted); the first
 	// one is logged at Warn level with its name. Default 1000. The length
 	// of each name is capped too, by MaxNameLength.
@@ -128,15 +128,15 @@ type GroupConfig struct {
 	// is logged. Default: none, a probe is judged as any call.
 	ProbeClassifier func(err error) metrics.Event
 	// Alerts turns on the group's alerts (by how long a breaker has been
-	// open, and on a command's degraded rate): an *alert.Watcher, see
-	// package alert and Alerter. It cannot change live. Default: nil, off.
-	Alerts Alerter
+	// open, and on a command's degraded rate): an *alert.Watcher (package
+	// alert; nothing else fits). It cannot change live. Default: nil, off.
+	Alerts alerter
 	// NoFallback makes the group fail loudly: Execute never calls a
 	// command's Fallback, so every FAILURE, TIMEOUT, rejection or
 	// short-circuit reaches the caller as an error (with FALLBACK_MISSING,
 	// as for a command without one) and no value is ever degraded. For
 	// writes that must never "succeed" by fallback (payments); see
-	// PresetNeverDegrade. Default false.
+	// the "never-degrade" preset. Default false.
 	NoFallback bool
 	// RateLimit, if set, is asked to admit every call of the group before
 	// the breakers and the bulkhead; a refused call is RATE_LIMITED: it
@@ -168,7 +168,7 @@ type GroupConfig struct {
 	// ReadOnly puts the group in read-only mode: a write (a command whose
 	// Write method says true, or a call with WithWrite) is refused before
 	// the limiters, the breakers and the bulkhead, as READ_ONLY with
-	// ErrReadOnly, and its fallback (one that defers the write, say) is
+	// ErrRefused, and its fallback (one that defers the write, say) is
 	// tried; reads go on. It changes live through Reconfigure (and a
 	// rules file); Registry.SetReadOnly switches every group at once.
 	// Default false.
@@ -180,7 +180,7 @@ type GroupConfig struct {
 	// the breakers, while the instances already warm still count and an
 	// outage across the dependency still trips them. The metrics count every
 	// outcome. Calls without an instance are always counted. At most
-	// MaxWarmInstances instances are remembered. It changes live through
+	// 1,024 instances are remembered. It changes live through
 	// Reconfigure (an instance's warm-up still counts from its first call).
 	// Default 0: off. (Breaker.WarmUp and Group.WarmUp warm the whole
 	// breaker instead.)
@@ -238,10 +238,11 @@ type CommandConfig struct {
 	Hedge HedgeConfig
 }
 
-// WithDefaults returns c with every zero field replaced by its default: the
-// effective configuration. Invalid values are left for Validate to report.
-// Logger stays nil when unset (the registry supplies it).
-func (c GroupConfig) WithDefaults() GroupConfig {
+// withDefaults returns c with every zero field replaced by its default: the
+// effective configuration (what Group.Config returns). Invalid values are
+// left for Validate to report. Logger stays nil when unset (the registry
+// supplies it).
+func (c GroupConfig) withDefaults() GroupConfig {
 	c.Adaptive = c.Adaptive.withDefaults()
 	if c.MaxConcurrent == 0 && c.Adaptive.enabled() {
 		c.MaxConcurrent = c.Adaptive.Max
@@ -269,7 +270,7 @@ func (c GroupConfig) WithDefaults() GroupConfig {
 // Validate reports the first invalid field of c, naming the field and its
 // value. The error wraps ErrInvalidConfig.
 func (c GroupConfig) Validate() error {
-	e := c.WithDefaults()
+	e := c.withDefaults()
 	switch {
 	case e.Strategy > Semaphore:
 		return invalid("Strategy %d is not a known strategy", c.Strategy)
@@ -374,7 +375,7 @@ type Group struct {
 
 	hot groupCounters
 
-	alerts Alerter // nil: alerts off
+	alerts alerter // nil: alerts off
 
 	adaptive adaptiveLimit // GroupConfig.Adaptive's state (used only while it is on)
 
@@ -473,7 +474,7 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("group %q: %w", name, err)
 	}
-	cfg = cfg.WithDefaults()
+	cfg = cfg.withDefaults()
 	if cfg.Logger == nil {
 		cfg.Logger = r.logger
 	}
@@ -680,7 +681,7 @@ func (g *Group) addCommandLocked(name string) *commandState {
 	}
 	switch {
 	case taken:
-		g.logger.Warn("bulwark: command name renamed like another name; it runs as "+OverflowCommand,
+		g.logger.Warn("bulwark: command name renamed like another name; it runs as "+overflowCommand,
 			slog.String("group", g.name), slog.String("name", quoteName(name)), slog.String("renamed", key))
 		return g.overflowLocked(old.names)
 	case old.names.len() < g.cfg().MaxCommands:
@@ -693,7 +694,7 @@ func (g *Group) addCommandLocked(name string) *commandState {
 		old.names.add(c)
 		return c
 	}
-	g.logger.Warn("bulwark: group has MaxCommands command names; new names run as "+OverflowCommand,
+	g.logger.Warn("bulwark: group has MaxCommands command names; new names run as "+overflowCommand,
 		slog.String("group", g.name), slog.Int("max_commands", g.cfg().MaxCommands), slog.String("name", quoteName(name)))
 	c = g.overflowLocked(old.names)
 	g.commands.Store(&commandTable{names: old.names, types: old.types, overflow: c})
@@ -703,9 +704,9 @@ func (g *Group) addCommandLocked(name string) *commandState {
 // overflowLocked returns the overflow command of names, adding it if
 // needed. g.mu is held.
 func (g *Group) overflowLocked(names *nameIndex) *commandState {
-	c := names.get(OverflowCommand)
+	c := names.get(overflowCommand)
 	if c == nil {
-		c = g.newCommand(OverflowCommand)
+		c = g.newCommand(overflowCommand)
 		names.add(c)
 	}
 	return c
@@ -741,7 +742,7 @@ func (g *Group) newCommand(name string) *commandState {
 // for calls in progress), removes the group from its registry and its
 // metrics from the registry's exporter. Calls made after Close are
 // rejected (THREAD_POOL_REJECTED or SEMAPHORE_REJECTED) with an error
-// matching ErrClosed and isolation.ErrClosed, not ErrRejected.
+// matching ErrClosed and isolation.ErrClosed, not ErrRefused.
 func (g *Group) Close(ctx context.Context) error {
 	g.mu.Lock()
 	if g.closed.Load() {

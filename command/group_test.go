@@ -355,7 +355,7 @@ func TestEventSet(t *testing.T) {
 	assert.Equal(t, 3, s.Len())
 	assert.True(t, s.Has(metrics.Timeout))
 	assert.False(t, s.Has(metrics.Failure))
-	assert.Empty(t, EventSet(0).String())
+	assert.Empty(t, metrics.EventSet(0).String())
 }
 
 func TestStrategyString(t *testing.T) {

@@ -398,10 +398,10 @@ func TestMaxCommandsFoldsNewNames(t *testing.T) {
 	for _, c := range g.Snapshot().Commands {
 		names = append(names, c.Name)
 	}
-	assert.ElementsMatch(t, []string{"declared", "user-0", "user-1", OverflowCommand}, names)
-	over := g.commands.Load().names.get(OverflowCommand)
+	assert.ElementsMatch(t, []string{"declared", "user-0", "user-1", overflowCommand}, names)
+	over := g.commands.Load().names.get(overflowCommand)
 	assert.Equal(t, int64(8), over.metrics.Cumulative()[metrics.Success], "the overflowed calls are counted")
-	assert.Equal(t, 1, strings.Count(buf.String(), "new names run as "+OverflowCommand), buf.String())
+	assert.Equal(t, 1, strings.Count(buf.String(), "new names run as "+overflowCommand), buf.String())
 	_, err := Execute(context.Background(), g, sleepCmd{}, WithName("user-0"))
 	assert.NoError(t, err)
 	assert.Equal(t, int64(2), g.commands.Load().names.get("user-0").metrics.Cumulative()[metrics.Success], "known names keep their own command")

@@ -21,7 +21,7 @@ const defaultHedgeBudgetRatio = 0.05
 // requests" in the package documentation.
 type HedgeConfig struct {
 	// MaxHedges is the most attempts a call starts beside its first: 0 is
-	// off, at most MaxRetryAttempts-1. Hedge i starts i delays after the
+	// off, at most maxRetryAttempts-1. Hedge i starts i delays after the
 	// first attempt.
 	MaxHedges int
 	// Delay is how long an attempt may go unanswered before the next hedge
@@ -70,8 +70,8 @@ func (c HedgeConfig) withDefaults() HedgeConfig {
 // as the Hedge of the command name's.
 func (c HedgeConfig) validate(name string) error {
 	switch {
-	case c.MaxHedges < 0 || c.MaxHedges > MaxRetryAttempts-1:
-		return invalid("Commands[%q].Hedge.MaxHedges %d must be between 0 and %d (0: no hedging)", name, c.MaxHedges, MaxRetryAttempts-1)
+	case c.MaxHedges < 0 || c.MaxHedges > maxRetryAttempts-1:
+		return invalid("Commands[%q].Hedge.MaxHedges %d must be between 0 and %d (0: no hedging)", name, c.MaxHedges, maxRetryAttempts-1)
 	case !c.enabled():
 		return nil
 	case c.Percentile == 0 && c.Delay <= 0:

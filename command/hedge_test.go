@@ -304,7 +304,7 @@ func TestHedgeNeverWhileBreakerNotClosed(t *testing.T) {
 	}
 	probe.release <- 1
 	r = receive(t, done, "the probe's answer")
-	assert.True(t, r.info.Probe)
+	assert.True(t, r.info.Events.Has(metrics.Probe))
 	assert.Equal(t, 1, r.info.Attempts)
 }
 

@@ -84,7 +84,7 @@ func TestCallHookSeesEachAttempt(t *testing.T) {
 	}
 	require.Len(t, h.ends, 3)
 	for i, in := range h.ends[:2] {
-		assert.Equal(t, EventFailure, in.Event)
+		assert.Equal(t, metrics.Failure, in.Event)
 		assert.True(t, in.Events.Has(metrics.Retried), "attempt %d is retried", i+1)
 		assert.Equal(t, i+1, in.Attempts)
 	}

@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// MaxWarmInstances bounds the instances a group remembers for
+// maxWarmInstances bounds the instances a group remembers for
 // GroupConfig.InstanceWarmUp. Once it knows that many, a call to an
 // instance it has never seen is counted by the breakers at once (no
 // warm-up), and the first such call is logged at Warn level.
-const MaxWarmInstances = 1024
+const maxWarmInstances = 1024
 
 // WithInstance names the instance of the dependency the call goes to (a
 // host, a pod, a replica): in a group with GroupConfig.InstanceWarmUp, the
@@ -38,13 +38,13 @@ func instanceOf(opts []Option) string {
 type instances struct {
 	first  sync.Map     // instance name → time.Duration, group clock of its first call
 	n      atomic.Int64 // entries in first
-	mu     sync.Mutex   // serialises additions, so n never passes MaxWarmInstances
+	mu     sync.Mutex   // serialises additions, so n never passes maxWarmInstances
 	capped atomic.Bool  // the overflow has been logged
 }
 
 // cold reports whether instance, called at now, is still in its first d:
 // the first call to an unknown instance starts its warm-up. Once
-// MaxWarmInstances are known, an unknown instance is not cold, and the
+// maxWarmInstances are known, an unknown instance is not cold, and the
 // first time is logged on g's logger.
 func (in *instances) cold(g *Group, instance string, now, d time.Duration) bool {
 	if instance == "" {
@@ -54,11 +54,11 @@ func (in *instances) cold(g *Group, instance string, now, d time.Duration) bool 
 	if !ok {
 		in.mu.Lock()
 		if t, ok = in.first.Load(instance); !ok {
-			if in.n.Load() >= MaxWarmInstances {
+			if in.n.Load() >= maxWarmInstances {
 				in.mu.Unlock()
 				if !in.capped.Swap(true) {
 					g.logger.Warn("bulwark: instance limit reached: new instances get no warm-up",
-						slog.String("group", g.name), slog.Int("max_instances", MaxWarmInstances),
+						slog.String("group", g.name), slog.Int("max_instances", maxWarmInstances),
 						slog.String("instance", instance))
 				}
 				return false

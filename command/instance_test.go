@@ -94,7 +94,7 @@ func TestInstanceWarmUpOutageStillTrips(t *testing.T) {
 }
 
 // TestInstanceWarmUpBounded: calls without an instance are always counted;
-// past MaxWarmInstances a new instance gets no warm-up, logged once.
+// past maxWarmInstances a new instance gets no warm-up, logged once.
 func TestInstanceWarmUpBounded(t *testing.T) {
 	var logs logtest.Buffer
 	reg := NewRegistry(RegistryConfig{Clock: new(metrics.ManualClock), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
@@ -105,7 +105,7 @@ func TestInstanceWarmUpBounded(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, g.Breaker().Snapshot().Health.Requests, "no instance: counted")
 
-	for i := range MaxWarmInstances {
+	for i := range maxWarmInstances {
 		assert.True(t, g.instances.cold(g, fmt.Sprint("i", i), 0, time.Minute))
 	}
 	assert.False(t, g.instances.cold(g, "one-too-many", 0, time.Minute))

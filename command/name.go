@@ -24,7 +24,7 @@ import (
 // UTF-8 and at most MaxNameLength bytes, and two different names never
 // share a command: the renamed form of one that is already another name's
 // (a valid name spelt like a renamed one) renames it in turn, and in the
-// last resort (a digest collision) the call runs as OverflowCommand. The
+// last resort (a digest collision) the call runs as overflowCommand. The
 // first call of each renamed name is logged at Warn level, and
 // GroupSnapshot.RenamedCommands counts them. A renamed name costs a
 // SHA-256 of it on every call: fix the name the log shows.
@@ -106,7 +106,7 @@ func (t *commandTable) known(name string) *commandState {
 	case c != nil:
 		return c
 	case taken:
-		return t.names.get(OverflowCommand)
+		return t.names.get(overflowCommand)
 	}
 	return t.overflow
 }

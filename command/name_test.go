@@ -130,7 +130,7 @@ func TestRenamedNameKeepsItsCommandPastMaxCommands(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.EqualValues(t, 2, counts(t, g, renamedOf(long))[metrics.Success])
-	assert.EqualValues(t, 1, counts(t, g, OverflowCommand)[metrics.Success])
+	assert.EqualValues(t, 1, counts(t, g, overflowCommand)[metrics.Success])
 }
 
 // TestBadNamesRefusedInConfig: a group name, or a declared command name,

@@ -183,28 +183,28 @@ func (l lateBadRequest) As(target any) bool {
 // kindOf returns the sentinel an *Error of an attempt that ended as r
 // matches. A rejection by a closed bulkhead (r.err matches
 // isolation.ErrClosed: the group was closed) matches ErrClosed, not
-// ErrRejected: a shutdown is not a full bulkhead.
+// ErrRefused: a shutdown is not a full bulkhead.
 func kindOf(ctx context.Context, r result) error {
 	switch r.event {
 	case metrics.Timeout, metrics.QueueTimeout:
 		return ErrTimeout
 	case metrics.ShortCircuited:
-		return ErrShortCircuited
+		return refusedBreaker
 	case metrics.ThreadPoolRejected, metrics.SemaphoreRejected:
 		if errors.Is(r.err, isolation.ErrClosed) {
 			return ErrClosed
 		}
-		return ErrRejected
+		return refusedBulkhead
 	case metrics.Cancelled:
 		return ctx.Err()
 	case metrics.RateLimited:
-		return ErrRateLimited
+		return refusedLimit
 	case metrics.ReadOnly:
-		return ErrReadOnly
+		return refusedReadOnly
 	case metrics.Throttled:
-		return ErrThrottled
+		return refusedThrottle
 	case metrics.PriorityRejected:
-		return ErrPriorityRejected
+		return refusedPriority
 	}
 	return nil
 }

@@ -39,7 +39,7 @@ func ExampleIsProbe() {
 	clock.Advance(5 * time.Second)
 	healthy = true
 	_, info, err := command.ExecuteInfo(context.Background(), g, query)
-	fmt.Println(info.Probe, info.Events, err)
+	fmt.Println(info.Events.Has(metrics.Probe), info.Events, err)
 	// Output:
 	// request, probe: false
 	// true

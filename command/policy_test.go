@@ -47,7 +47,7 @@ func TestGroupWarmUp(t *testing.T) {
 	for range 4 {
 		require.ErrorIs(t, call("b"), down)
 	}
-	require.ErrorIs(t, call("b"), ErrShortCircuited, "counted again once the warm-up is over")
+	require.ErrorIs(t, call("b"), ErrRefused, "counted again once the warm-up is over")
 
 	err := g.WarmUp(-time.Second)
 	require.ErrorIs(t, err, ErrInvalidConfig)

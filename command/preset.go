@@ -2,7 +2,6 @@ package command
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -12,41 +11,48 @@ import (
 
 // The preset names Preset knows, as a rules file spells them.
 const (
-	PresetL1           = "l1"            // experience: recommendations, reviews
-	PresetL2           = "l2"            // decision support: profiles, tags
-	PresetL3           = "l3"            // near-core: risk checks, pricing
-	PresetStrong       = "strong"        // a dependency the request cannot do without
-	PresetNeverDegrade = "never-degrade" // writes that must fail loudly: payments
-	PresetDependency   = "dependency"    // recommended: an HTTP or gRPC dependency
-	PresetGovkit       = "govkit"        // the source's "govkit" defaults
+	presetL1           = "l1"            // experience: recommendations, reviews
+	presetL2           = "l2"            // decision support: profiles, tags
+	presetL3           = "l3"            // near-core: risk checks, pricing
+	presetStrong       = "strong"        // a dependency the request cannot do without
+	presetNeverDegrade = "never-degrade" // writes that must fail loudly: payments
+	presetDependency   = "dependency"    // recommended: an HTTP or gRPC dependency
+	presetGovkit       = "govkit"        // the source's "govkit" defaults
 )
 
 // presetNames lists the presets in the order of docs/live-rules.md's table.
-var presetNames = []string{PresetL1, PresetL2, PresetL3, PresetStrong, PresetNeverDegrade, PresetDependency, PresetGovkit}
+var presetNames = []string{presetL1, presetL2, presetL3, presetStrong, presetNeverDegrade, presetDependency, presetGovkit}
 
-// PresetNames returns the names Preset knows.
-func PresetNames() []string { return slices.Clone(presetNames) }
-
-// Preset returns the GroupConfig of the named preset (PresetL1 ...
-// PresetGovkit). PresetDependency is the recommended configuration for a
-// call to an HTTP or gRPC dependency. A preset is a plain GroupConfig: change any field
-// before passing it to NewGroup or Reconfigure. The error of an unknown
-// name wraps ErrInvalidConfig and lists the known ones.
+// Preset returns the GroupConfig of the named preset, the same names a
+// rules file takes:
+//
+//   - "l1": an experience dependency (recommendations, reviews);
+//   - "l2": decision support (profiles, tags);
+//   - "l3": near-core (risk checks, pricing);
+//   - "strong": a dependency the request cannot do without;
+//   - "never-degrade": writes that must fail loudly (payments): no fallback;
+//   - "dependency": the recommended configuration for a call to an HTTP or
+//     gRPC dependency;
+//   - "govkit": the source's "govkit" defaults.
+//
+// A preset is a plain GroupConfig: change any field before passing it to
+// NewGroup or Reconfigure. The error of an unknown name wraps
+// ErrInvalidConfig and lists the known ones.
 func Preset(name string) (GroupConfig, error) {
 	switch name {
-	case PresetL1:
+	case presetL1:
 		return tier(80*time.Millisecond, 20, 0.5, 100*time.Millisecond, 0.6, 5*time.Second, 3), nil
-	case PresetL2:
+	case presetL2:
 		return tier(120*time.Millisecond, 20, 0.4, 150*time.Millisecond, 0.5, 10*time.Second, 2), nil
-	case PresetL3:
+	case presetL3:
 		return tier(150*time.Millisecond, 10, 0.2, 200*time.Millisecond, 0.3, 15*time.Second, 1), nil
-	case PresetStrong:
+	case presetStrong:
 		return strongPreset(), nil
-	case PresetNeverDegrade:
+	case presetNeverDegrade:
 		return neverDegradePreset(), nil
-	case PresetDependency:
+	case presetDependency:
 		return dependencyPreset(), nil
-	case PresetGovkit:
+	case presetGovkit:
 		return govkitPreset(), nil
 	}
 	return GroupConfig{}, fmt.Errorf("%w: unknown preset %q (known: %s)", ErrInvalidConfig, name, strings.Join(presetNames, ", "))

@@ -8,11 +8,11 @@ import (
 	"github.com/bulwark-go/bulwark/command"
 )
 
-// PresetDependency is the recommended configuration for an HTTP or gRPC
+// The "dependency" preset is the recommended configuration for an HTTP or gRPC
 // dependency: take it, set the timeout from the dependency's p99, and
 // create the group.
 func ExamplePreset() {
-	cfg, err := command.Preset(command.PresetDependency)
+	cfg, err := command.Preset("dependency")
 	if err != nil {
 		panic(err)
 	}

@@ -23,9 +23,9 @@ func TestPresetValues(t *testing.T) {
 		probes      int
 	}
 	want := map[string]row{
-		PresetL1: {80 * time.Millisecond, 20, 0.5, 100 * time.Millisecond, 0.6, 5 * time.Second, 3},
-		PresetL2: {120 * time.Millisecond, 20, 0.4, 150 * time.Millisecond, 0.5, 10 * time.Second, 2},
-		PresetL3: {150 * time.Millisecond, 10, 0.2, 200 * time.Millisecond, 0.3, 15 * time.Second, 1},
+		presetL1: {80 * time.Millisecond, 20, 0.5, 100 * time.Millisecond, 0.6, 5 * time.Second, 3},
+		presetL2: {120 * time.Millisecond, 20, 0.4, 150 * time.Millisecond, 0.5, 10 * time.Second, 2},
+		presetL3: {150 * time.Millisecond, 10, 0.2, 200 * time.Millisecond, 0.3, 15 * time.Second, 1},
 	}
 	for name, w := range want {
 		c, err := Preset(name)
@@ -36,12 +36,12 @@ func TestPresetValues(t *testing.T) {
 		assert.Equal(t, w, got, name)
 		assert.Equal(t, 10*time.Second, c.Breaker.Window.Length, name)
 	}
-	for _, name := range PresetNames() {
+	for _, name := range presetNames {
 		c, err := Preset(name)
 		require.NoError(t, err)
 		require.NoError(t, c.Validate(), name)
 	}
-	nd, _ := Preset(PresetNeverDegrade)
+	nd, _ := Preset(presetNeverDegrade)
 	assert.True(t, nd.NoFallback)
 	_, err := Preset("l4")
 	require.ErrorIs(t, err, ErrInvalidConfig)
@@ -51,7 +51,7 @@ func TestPresetValues(t *testing.T) {
 // TestNoFallbackFailsLoudly: in a NoFallback group a command's Fallback is
 // never called; the caller gets the error, and the value is never degraded.
 func TestNoFallbackFailsLoudly(t *testing.T) {
-	cfg, err := Preset(PresetNeverDegrade)
+	cfg, err := Preset(presetNeverDegrade)
 	require.NoError(t, err)
 	cfg.Strategy = Semaphore
 	g, _ := newTestGroup(t, cfg)
@@ -74,13 +74,13 @@ func TestNoFallbackFailsLoudly(t *testing.T) {
 	assert.Equal(t, 1, v)
 }
 
-// TestPresetDependencyRecoversFast runs the breaker of PresetDependency on
+// TestPresetDependencyRecoversFast runs the breaker of presetDependency on
 // a virtual clock: it trips on 20 calls at 50% failures, its open period
 // doubles from 200 ms to a cap of 400 ms while trials fail, one failed
 // probe alone does not reopen it, and once the dependency heals it closes
 // within one capped open period plus three probes.
 func TestPresetDependencyRecoversFast(t *testing.T) {
-	cfg, err := Preset(PresetDependency)
+	cfg, err := Preset(presetDependency)
 	require.NoError(t, err)
 	require.NoError(t, cfg.Validate())
 	assert.Equal(t, cfg.Breaker, cfg.CommandBreaker)
@@ -125,7 +125,7 @@ func TestPresetDependencyRecoversFast(t *testing.T) {
 
 // TestPresetGovkit: the source's defaults, field by field.
 func TestPresetGovkit(t *testing.T) {
-	cfg, err := Preset(PresetGovkit)
+	cfg, err := Preset(presetGovkit)
 	require.NoError(t, err)
 	b := cfg.Breaker
 	assert.Equal(t, metrics.Window{Length: 5 * time.Second, Buckets: 5}, b.Window)

@@ -23,12 +23,12 @@ const (
 	P3                 // refused first: reports, exports, batch
 )
 
-// NumPriorities is the number of priorities, P0 to P3.
-const NumPriorities = 4
+// numPriorities is the number of priorities, P0 to P3.
+const numPriorities = Priority(len(PriorityConfig{}.Reserve))
 
 // String returns "P0" ... "P3", or "P?" for a value out of range.
 func (p Priority) String() string {
-	if p < NumPriorities {
+	if p < numPriorities {
 		return "P" + string(rune('0'+p))
 	}
 	return "P?"
@@ -45,7 +45,7 @@ type Prioritizer interface {
 // priority above P3 makes the call fail with a BAD_REQUEST error wrapping
 // ErrInvalidConfig when the group sheds by priority (a group that does not
 // ignores the option).
-func WithPriority(p Priority) Option { return Option{priority: min(p, NumPriorities) + 1} }
+func WithPriority(p Priority) Option { return Option{priority: min(p, numPriorities) + 1} }
 
 // PriorityConfig turns on priority shedding in a group: when the group's
 // bulkhead is filling up, a call of priority p is refused
@@ -64,8 +64,8 @@ func WithPriority(p Priority) Option { return Option{priority: min(p, NumPriorit
 // own limit stays exact.
 //
 // A refused call never starts Run, falls back like a rejected one, and
-// neither breaker counts it. Its error matches ErrPriorityRejected and
-// ErrRejected. With PresetNeverDegrade (NoFallback) every refusal, a P0
+// neither breaker counts it. Its error matches ErrRefused and
+// isolation.ErrRejected. With the "never-degrade" preset (NoFallback) every refusal, a P0
 // call's included, reaches the caller as an error: a payment fails loudly,
 // it never "succeeds" by fallback.
 type PriorityConfig struct {
@@ -74,27 +74,24 @@ type PriorityConfig struct {
 	// The reserved slots are the share of the capacity rounded up.
 	// Reserve[P0] must be 0 (nothing is more important than P0), and a
 	// priority's reserve must be at least the one before it. All zero:
-	// shedding is off. DefaultPriorityReserve is a starting point.
-	Reserve [NumPriorities]float64
+	// shedding is off. {0, 0.1, 0.25, 0.5} is a starting point: P3 may
+	// fill half of the bulkhead, P2 three quarters, P1 nine tenths, P0
+	// all of it.
+	Reserve [4]float64
 	// Default is the priority of a call that gives none (no WithPriority,
 	// no Prioritizer). Default P0: calls that say nothing are never shed.
 	Default Priority
 }
 
-// DefaultPriorityReserve is a starting point for PriorityConfig.Reserve:
-// P3 may fill half of the bulkhead, P2 three quarters, P1 nine tenths, P0
-// all of it.
-var DefaultPriorityReserve = [NumPriorities]float64{0, 0.1, 0.25, 0.5}
-
 // enabled reports whether the config sheds anything.
 func (c *PriorityConfig) enabled() bool {
-	return c.Reserve != [NumPriorities]float64{}
+	return c.Reserve != [numPriorities]float64{}
 }
 
 // validate reports a bad field of c, named as GroupConfig.Priority's.
 func (c *PriorityConfig) validate() error {
-	if c.Default >= NumPriorities {
-		return invalid("Priority.Default %d must be P0..P3 (0..%d)", c.Default, NumPriorities-1)
+	if c.Default >= numPriorities {
+		return invalid("Priority.Default %d must be P0..P3 (0..%d)", c.Default, numPriorities-1)
 	}
 	for p, r := range c.Reserve {
 		switch {
@@ -139,7 +136,7 @@ func (k *commandCall[T, C]) shedding() bool {
 			p = pr.Priority()
 		}
 	}
-	if p >= NumPriorities {
+	if p >= numPriorities {
 		k.r = result{event: metrics.BadRequest, err: fmt.Errorf("%w: priority above P3: want P0..P3", ErrInvalidConfig)}
 		return false
 	}

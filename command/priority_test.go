@@ -60,12 +60,12 @@ func (h *holder) free(t *testing.T, n int) {
 func TestPriorityShedsLowerFirst(t *testing.T) {
 	strategies(t, func(t *testing.T, s Strategy) {
 		g, _ := newTestGroup(t, GroupConfig{Strategy: s, MaxConcurrent: 4, Timeout: NoTimeout,
-			Priority: PriorityConfig{Reserve: [NumPriorities]float64{0, 0.25, 0.5, 0.75}}})
+			Priority: PriorityConfig{Reserve: [numPriorities]float64{0, 0.25, 0.5, 0.75}}})
 		h := newHolder()
-		ceilings := [NumPriorities]int{4, 3, 2, 1}
+		ceilings := [numPriorities]int{4, 3, 2, 1}
 		ran := 0
 		for held := range 4 {
-			for p := P0; p < NumPriorities; p++ {
+			for p := P0; p < numPriorities; p++ {
 				cmd := opFB[int]{op[int]{"probe", func(context.Context) (int, error) { ran++; return 1, nil }},
 					func(_ context.Context, err error) (int, error) { return -1, nil }}
 				before := ran
@@ -95,18 +95,17 @@ func TestPriorityShedsLowerFirst(t *testing.T) {
 }
 
 // TestPriorityRejectedError: without a fallback, a shed call's error
-// matches ErrPriorityRejected, ErrRejected and isolation.ErrRejected, and
+// matches ErrRefused and isolation.ErrRejected, and
 // its cause says how full the bulkhead was.
 func TestPriorityRejectedError(t *testing.T) {
 	g, _ := newTestGroup(t, GroupConfig{Strategy: Semaphore, MaxConcurrent: 2, Timeout: NoTimeout,
-		Priority: PriorityConfig{Reserve: DefaultPriorityReserve}})
+		Priority: PriorityConfig{Reserve: startReserve}})
 	h := newHolder()
 	h.hold(t, g, 1)
 	_, info, err := ExecuteInfo(context.Background(), g, op[int]{"report", succeed(1)}, WithPriority(P3))
 	require.Error(t, err)
 	assert.Equal(t, metrics.PriorityRejected, info.Event)
-	assert.ErrorIs(t, err, ErrPriorityRejected)
-	assert.ErrorIs(t, err, ErrRejected)
+	assert.ErrorIs(t, err, ErrRefused)
 	assert.ErrorIs(t, err, isolation.ErrRejected)
 	assert.ErrorIs(t, err, ErrFallbackMissing)
 	var pe *priorityError
@@ -130,7 +129,7 @@ func (r reportCmd) Priority() Priority               { return r.p }
 // command's Priority method, which overrides PriorityConfig.Default.
 func TestPriorityFromCommandOptionAndDefault(t *testing.T) {
 	g, _ := newTestGroup(t, GroupConfig{Strategy: Semaphore, MaxConcurrent: 2, Timeout: NoTimeout,
-		Priority: PriorityConfig{Reserve: [NumPriorities]float64{0, 0, 0, 0.5}, Default: P3}})
+		Priority: PriorityConfig{Reserve: [numPriorities]float64{0, 0, 0, 0.5}, Default: P3}})
 	h := newHolder()
 	h.hold(t, g, 1, WithPriority(P0)) // P3 enters only while the bulkhead holds nothing
 	for _, tc := range []struct {
@@ -149,7 +148,7 @@ func TestPriorityFromCommandOptionAndDefault(t *testing.T) {
 		_, info, _ := ExecuteInfo(context.Background(), g, tc.cmd, tc.opts...)
 		assert.Equal(t, tc.want, info.Event, tc.name)
 	}
-	_, info, err := ExecuteInfo(context.Background(), g, op[int]{"plain", succeed(1)}, WithPriority(NumPriorities))
+	_, info, err := ExecuteInfo(context.Background(), g, op[int]{"plain", succeed(1)}, WithPriority(numPriorities))
 	assert.Equal(t, metrics.BadRequest, info.Event, "a priority above P3 is the caller's mistake")
 	assert.ErrorIs(t, err, ErrInvalidConfig)
 	h.free(t, 1)
@@ -159,7 +158,7 @@ func TestPriorityFromCommandOptionAndDefault(t *testing.T) {
 // queue count as held, against the pool size plus the queue size.
 func TestPriorityCountsQueuedCalls(t *testing.T) {
 	g, _ := newTestGroup(t, GroupConfig{MaxConcurrent: 1, QueueSize: 3, Timeout: NoTimeout,
-		Priority: PriorityConfig{Reserve: [NumPriorities]float64{0, 0, 0, 0.5}}})
+		Priority: PriorityConfig{Reserve: [numPriorities]float64{0, 0, 0, 0.5}}})
 	h := newHolder()
 	h.hold(t, g, 1) // running
 	queued := make(chan error, 1)
@@ -171,28 +170,28 @@ func TestPriorityCountsQueuedCalls(t *testing.T) {
 	require.NoError(t, receive(t, queued, "the queued call's end"))
 }
 
-// TestPriorityNeverDegradeFailsLoudly: in a group of PresetNeverDegrade, a
+// TestPriorityNeverDegradeFailsLoudly: in a group of presetNeverDegrade, a
 // P0 call that finds the bulkhead full gets an error, not its command's
 // fallback, and so does a shed P3 call: nothing is ever degraded.
 func TestPriorityNeverDegradeFailsLoudly(t *testing.T) {
-	cfg, err := Preset(PresetNeverDegrade)
+	cfg, err := Preset(presetNeverDegrade)
 	require.NoError(t, err)
 	cfg.Strategy, cfg.MaxConcurrent, cfg.Timeout = Semaphore, 2, NoTimeout
-	cfg.Priority = PriorityConfig{Reserve: DefaultPriorityReserve}
+	cfg.Priority = PriorityConfig{Reserve: startReserve}
 	g, _ := newTestGroup(t, cfg)
 	h := newHolder()
 	h.hold(t, g, 1, WithPriority(P0))
 	pay := opFB[int]{op[int]{"pay", succeed(1)}, func(context.Context, error) (int, error) { return -1, nil }}
 
 	_, info, err := ExecuteInfo(context.Background(), g, pay, WithPriority(P3))
-	assert.ErrorIs(t, err, ErrPriorityRejected)
+	assert.ErrorIs(t, err, ErrRefused)
+	assert.Equal(t, metrics.PriorityRejected, info.Event)
 	assert.False(t, info.Degraded)
 	assert.Equal(t, events(metrics.PriorityRejected, metrics.FallbackMissing, metrics.ExceptionThrown), info.Events)
 
 	h.hold(t, g, 1, WithPriority(P0)) // full now
 	v, info, err := ExecuteInfo(context.Background(), g, pay, WithPriority(P0))
-	assert.ErrorIs(t, err, ErrRejected)
-	assert.NotErrorIs(t, err, ErrPriorityRejected, "P0 is never shed: the bulkhead itself was full")
+	assert.ErrorIs(t, err, isolation.ErrRejected)
 	assert.Equal(t, metrics.SemaphoreRejected, info.Event)
 	assert.False(t, info.Degraded, "a payment never succeeds by fallback")
 	assert.Zero(t, v)
@@ -209,7 +208,7 @@ func TestPriorityReconfigure(t *testing.T) {
 	assert.Equal(t, metrics.Success, info.Event, "off: WithPriority is ignored")
 
 	cfg := g.Config()
-	cfg.Priority.Reserve = DefaultPriorityReserve
+	cfg.Priority.Reserve = startReserve
 	require.NoError(t, g.Reconfigure(cfg))
 	_, info, _ = ExecuteInfo(context.Background(), g, report, WithPriority(P3))
 	assert.Equal(t, metrics.PriorityRejected, info.Event, "on")
@@ -227,22 +226,22 @@ func TestPriorityConfigValidation(t *testing.T) {
 		want string
 	}{
 		{PriorityConfig{Default: 4}, "Priority.Default 4 must be P0..P3"},
-		{PriorityConfig{Reserve: [NumPriorities]float64{0.1, 0.2, 0.3, 0.4}}, "Priority.Reserve[0] 0.1 must be 0"},
-		{PriorityConfig{Reserve: [NumPriorities]float64{0, 0.5, 0.2, 0.6}}, "Priority.Reserve[2] 0.2 is less than Priority.Reserve[1] 0.5"},
-		{PriorityConfig{Reserve: [NumPriorities]float64{0, 0.1, 0.2, 1}}, "Priority.Reserve[3] 1 must be at least 0 and less than 1"},
-		{PriorityConfig{Reserve: [NumPriorities]float64{0, -0.1, 0, 0}}, "Priority.Reserve[1] -0.1 must be at least 0"},
+		{PriorityConfig{Reserve: [numPriorities]float64{0.1, 0.2, 0.3, 0.4}}, "Priority.Reserve[0] 0.1 must be 0"},
+		{PriorityConfig{Reserve: [numPriorities]float64{0, 0.5, 0.2, 0.6}}, "Priority.Reserve[2] 0.2 is less than Priority.Reserve[1] 0.5"},
+		{PriorityConfig{Reserve: [numPriorities]float64{0, 0.1, 0.2, 1}}, "Priority.Reserve[3] 1 must be at least 0 and less than 1"},
+		{PriorityConfig{Reserve: [numPriorities]float64{0, -0.1, 0, 0}}, "Priority.Reserve[1] -0.1 must be at least 0"},
 	} {
 		err := GroupConfig{Priority: tc.cfg}.Validate()
 		require.Error(t, err, tc.want)
 		assert.ErrorIs(t, err, ErrInvalidConfig)
 		assert.Contains(t, err.Error(), tc.want)
 	}
-	assert.NoError(t, GroupConfig{Priority: PriorityConfig{Reserve: DefaultPriorityReserve, Default: P3}}.Validate())
+	assert.NoError(t, GroupConfig{Priority: PriorityConfig{Reserve: startReserve, Default: P3}}.Validate())
 }
 
 func TestPriorityString(t *testing.T) {
 	var got []string
-	for p := range Priority(NumPriorities + 1) {
+	for p := range Priority(numPriorities + 1) {
 		got = append(got, p.String())
 	}
 	assert.Equal(t, []string{"P0", "P1", "P2", "P3", "P?"}, got)
@@ -256,7 +255,7 @@ func TestConservationWithPriority(t *testing.T) {
 	groups := chaosRegistry(t, circuit.Config{Mode: circuit.ForcedClosed}, nil)
 	for _, g := range groups {
 		cfg := g.Config()
-		cfg.Priority.Reserve = [NumPriorities]float64{0, 0.25, 0.5, 0.75}
+		cfg.Priority.Reserve = [numPriorities]float64{0, 0.25, 0.5, 0.75}
 		require.NoError(t, g.Reconfigure(cfg))
 	}
 	const calls = chaosCalls / 16
@@ -272,7 +271,7 @@ func ExampleWithPriority() {
 	reg := NewRegistry(RegistryConfig{})
 	defer reg.Close(context.Background())
 	g, err := reg.NewGroup("orders", GroupConfig{Strategy: Semaphore, MaxConcurrent: 4,
-		Priority: PriorityConfig{Reserve: DefaultPriorityReserve}})
+		Priority: PriorityConfig{Reserve: startReserve}})
 	if err != nil {
 		panic(err)
 	}
@@ -290,7 +289,8 @@ func ExampleWithPriority() {
 	checkout := Func[string]("checkout", func(context.Context) (string, error) { return "order placed", nil }, nil)
 
 	_, err = Execute(context.Background(), g, report, WithPriority(P3))
-	fmt.Println(errors.Is(err, ErrPriorityRejected))
+	var e *Error
+	fmt.Println(errors.As(err, &e) && e.Event == metrics.PriorityRejected)
 	v, err := Execute(context.Background(), g, checkout, WithPriority(P0))
 	fmt.Println(v, err)
 	close(release)
@@ -298,3 +298,6 @@ func ExampleWithPriority() {
 	// true
 	// order placed <nil>
 }
+
+// startReserve is the starting point PriorityConfig.Reserve's doc gives.
+var startReserve = [4]float64{0, 0.1, 0.25, 0.5}

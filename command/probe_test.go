@@ -48,13 +48,13 @@ func TestIsProbeTellsRunItIsAProbe(t *testing.T) {
 			}}
 			_, info, err := ExecuteInfo(context.Background(), g, probeOp)
 			require.NoError(t, err)
-			require.False(t, info.Probe)
+			require.False(t, info.Events.Has(metrics.Probe))
 			require.False(t, info.Events.Has(metrics.Probe))
 
 			tripped(t, g, clock)
 			_, info, err = ExecuteInfo(context.Background(), g, probeOp)
 			require.NoError(t, err)
-			require.True(t, info.Probe)
+			require.True(t, info.Events.Has(metrics.Probe))
 			require.Equal(t, metrics.SetOf(metrics.Success, metrics.Probe, metrics.ProbeSuccess), info.Events)
 			require.Equal(t, []bool{false, true}, seen)
 			require.False(t, IsProbe(context.Background()))

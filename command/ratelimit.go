@@ -149,7 +149,7 @@ func (k *call) passLimits(opts []Option, write bool) bool {
 		return false
 	}
 	if write {
-		k.r = result{event: metrics.ReadOnly, err: ErrReadOnly}
+		k.r = result{event: metrics.ReadOnly, err: refusedReadOnly}
 		return false
 	}
 	cs, ctx := k.cs, k.ctx

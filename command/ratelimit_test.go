@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 	"github.com/bulwark-go/bulwark/ratelimit"
 )
@@ -26,7 +27,7 @@ func TestRateLimitedCallFallsBackAndNeverReachesTheBreakers(t *testing.T) {
 		ran := 0
 		cmd := opFB[int]{op[int]{"get", func(context.Context) (int, error) { ran++; return 1, nil }},
 			func(_ context.Context, err error) (int, error) {
-				require.ErrorIs(t, err, ErrRateLimited)
+				require.ErrorIs(t, err, ErrRefused)
 				return -1, nil
 			}}
 
@@ -64,11 +65,11 @@ func TestRateLimitedErrorSaysWhenToRetry(t *testing.T) {
 	_, err = Execute(context.Background(), g, cmd)
 	require.NoError(t, err)
 	_, info, err := ExecuteInfo(context.Background(), g, cmd)
-	require.ErrorIs(t, err, ErrRateLimited)
+	require.ErrorIs(t, err, ErrRefused)
 	require.ErrorIs(t, err, ratelimit.ErrLimited, "the limiter's error stays reachable")
 	require.ErrorIs(t, err, ErrFallbackMissing)
-	require.NotErrorIs(t, err, ErrRejected)
-	require.NotErrorIs(t, err, ErrShortCircuited)
+	require.NotErrorIs(t, err, isolation.ErrRejected)
+	require.NotErrorIs(t, err, circuit.ErrOpen)
 	var e *Error
 	require.ErrorAs(t, err, &e)
 	require.Equal(t, 250*time.Millisecond, e.RetryAfter())
@@ -130,7 +131,7 @@ func TestCallerLeavingWhileLimiterWaitsIsCancelled(t *testing.T) {
 	_, info, err := ExecuteInfo(ctx, g, opFB[int]{op[int]{"get", succeed(1)},
 		func(context.Context, error) (int, error) { fbCalled = true; return -1, nil }})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.NotErrorIs(t, err, ErrRateLimited)
+	require.NotErrorIs(t, err, ErrRefused)
 	require.Equal(t, metrics.Cancelled, info.Event)
 	require.False(t, fbCalled, "a cancelled call never falls back")
 }

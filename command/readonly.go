@@ -3,7 +3,7 @@ package command
 // Write is implemented by a command that changes the dependency's state (a
 // payment, an order, an update): in read-only mode (GroupConfig.ReadOnly,
 // Registry.SetReadOnly) a call of a command whose Write method returns true
-// is refused as READ_ONLY with ErrReadOnly, while every other call goes on.
+// is refused as READ_ONLY with ErrRefused, while every other call goes on.
 // A command may answer by its request (a batch that only reads says
 // false). Without the method a command is a read: read-only mode is a
 // switch for storage failover, when the primary cannot take writes and

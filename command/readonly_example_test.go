@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // placeOrder is a write: in read-only mode it is refused.
@@ -31,7 +32,7 @@ func ExampleRegistry_SetReadOnly() {
 
 	reg.SetReadOnly(true)
 	_, info, err := command.ExecuteInfo(context.Background(), orders, placeOrder{id: 7})
-	fmt.Println(errors.Is(err, command.ErrReadOnly), info.Event)
+	fmt.Println(errors.Is(err, command.ErrRefused), info.Event)
 	s, err := command.Execute(context.Background(), orders, getOrder{id: 7})
 	fmt.Println(s, err)
 
@@ -62,6 +63,6 @@ func ExampleFeatureOff() {
 		panic(err)
 	}
 	list, info, err := command.ExecuteInfo(context.Background(), recs, recommendations{})
-	fmt.Println(len(list), err, info.Degraded, info.Degradation)
-	// Output: 0 <nil> true feature_off
+	fmt.Println(len(list), err, info.Degraded, info.Events.Has(metrics.DegradedFeatureOff))
+	// Output: 0 <nil> true true
 }

@@ -27,7 +27,7 @@ type writeFB struct{ writeOp }
 func (writeFB) Fallback(context.Context, error) (int, error) { return 0, ErrDeferred }
 
 // TestReadOnlyRefusesWritesServesReads: in a read-only group a write is
-// refused before Run as READ_ONLY with ErrReadOnly, not counted by the
+// refused before Run as READ_ONLY with ErrRefused, not counted by the
 // breakers, while reads (no Write method, or Write false) go on; a write
 // with a deferring fallback is deferred; turning the mode off lets writes
 // through again.
@@ -38,8 +38,8 @@ func TestReadOnlyRefusesWritesServesReads(t *testing.T) {
 	run := func(context.Context) (int, error) { ran++; return 1, nil }
 
 	_, info, err := ExecuteInfo(context.Background(), g, writeOp{op[int]{"put", run}, true})
-	require.ErrorIs(t, err, ErrReadOnly)
-	assert.Equal(t, EventReadOnly, info.Event)
+	require.ErrorIs(t, err, ErrRefused)
+	assert.Equal(t, metrics.ReadOnly, info.Event)
 	assert.True(t, info.Events.Has(metrics.FallbackMissing))
 	assert.Zero(t, ran, "a refused write never runs")
 	assert.Contains(t, err.Error(), "read_only")
@@ -52,12 +52,11 @@ func TestReadOnlyRefusesWritesServesReads(t *testing.T) {
 	assert.Equal(t, 2, ran)
 
 	_, err = Execute(context.Background(), g, Func("fn", run, nil), WithWrite())
-	require.ErrorIs(t, err, ErrReadOnly, "WithWrite marks a call as a write")
+	require.ErrorIs(t, err, ErrRefused, "WithWrite marks a call as a write")
 
 	_, info, err = ExecuteInfo(context.Background(), g, writeFB{writeOp{op[int]{"order", run}, true}})
 	require.NoError(t, err)
 	assert.True(t, info.Deferred)
-	assert.Equal(t, DegradedDeferred, info.Degradation)
 	assert.True(t, info.Events.Has(metrics.DegradedDeferred))
 	assert.Equal(t, 2, ran)
 
@@ -96,7 +95,7 @@ func TestRegistryReadOnlySwitch(t *testing.T) {
 	require.NoError(t, err)
 	for _, g := range []*Group{a, own, later} {
 		_, err := Execute(context.Background(), g, put)
-		require.ErrorIs(t, err, ErrReadOnly, g.Name())
+		require.ErrorIs(t, err, ErrRefused, g.Name())
 		_, err = Execute(context.Background(), g, op[int]{"get", succeed(1)})
 		require.NoError(t, err, g.Name())
 	}
@@ -108,7 +107,7 @@ func TestRegistryReadOnlySwitch(t *testing.T) {
 	_, err = Execute(context.Background(), later, put)
 	require.NoError(t, err)
 	_, err = Execute(context.Background(), own, put)
-	require.ErrorIs(t, err, ErrReadOnly, "the group's own ReadOnly stays")
+	require.ErrorIs(t, err, ErrRefused, "the group's own ReadOnly stays")
 }
 
 // TestReadOnlyWritePanics: a Write method that panics judges the call a
@@ -120,8 +119,8 @@ func TestReadOnlyWritePanics(t *testing.T) {
 	g, err := reg.NewGroup("g", GroupConfig{Strategy: Semaphore, ReadOnly: true})
 	require.NoError(t, err)
 	_, info, err := ExecuteInfo(context.Background(), g, panicWrite{op[int]{"w", succeed(1)}})
-	require.ErrorIs(t, err, ErrReadOnly)
-	assert.Equal(t, EventReadOnly, info.Event)
+	require.ErrorIs(t, err, ErrRefused)
+	assert.Equal(t, metrics.ReadOnly, info.Event)
 	assert.Contains(t, logs.String(), "Write")
 }
 

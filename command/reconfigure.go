@@ -137,7 +137,7 @@ func (g *Group) check(cfg GroupConfig) (*liveConfig, error) {
 		return nil, fmt.Errorf("group %q: %w", g.name, err)
 	}
 	cur := g.cfg()
-	eff := cfg.WithDefaults()
+	eff := cfg.withDefaults()
 	if eff.Logger == nil {
 		eff.Logger = cur.Logger
 	}

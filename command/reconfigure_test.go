@@ -141,12 +141,12 @@ func TestReconfigureDeclaresCommands(t *testing.T) {
 	require.NoError(t, err)
 	_, info, err := ExecuteInfo(context.Background(), g, op[int]{"b", succeed(1)})
 	require.NoError(t, err)
-	require.Equal(t, OverflowCommand, info.Command)
+	require.Equal(t, overflowCommand, info.Command)
 	require.NoError(t, g.Reconfigure(changed(g, func(c *GroupConfig) {
 		c.MaxCommands = 4
 		c.Commands = map[string]CommandConfig{"declared": {Timeout: time.Minute}}
 	})))
-	assert.Equal(t, []string{OverflowCommand, "a", "declared"}, commandNames(g.Snapshot()))
+	assert.Equal(t, []string{overflowCommand, "a", "declared"}, commandNames(g.Snapshot()))
 	_, info, err = ExecuteInfo(context.Background(), g, op[int]{"c", succeed(1)})
 	require.NoError(t, err)
 	assert.Equal(t, "c", info.Command, "room under the new MaxCommands: new names get their own command again")

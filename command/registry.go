@@ -20,14 +20,15 @@ import (
 // Close has begun, and is matched by the errors of Reconfigure and Execute
 // on a closed group (by Group.Close or Registry.Close). It also matches
 // isolation.ErrClosed.
-var ErrClosed error = &kindError{"command: closed", isolation.ErrClosed}
+var ErrClosed error = &kindError{"command: closed", isolation.ErrClosed, nil}
 
 // RegistryConfig configures a Registry. Every field is optional.
 type RegistryConfig struct {
-	// Exporter publishes every group and command to a metrics system, such
-	// as go-metrics through package gmbridge. Default: nil, none (the
-	// snapshots, the stream and package prom read the groups anyway).
-	Exporter Exporter
+	// Exporter publishes every group and command to a metrics system: a
+	// *gmbridge.Bridge, into a go-metrics registry (package gmbridge;
+	// nothing else fits). Default: nil, none (the snapshots, the stream
+	// and package prom read the groups anyway).
+	Exporter exporter
 	// Clock tells time to the metrics and, unless their config sets one, the
 	// breakers. Default metrics.SystemClock().
 	Clock metrics.Clock
@@ -49,7 +50,7 @@ type RegistryConfig struct {
 // concurrent use.
 type Registry struct {
 	once   sync.Once // sets the fields below: NewRegistry's config, or the defaults
-	export Exporter  // nil: none
+	export exporter  // nil: none
 	clock  metrics.Clock
 	logger *slog.Logger
 	hook   CallHook

@@ -124,8 +124,8 @@ func TestRegistryClockIsItsGroupsClock(t *testing.T) {
 // is closed, or that was closed itself, is refused by its closed bulkhead
 // (one primary outcome, the bulkhead's rejection; nothing for the
 // breakers), and its error matches ErrClosed (and isolation.ErrClosed),
-// not ErrRejected: a shutdown is not a full bulkhead. (It matched
-// ErrRejected only.) Its fallback, as for any rejection, is given that
+// not ErrRefused: a shutdown is not a full bulkhead. (It once matched
+// only the sentinel of a full bulkhead.) Its fallback, as for any rejection, is given that
 // error.
 func TestExecuteAfterCloseMatchesErrClosed(t *testing.T) {
 	strategies(t, func(t *testing.T, s Strategy) {
@@ -144,7 +144,7 @@ func TestExecuteAfterCloseMatchesErrClosed(t *testing.T) {
 			v, info, err := ExecuteInfo(context.Background(), g, op[int]{"get", run})
 			require.ErrorIs(t, err, ErrClosed, how)
 			assert.ErrorIs(t, err, isolation.ErrClosed, how)
-			assert.NotErrorIs(t, err, ErrRejected, "%s: a shutdown is not a full bulkhead", how)
+			assert.NotErrorIs(t, err, ErrRefused, "%s: a shutdown is not a full bulkhead", how)
 			assert.ErrorContains(t, err, "command deps/get")
 			assert.Zero(t, v)
 			assert.False(t, ran, how)
@@ -193,7 +193,7 @@ func TestQueuedCallDroppedByCloseMatchesErrClosed(t *testing.T) {
 	err = receive(t, queued, "the queued call's answer")
 	require.ErrorIs(t, err, ErrClosed)
 	assert.ErrorIs(t, err, isolation.ErrDropped)
-	assert.NotErrorIs(t, err, ErrRejected)
+	assert.NotErrorIs(t, err, ErrRefused)
 	close(release)
 	assert.EqualValues(t, 1, counts(t, g, "get")[metrics.ThreadPoolRejected])
 }

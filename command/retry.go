@@ -17,9 +17,9 @@ const (
 	defaultRetryMaxBackoff    = time.Second
 	defaultRetryBudgetRatio   = 0.2
 	defaultRetryBudgetMinRate = 1.0 // retries per second always allowed
-	// MaxRetryAttempts bounds RetryConfig.MaxAttempts: more attempts than
+	// maxRetryAttempts bounds RetryConfig.MaxAttempts: more attempts than
 	// this is a configuration mistake, never a resilience strategy.
-	MaxRetryAttempts = 10
+	maxRetryAttempts = 10
 )
 
 // Idempotent is implemented by a command that may be run again after a
@@ -50,7 +50,7 @@ type Idempotent interface {
 // stands.
 type RetryConfig struct {
 	// MaxAttempts is the most attempts a call makes, the first included:
-	// 0 or 1 is off, at most MaxRetryAttempts.
+	// 0 or 1 is off, at most 10.
 	MaxAttempts int
 	// Backoff is the base delay before the first retry; the n-th retry
 	// waits a random duration in [0, min(MaxBackoff, Backoff × 2^(n-1)))
@@ -134,8 +134,8 @@ func (c RetryConfig) withDefaults() RetryConfig {
 // as GroupConfig.Retry's.
 func (c RetryConfig) validate() error {
 	switch {
-	case c.MaxAttempts < 0 || c.MaxAttempts > MaxRetryAttempts:
-		return invalid("Retry.MaxAttempts %d must be between 0 and %d (0 or 1: no retries)", c.MaxAttempts, MaxRetryAttempts)
+	case c.MaxAttempts < 0 || c.MaxAttempts > maxRetryAttempts:
+		return invalid("Retry.MaxAttempts %d must be between 0 and %d (0 or 1: no retries)", c.MaxAttempts, maxRetryAttempts)
 	case !c.enabled():
 		return nil
 	case c.Backoff < 0:

@@ -517,7 +517,7 @@ func TestRetryConfigValidation(t *testing.T) {
 		want string
 	}{
 		{RetryConfig{MaxAttempts: -1}, "Retry.MaxAttempts -1"},
-		{RetryConfig{MaxAttempts: MaxRetryAttempts + 1}, "Retry.MaxAttempts 11"},
+		{RetryConfig{MaxAttempts: maxRetryAttempts + 1}, "Retry.MaxAttempts 11"},
 		{RetryConfig{MaxAttempts: 2, Backoff: -time.Second}, "Retry.Backoff -1s"},
 		{RetryConfig{MaxAttempts: 2, Backoff: time.Second, MaxBackoff: time.Millisecond}, "Retry.MaxBackoff 1ms"},
 		{RetryConfig{MaxAttempts: 2, MaxRetryAfter: -1}, "Retry.MaxRetryAfter -1ns"},

@@ -28,7 +28,7 @@ import (
 // limited, queue timeouts) and cancelled ones are neither: they say
 // nothing about the dependency. A throttled call is its own outcome,
 // THROTTLED: it falls back, is never retried, its error matches
-// ErrThrottled, and neither breaker counts it: the throttle is for
+// ErrRefused, and neither breaker counts it: the throttle is for
 // overload, the breaker for outage, and the two can run together.
 //
 // The zero value is off. It changes live through Reconfigure (the counts

@@ -49,7 +49,7 @@ func TestThrottleNeverRefusesAHealthyDependency(t *testing.T) {
 			cmd = bad // the dependency answered: an accept
 		}
 		_, info, _ := ExecuteInfo(context.Background(), g, cmd)
-		require.NotEqual(t, EventThrottled, info.Event, "call %d", i)
+		require.NotEqual(t, metrics.Throttled, info.Event, "call %d", i)
 	}
 	s := g.Snapshot().Throttle
 	assert.Equal(t, ThrottleStatus{K: 1, Requests: 1000, Accepts: 1000}, s, "even a draw of 0 admits at probability 0")
@@ -70,7 +70,7 @@ func TestThrottledCallFallsBackAndNeverReachesTheBreakers(t *testing.T) {
 		// (p 0, 0.5), and throttles from i = 2 on.
 		_, info, err := ExecuteInfo(context.Background(), g, cmd)
 		require.NoError(t, err)
-		require.Equal(t, EventThrottled, info.Event, "attempts 1 and 2 failed, the third was throttled")
+		require.Equal(t, metrics.Throttled, info.Event, "attempts 1 and 2 failed, the third was throttled")
 		require.Equal(t, 3, info.Attempts)
 		require.True(t, info.Degraded)
 		require.Equal(t, events(metrics.Throttled, metrics.FallbackSuccess), info.Events)
@@ -79,10 +79,10 @@ func TestThrottledCallFallsBackAndNeverReachesTheBreakers(t *testing.T) {
 		_, info, err = ExecuteInfo(context.Background(), g, cmd)
 		require.NoError(t, err)
 		require.Equal(t, 1, info.Attempts, "a THROTTLED attempt is never retried")
-		require.Equal(t, EventThrottled, info.Event)
+		require.Equal(t, metrics.Throttled, info.Event)
 
 		_, err = Execute(context.Background(), g, op[int]{"put", func(context.Context) (int, error) { ran++; return 0, nil }})
-		require.ErrorIs(t, err, ErrThrottled)
+		require.ErrorIs(t, err, ErrRefused)
 		var e *Error
 		require.ErrorAs(t, err, &e)
 		assert.Equal(t, "command deps/put: throttled: client-side throttle: the dependency accepts too few of the group's requests (fallback: command: no fallback)", e.Error())
@@ -118,10 +118,10 @@ func TestThrottleProbabilityAndWhatItCounts(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, info, _ := ExecuteInfo(ctx, g, op[int]{"get", func(ctx context.Context) (int, error) { return 0, ctx.Err() }})
-	require.Equal(t, EventCancelled, info.Event)
+	require.Equal(t, metrics.Cancelled, info.Event)
 	g.Breaker().SetMode(circuit.ForcedOpen)
 	_, info, _ = ExecuteInfo(context.Background(), g, ok)
-	require.Equal(t, EventShortCircuited, info.Event)
+	require.Equal(t, metrics.ShortCircuited, info.Event)
 	g.Breaker().SetMode(circuit.ForcedClosed)
 
 	s := g.Snapshot().Throttle
@@ -160,7 +160,7 @@ func TestReconfigureThrottle(t *testing.T) {
 	require.NoError(t, g.Reconfigure(cfg))
 	assert.Equal(t, ThrottleStatus{}, g.Snapshot().Throttle)
 	_, info, _ := ExecuteInfo(context.Background(), g, overloaded("get", &ran))
-	assert.Equal(t, EventFailure, info.Event, "off: nothing is throttled")
+	assert.Equal(t, metrics.Failure, info.Event, "off: nothing is throttled")
 }
 
 // TestConservationWithThrottle: with the throttle on (its default source

@@ -199,7 +199,7 @@ func TestInjectedErrorsAreFailuresThatOpenTheBreaker(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, circuit.Open, br.State())
 	_, info, err := command.ExecuteInfo(ctx, g, cmd)
-	require.ErrorIs(t, err, command.ErrShortCircuited)
+	require.ErrorIs(t, err, command.ErrRefused)
 	assert.Equal(t, metrics.ShortCircuited, info.Event)
 	assert.Zero(t, runs.Load())
 }

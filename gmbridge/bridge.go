@@ -16,8 +16,8 @@ import (
 )
 
 // Bridge publishes the groups of the registries that name it in
-// RegistryConfig.Exporter into one go-metrics registry; it implements
-// command.Exporter. It is safe for concurrent use.
+// RegistryConfig.Exporter into one go-metrics registry (it has the methods
+// that field asks for). It is safe for concurrent use.
 type Bridge struct {
 	gm gometrics.Registry
 
@@ -104,7 +104,7 @@ func (b *Bridge) Unexport(g *command.Group) {
 	}
 }
 
-var _ command.Exporter = (*Bridge)(nil)
+var _ = command.RegistryConfig{Exporter: (*Bridge)(nil)}
 
 // Name joins go-metrics name parts with dots, escaping each part so that
 // its dots are not read as separators: each "%" is written "%25" and each

@@ -56,6 +56,6 @@ func TestTransportRateLimitedWithoutDegradeIsAnError(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 	resp, err = get(t, tr, srv.URL)
 	assert.Nil(t, resp)
-	assert.ErrorIs(t, err, command.ErrRateLimited)
+	assert.ErrorIs(t, err, command.ErrRefused)
 	assert.ErrorIs(t, err, ratelimit.ErrLimited)
 }

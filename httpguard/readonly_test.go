@@ -15,7 +15,7 @@ import (
 
 // TestTransportReadOnlyRefusesWritesOnly: in read-only mode a POST never
 // leaves (READ_ONLY, a 503 with X-Degraded "read_only" when degrading,
-// command.ErrReadOnly otherwise) while GET and HEAD go through.
+// command.ErrRefused otherwise) while GET and HEAD go through.
 func TestTransportReadOnlyRefusesWritesOnly(t *testing.T) {
 	for _, degrade := range []bool{true, false} {
 		var code atomic.Int32
@@ -43,7 +43,7 @@ func TestTransportReadOnlyRefusesWritesOnly(t *testing.T) {
 			assert.Equal(t, "read_only", resp.Header.Get("X-Degraded"))
 			require.NoError(t, resp.Body.Close())
 		} else {
-			require.ErrorIs(t, err, command.ErrReadOnly)
+			require.ErrorIs(t, err, command.ErrRefused)
 		}
 		c := counts(t, groupOf(t, reg, srv), "POST")
 		assert.EqualValues(t, 1, c[metrics.ReadOnly])

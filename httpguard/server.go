@@ -142,7 +142,7 @@ func RouteByPattern(r *http.Request) string { return r.Pattern }
 func PriorityHeader(name string, missing command.Priority) func(*http.Request) command.Priority {
 	return func(r *http.Request) command.Priority {
 		v := strings.TrimPrefix(strings.TrimPrefix(r.Header.Get(name), "P"), "p")
-		if p, err := strconv.ParseUint(v, 10, 8); err == nil && p < command.NumPriorities {
+		if p, err := strconv.ParseUint(v, 10, 8); err == nil && p <= uint64(command.P3) {
 			return command.Priority(p)
 		}
 		return missing

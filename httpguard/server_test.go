@@ -148,7 +148,7 @@ func TestMiddlewareRateLimitPerCaller(t *testing.T) {
 
 func TestMiddlewarePriorityShedsLowerFirst(t *testing.T) {
 	s, err := NewServer(newTestRegistry(t, nil), ServerConfig{
-		Group:    command.GroupConfig{MaxConcurrent: 2, Priority: command.PriorityConfig{Reserve: command.DefaultPriorityReserve}},
+		Group:    command.GroupConfig{MaxConcurrent: 2, Priority: command.PriorityConfig{Reserve: [4]float64{0, 0.1, 0.25, 0.5}}},
 		Priority: PriorityHeader("X-Priority", command.P3),
 	})
 	require.NoError(t, err)
@@ -328,7 +328,7 @@ func TestMiddlewareDeadline(t *testing.T) {
 func TestMiddlewareConservation(t *testing.T) {
 	closed := circuit.Config{Mode: circuit.ForcedClosed} // every request reaches the bulkhead
 	s, err := NewServer(newTestRegistry(t, nil), ServerConfig{Recover: true, Priority: PriorityHeader("X-Priority", command.P0),
-		Group: command.GroupConfig{MaxConcurrent: 4, Timeout: 10 * time.Millisecond, Priority: command.PriorityConfig{Reserve: command.DefaultPriorityReserve},
+		Group: command.GroupConfig{MaxConcurrent: 4, Timeout: 10 * time.Millisecond, Priority: command.PriorityConfig{Reserve: [4]float64{0, 0.1, 0.25, 0.5}},
 			Breaker: closed, CommandBreaker: closed}})
 	require.NoError(t, err)
 	srv := serve(t, s, "GET /", func(w http.ResponseWriter, r *http.Request) {
@@ -350,7 +350,7 @@ func TestMiddlewareConservation(t *testing.T) {
 	for i := range requests {
 		wg.Go(func() {
 			do := [...]string{"ok", "fail", "panic", "slow"}[i%4]
-			code, _, _ := fetchURL(t, srv.URL+"/?do="+do, "X-Priority", fmt.Sprint(i%command.NumPriorities))
+			code, _, _ := fetchURL(t, srv.URL+"/?do="+do, "X-Priority", fmt.Sprint(i%4))
 			mu.Lock()
 			seen[code]++
 			mu.Unlock()
@@ -413,7 +413,7 @@ func ExampleServer_Middleware() {
 	defer reg.Close(context.Background())
 	s, err := NewServer(reg, ServerConfig{
 		Group: command.GroupConfig{MaxConcurrent: 64,
-			Priority: command.PriorityConfig{Reserve: command.DefaultPriorityReserve}},
+			Priority: command.PriorityConfig{Reserve: [4]float64{0, 0.1, 0.25, 0.5}}},
 		Priority: PriorityHeader("X-Priority", command.P2),
 	})
 	if err != nil {

@@ -197,7 +197,7 @@ func TestTransportDegradeServerErrors(t *testing.T) {
 	tr, _, _ = newTestTransport(t, Config{DegradeServerErrors: true,
 		Group: command.GroupConfig{Breaker: circuit.Config{Mode: circuit.ForcedOpen}}}, nil)
 	_, err = get(t, tr, srv.URL)
-	assert.ErrorIs(t, err, command.ErrShortCircuited, "refusals are errors without Degrade")
+	assert.ErrorIs(t, err, command.ErrRefused, "refusals are errors without Degrade")
 }
 
 // TestTransport429IsIgnored: a 429 counts neither as a failure nor as a
@@ -306,7 +306,7 @@ func TestTransportShortCircuitError(t *testing.T) {
 	tr, _, _ := newTestTransport(t, Config{Group: command.GroupConfig{Breaker: circuit.Config{Mode: circuit.ForcedOpen}}}, nil)
 	resp, err := get(t, tr, srv.URL)
 	assert.Nil(t, resp)
-	assert.ErrorIs(t, err, command.ErrShortCircuited)
+	assert.ErrorIs(t, err, command.ErrRefused)
 	assert.ErrorIs(t, err, circuit.ErrOpen)
 }
 
@@ -392,7 +392,7 @@ func TestTransportGroupPerHost(t *testing.T) {
 		require.NoError(t, resp.Body.Close())
 	}
 	_, err := get(t, tr, bad.URL)
-	assert.ErrorIs(t, err, command.ErrShortCircuited)
+	assert.ErrorIs(t, err, command.ErrRefused)
 	resp, err := get(t, tr, good.URL)
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())

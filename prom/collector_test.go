@@ -71,7 +71,7 @@ func service(t *testing.T) *command.Registry {
 		require.Error(t, err)
 	}
 	_, err = command.Execute(ctx, pay, call{name: "charge", clock: clock})
-	require.ErrorIs(t, err, command.ErrShortCircuited)
+	require.ErrorIs(t, err, command.ErrRefused)
 	clock.Advance(3 * time.Second)
 	return reg
 }
@@ -328,7 +328,7 @@ func TestCollectorExportsModesAlertsAndGeneration(t *testing.T) {
 	require.NoError(t, pay.Reconfigure(cfg))
 	require.NoError(t, pay.Reconfigure(cfg))
 	_, err = command.Execute(ctx, pay, call{name: "get", clock: clock})
-	require.ErrorIs(t, err, command.ErrRateLimited)
+	require.ErrorIs(t, err, command.ErrRefused)
 	clock.Advance(3 * time.Second)
 	alerts.Check()
 

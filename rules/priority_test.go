@@ -19,7 +19,7 @@ func TestPriorityKey(t *testing.T) {
 	m := newManager(t, reg)
 
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"orders": {"priority": {"reserve": [0, 0.25, 0.5, 0.75], "default": "P2"}}}}`)))
-	assert.Equal(t, command.PriorityConfig{Reserve: [command.NumPriorities]float64{0, 0.25, 0.5, 0.75}, Default: command.P2}, g.Config().Priority)
+	assert.Equal(t, command.PriorityConfig{Reserve: [4]float64{0, 0.25, 0.5, 0.75}, Default: command.P2}, g.Config().Priority)
 
 	// With 4 slots and P3's reserve 0.75, a P3 call is shed once one slot is held.
 	held := make(chan struct{})
@@ -36,7 +36,7 @@ func TestPriorityKey(t *testing.T) {
 	<-held
 	_, err = command.Execute(t.Context(), g, command.Func("report", func(context.Context) (int, error) { return 1, nil }, nil),
 		command.WithPriority(command.P3))
-	assert.ErrorIs(t, err, command.ErrPriorityRejected, "the rule's reserve is in force")
+	assert.ErrorIs(t, err, command.ErrRefused, "the rule's reserve is in force")
 	close(release)
 	require.NoError(t, <-done)
 

@@ -76,15 +76,15 @@ func (p *Priority) apply(cfg *command.PriorityConfig) error {
 	}
 	if p.Reserve != nil {
 		// A JSON array into a Go array would drop a fifth share silently.
-		if len(p.Reserve) != command.NumPriorities {
-			return fmt.Errorf("priority.reserve has %d shares: want %d, one for each of P0 to P3", len(p.Reserve), command.NumPriorities)
+		if len(p.Reserve) != len(cfg.Reserve) {
+			return fmt.Errorf("priority.reserve has %d shares: want %d, one for each of P0 to P3", len(p.Reserve), len(cfg.Reserve))
 		}
-		cfg.Reserve = [command.NumPriorities]float64(p.Reserve)
+		copy(cfg.Reserve[:], p.Reserve)
 	}
 	if p.Default == nil {
 		return nil
 	}
-	for q := command.P0; q < command.NumPriorities; q++ {
+	for q := command.P0; q <= command.P3; q++ {
 		if *p.Default == q.String() {
 			cfg.Default = q
 			return nil

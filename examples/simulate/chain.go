@@ -249,8 +249,8 @@ func (p ChainParams) validate() error {
 		return usage("-gateway-timeout %v must be positive", p.GatewayTimeout)
 	case p.OrderTimeout <= 0:
 		return usage("-order-timeout %v must be positive", p.OrderTimeout)
-	case p.Retries < 0 || p.Retries >= command.MaxRetryAttempts:
-		return usage("-retries %d must be from 0 to %d", p.Retries, command.MaxRetryAttempts-1)
+	case p.Retries < 0 || p.Retries > 9:
+		return usage("-retries %d must be from 0 to 9 (a call makes at most 10 attempts)", p.Retries)
 	case p.RetryBackoff < 0 || p.RetryBackoff > time.Second:
 		return usage("-retry-backoff %v must be from 0 to 1s", p.RetryBackoff)
 	case p.RetryBudget < 0 || p.RetryBudget > 1:

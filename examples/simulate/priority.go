@@ -28,17 +28,17 @@ type PriorityParams struct {
 	Capacity int
 	Service  time.Duration
 	Overload float64
-	Mix      [command.NumPriorities]float64
-	Reserve  [command.NumPriorities]float64
+	Mix      [4]float64
+	Reserve  [4]float64
 	Seed     uint64
 }
 
 // DefaultPriorityParams is the scenario docs/priority.md reports: a
 // bulkhead of 20 calls of 50 ms (400 calls/s), offered 800 calls/s for
-// 60 s, a quarter of each priority, with command.DefaultPriorityReserve.
+// 60 s, 10% P0 to 40% P3, with the reserve {0, 0.1, 0.25, 0.5}.
 func DefaultPriorityParams() PriorityParams {
 	return PriorityParams{Duration: 60 * time.Second, Capacity: 20, Service: 50 * time.Millisecond, Overload: 2,
-		Mix: [command.NumPriorities]float64{0.1, 0.2, 0.3, 0.4}, Reserve: command.DefaultPriorityReserve, Seed: 1}
+		Mix: [4]float64{0.1, 0.2, 0.3, 0.4}, Reserve: [4]float64{0, 0.1, 0.25, 0.5}, Seed: 1}
 }
 
 // PriorityRun is what the callers of one priority saw in one run.
@@ -57,8 +57,8 @@ func (r PriorityRun) SuccessPct() float64 {
 // SimulatePriority replays p once: with priority shedding when shed is
 // set, else with the plain bulkhead. It returns what each priority's
 // callers saw.
-func SimulatePriority(p PriorityParams, shed bool) ([command.NumPriorities]PriorityRun, error) {
-	var out [command.NumPriorities]PriorityRun
+func SimulatePriority(p PriorityParams, shed bool) ([4]PriorityRun, error) {
+	var out [4]PriorityRun
 	if p.Capacity < 1 || p.Service <= 0 || p.Overload <= 0 || p.Duration <= 0 {
 		return out, fmt.Errorf("%w: priority scenario: Capacity %d, Service %v, Overload %v and Duration %v must be positive",
 			errUsage, p.Capacity, p.Service, p.Overload, p.Duration)
@@ -112,7 +112,7 @@ func SimulatePriority(p PriorityParams, shed bool) ([command.NumPriorities]Prior
 }
 
 // formatReserve prints reserves as -reserve takes them: "0,0.1,0.25,0.5".
-func formatReserve(r [command.NumPriorities]float64) string {
+func formatReserve(r [4]float64) string {
 	parts := make([]string, len(r))
 	for i, v := range r {
 		parts[i] = strconv.FormatFloat(v, 'g', -1, 64)
@@ -121,8 +121,8 @@ func formatReserve(r [command.NumPriorities]float64) string {
 }
 
 // parseReserve parses -reserve: four shares separated by commas.
-func parseReserve(s string) ([command.NumPriorities]float64, error) {
-	var r [command.NumPriorities]float64
+func parseReserve(s string) ([4]float64, error) {
+	var r [4]float64
 	parts := strings.Split(s, ",")
 	if len(parts) != len(r) {
 		return r, fmt.Errorf("%w: -reserve %q: want %d shares separated by commas, P0 first", errUsage, s, len(r))
@@ -138,7 +138,7 @@ func parseReserve(s string) ([command.NumPriorities]float64, error) {
 }
 
 // pick draws a priority with the weights mix.
-func pick(r *rand.Rand, mix [command.NumPriorities]float64) command.Priority {
+func pick(r *rand.Rand, mix [4]float64) command.Priority {
 	var total float64
 	for _, w := range mix {
 		total += w
@@ -150,7 +150,7 @@ func pick(r *rand.Rand, mix [command.NumPriorities]float64) command.Priority {
 		}
 		x -= w
 	}
-	return command.NumPriorities - 1
+	return command.P3
 }
 
 // runPriority replays p with and without priority shedding and prints a
@@ -171,7 +171,7 @@ func runPriority(p PriorityParams, stdout io.Writer) error {
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "priority\toffered\tplain: ok\tplain: rejected\tplain: ok %\tshedding: ok\tshed\trejected\tshedding: ok %\t")
 	var tp, ts PriorityRun
-	for pr := range command.Priority(command.NumPriorities) {
+	for pr := range command.P3 + 1 {
 		a, b := plain[pr], shed[pr]
 		fmt.Fprintf(tw, "%v\t%d\t%d\t%d\t%.1f\t%d\t%d\t%d\t%.1f\t\n", pr, a.Offered, a.Succeeded, a.Rejected, a.SuccessPct(),
 			b.Succeeded, b.Shed, b.Rejected, b.SuccessPct())

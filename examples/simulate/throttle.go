@@ -123,7 +123,7 @@ func (p ThrottleParams) run(k float64) (ThrottleRow, error) {
 			second, sentThisSecond = s, 0
 		}
 		_, info, _ := command.ExecuteInfo(context.Background(), g, call)
-		sent := info.Event == command.EventSuccess || info.Event == command.EventFailure
+		sent := info.Event == metrics.Success || info.Event == metrics.Failure
 		if sent {
 			sentThisSecond++
 		}
@@ -133,12 +133,12 @@ func (p ThrottleParams) run(k float64) (ThrottleRow, error) {
 		switch {
 		case sent:
 			counts[0]++
-			if info.Event == command.EventSuccess {
+			if info.Event == metrics.Success {
 				counts[1]++
 			}
-		case info.Event == command.EventThrottled:
+		case info.Event == metrics.Throttled:
 			counts[2]++
-		case info.Event == command.EventShortCircuited:
+		case info.Event == metrics.ShortCircuited:
 			counts[3]++
 		}
 	}

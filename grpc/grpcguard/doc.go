@@ -39,7 +39,7 @@
 // for a panic in an inner interceptor. The error of a failure, or of a call
 // bulwark ended, is one through which errors.As reaches the *command.Error
 // behind it (its Event, its RetryAfter) and errors.Is matches command's
-// sentinels (command.ErrShortCircuited...); a bad request's error, or one
+// sentinels (command.ErrRefused, command.ErrTimeout...); a bad request's error, or one
 // whose class is Success, is the server's error itself.
 //
 // Pushback: the trailer grpc-retry-pushback-ms (PushbackMetadata) of a

@@ -26,7 +26,7 @@ func TestServerShedsByPriority(t *testing.T) {
 	reg := newTestRegistry(t, nil)
 	srv := &echoServer{gate: make(chan struct{})}
 	client, s := protected(t, reg, srv, ServerConfig{
-		Group:    command.GroupConfig{MaxConcurrent: 2, Priority: command.PriorityConfig{Reserve: command.DefaultPriorityReserve}},
+		Group:    command.GroupConfig{MaxConcurrent: 2, Priority: command.PriorityConfig{Reserve: [4]float64{0, 0.1, 0.25, 0.5}}},
 		Priority: PriorityByMetadata("x-priority", command.P3),
 		Pushback: 250 * time.Millisecond,
 	})
@@ -63,7 +63,7 @@ func TestServerStreamShedsByPriority(t *testing.T) {
 	reg := newTestRegistry(t, nil)
 	srv := &echoServer{gate: make(chan struct{})}
 	client, _ := protected(t, reg, srv, ServerConfig{
-		Group:    command.GroupConfig{MaxConcurrent: 2, Priority: command.PriorityConfig{Reserve: [command.NumPriorities]float64{0, 0, 0, 0.5}}},
+		Group:    command.GroupConfig{MaxConcurrent: 2, Priority: command.PriorityConfig{Reserve: [4]float64{0, 0, 0, 0.5}}},
 		Priority: PriorityByMetadata("x-priority", command.P0),
 	})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -293,7 +293,7 @@ func PriorityByMetadata(name string, missing command.Priority) func(ctx context.
 			return missing
 		}
 		s := strings.TrimPrefix(strings.TrimPrefix(v[0], "P"), "p")
-		if p, err := strconv.ParseUint(s, 10, 8); err == nil && p < command.NumPriorities {
+		if p, err := strconv.ParseUint(s, 10, 8); err == nil && p <= uint64(command.P3) {
 			return command.Priority(p)
 		}
 		return missing

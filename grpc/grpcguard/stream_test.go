@@ -93,7 +93,7 @@ func TestStreamToADownServerFailsThenShortCircuits(t *testing.T) {
 			}
 			_, err = client.FullDuplexCall(context.Background())
 			assert.Equal(t, codes.Unavailable, status.Code(err))
-			assert.ErrorIs(t, err, command.ErrShortCircuited)
+			assert.ErrorIs(t, err, command.ErrRefused)
 			n := counts(t, group(t, reg, conn.CanonicalTarget()), duplexMethod)
 			assert.Equal(t, int64(3), n[metrics.Failure])
 			assert.Equal(t, int64(1), n[metrics.ShortCircuited])
@@ -195,7 +195,7 @@ func TestStreamProbeIsTagged(t *testing.T) {
 	for range 2 {
 		require.Equal(t, codes.Unavailable, status.Code(open()))
 	}
-	require.ErrorIs(t, open(), command.ErrShortCircuited)
+	require.ErrorIs(t, open(), command.ErrRefused)
 	clock.Advance(time.Second)
 	for range 3 {
 		require.NoError(t, open())

@@ -137,7 +137,7 @@ func outcome(g *command.Group, in command.Info, retried bool) []attribute.KeyVal
 			attrs = append(attrs, KeyDeferred.Bool(true))
 		}
 	}
-	if in.Probe {
+	if in.Events.Has(metrics.Probe) {
 		attrs = append(attrs, KeyProbe.Bool(true))
 	}
 	if b, ok := g.CommandBreaker(in.Command); ok {

@@ -226,7 +226,7 @@ func TestHookShortCircuitedSpan(t *testing.T) {
 	require.NoError(t, err)
 	g.Breaker().SetMode(circuit.ForcedOpen)
 	_, err = command.Execute(context.Background(), g, call{name: "get"})
-	require.ErrorIs(t, err, command.ErrShortCircuited)
+	require.ErrorIs(t, err, command.ErrRefused)
 	spans := exp.GetSpans()
 	require.Len(t, spans, 1)
 	a := attrMap(spans[0].Attributes)

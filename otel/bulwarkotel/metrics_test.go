@@ -40,7 +40,7 @@ func service(t *testing.T, reg *command.Registry, clock *metrics.ManualClock) (u
 		require.Error(t, err)
 	}
 	_, err = command.Execute(ctx, pay, call{name: "charge", clock: clock})
-	require.ErrorIs(t, err, command.ErrShortCircuited)
+	require.ErrorIs(t, err, command.ErrRefused)
 	return users, pay
 }
 
@@ -54,7 +54,7 @@ func failProbe(t *testing.T, pay *command.Group, clock *metrics.ManualClock) {
 	clock.Advance(b.Snapshot().RetryAfter)
 	_, info, err := command.ExecuteInfo(context.Background(), pay, call{name: "charge", err: errors.New("declined")})
 	require.Error(t, err)
-	require.True(t, info.Probe, "the call was the half-open probe")
+	require.True(t, info.Events.Has(metrics.Probe), "the call was the half-open probe")
 	require.Equal(t, circuit.Open, b.State())
 }
 

@@ -14,11 +14,11 @@ func bulwarkProtections() []func() protection {
 	return []func() protection{bulwarkProtection, bulwarkPreset, bulwarkPresetShortWindow}
 }
 
-// bulwarkPresetShortWindow: command.PresetDependency with its breakers' window halved to 500 ms,
+// bulwarkPresetShortWindow: the "dependency" preset with its breakers' window halved to 500 ms,
 // which trips earlier (fewer calls reach /faulty before the trip) at the price of needing 40 calls
 // a second to gather the minimum, and of judging over a shorter, noisier window.
 func bulwarkPresetShortWindow() protection {
-	cfg, err := command.Preset(command.PresetDependency)
+	cfg, err := command.Preset("dependency")
 	cfg.Breaker.Window.Length = cfg.Breaker.Window.Length / 2
 	cfg.CommandBreaker = cfg.Breaker
 	p := bulwarkGroups(presetName+", 500 ms window", cfg)
@@ -28,7 +28,7 @@ func bulwarkPresetShortWindow() protection {
 	return p
 }
 
-// presetName is the name of the protection that runs command.PresetDependency.
+// presetName is the name of the protection that runs the "dependency" preset.
 const presetName = "bulwark (preset)"
 
 // backendCmd is the bulwark command of one endpoint: Run calls the backend route; the embedded
@@ -62,10 +62,10 @@ func bulwarkProtection() protection {
 	})
 }
 
-// bulwarkPreset: the recommended configuration, command.PresetDependency, with the scenario's
+// bulwarkPreset: the recommended configuration, the "dependency" preset, with the scenario's
 // timeout and bulkhead.
 func bulwarkPreset() protection {
-	cfg, err := command.Preset(command.PresetDependency)
+	cfg, err := command.Preset("dependency")
 	p := bulwarkGroups(presetName, cfg)
 	if err != nil {
 		p.wrap = func(string, func(context.Context) error) (call, error) { return nil, err }

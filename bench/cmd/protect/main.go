@@ -13,7 +13,7 @@
 // endpoint the achieved good throughput, p50/p99 latency, fallback and error counts and the calls
 // that reached /faulty, and how long after the fault ended /faulty answered well again (the first
 // of recoveryStreak good answers in a row), and prints markdown tables on stdout, ending with the
-// targets of bulwark's recommended preset (command.PresetDependency) against the best peer.
+// targets of bulwark's recommended preset (command.Preset("dependency")) against the best peer.
 //
 //	go run ./cmd/protect          # about 3 minutes for all libraries
 //	go run ./cmd/protect -quick   # 1.5 s phases and a 3 s fault, about 40 s
@@ -257,7 +257,7 @@ func report(results []result, cfg config) {
 		"Backend service time %v. Fault on /faulty: %.0f%% answered 500 at once, %.0f%% hang %v, the rest answered well. "+
 		"Per call timeout %v; the front's shared connection pool holds %d connections. "+
 		"Libraries: bulkhead %d per endpoint, breaker at %.0f%% failures over >= %d calls in a %v window (hystrix-go: 10 s, fixed), open %v, closes after %d probe successes (hystrix-go: 1), fallback answers a static value; "+
-		"bulwark (preset) is command.PresetDependency with the same timeout and bulkhead. "+
+		"bulwark (preset) is command.Preset(\"dependency\") with the same timeout and bulkhead. "+
 		"Recovery: from the end of the fault to the first of %d good answers in a row from /faulty.\n\n",
 		cfg.rate, cfg.phase, cfg.fault, cfg.phase, cfg.warmup, serviceTime, faultErrorRate*100, faultHangRate*100, faultHang,
 		callTimeout, frontConns, bulkheadSize, failureRatio*100, minRequests, breakerWindow, openDuration, halfOpenSuccesses,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/isolation"
 )
 
 func bulwarkSubjects() []subject {
@@ -50,7 +51,7 @@ func bulwarkSubject(name string, strategy command.Strategy) subject {
 					return outOK
 				case errorsIs(err, command.ErrTimeout):
 					return outTimeout
-				case errorsIs(err, command.ErrRejected):
+				case errorsIs(err, isolation.ErrRejected):
 					return outRejected
 				}
 				return outOther
