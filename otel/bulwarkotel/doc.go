@@ -60,7 +60,7 @@
 //
 // Cardinality: the registry bounds every name (GroupConfig.MaxCommands
 // per group, each at most command.MaxNameLength bytes of valid UTF-8), so
-// the series are bounded: metrics.NumEvents (20 today) per command for the
+// the series are bounded: metrics.NumEvents (one series per event kind) per command for the
 // events counter, 3 states and 4 modes per breaker, one per transition kind
 // taken, one per outcome for the histograms. The SDK caps each instrument
 // at 2000 attribute sets by default and folds the rest into one overflow
