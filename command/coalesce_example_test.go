@@ -39,8 +39,12 @@ func ExampleCommandConfig_coalesce() {
 		Commands: map[string]command.CommandConfig{"profile": {Coalesce: true}}})
 
 	var runs atomic.Int64
-	everyone := func(ctx context.Context) { // a slow dependency: it answers once all 100 calls are in flight
-		for inFlight(users) < 100 && ctx.Err() == nil {
+	// A slow dependency: it answers once the 99 other calls wait for its
+	// Run. (Waiting for 100 calls in flight instead let a call counted in
+	// flight but not yet joined come too late, start a Run of its own and
+	// wait forever for 100.)
+	everyone := func(ctx context.Context) {
+		for coalescing(users) < 99 && ctx.Err() == nil {
 			time.Sleep(time.Millisecond)
 		}
 	}
@@ -65,10 +69,11 @@ func ExampleCommandConfig_coalesce() {
 	// SUCCESS: 1 COALESCED: 99
 }
 
-// inFlight returns the calls of the group's first command in flight.
-func inFlight(g *command.Group) int64 {
+// coalescing returns the calls of the group's first command waiting for
+// another call's Run.
+func coalescing(g *command.Group) int64 {
 	if s := g.Snapshot(); len(s.Commands) > 0 {
-		return s.Commands[0].InFlight
+		return s.Commands[0].Coalescing
 	}
 	return 0
 }
