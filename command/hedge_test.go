@@ -200,7 +200,13 @@ func TestHedgeLateValueDiscarded(t *testing.T) {
 		hedge.release <- 2
 		assert.Equal(t, 2, receive(t, done, "the answer").v)
 		first.release <- 1 // late
-		require.Eventually(t, func() bool { return f.counts()[metrics.Hedged] == 1 }, 10*time.Second, time.Millisecond)
+		// The loser is recorded (HEDGED) before its value goes to Discard:
+		// wait for the value, not for the count.
+		require.Eventually(t, func() bool {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return len(f.discarded) > 0
+		}, 10*time.Second, time.Millisecond)
 		f.mu.Lock()
 		assert.Equal(t, []int{1}, f.discarded)
 		f.mu.Unlock()
