@@ -95,7 +95,11 @@ func TestWorkersCloseWaitsForPoolsStillClosing(t *testing.T) {
 	workersClosed := make(chan error, 1)
 	go func() { workersClosed <- w.Close(context.Background()) }()
 	eventually(t, func() bool {
-		_, err := NewPool(PoolConfig{Workers: w})
+		// A probe that beats Close attaches a pool: close it, or Close rightly waits for it.
+		probe, err := NewPool(PoolConfig{Workers: w})
+		if err == nil {
+			require.NoError(t, probe.Close(context.Background()))
+		}
 		return errors.Is(err, ErrClosed)
 	}, "Workers.Close has begun")
 	select {
