@@ -26,12 +26,19 @@ func (a Alert) Action() string {
 		return fmt.Sprintf("check the health of %s; breaker open for %s%s, reason %s%s",
 			what, minutes(a.OpenFor), state, a.Reason, a.evidence())
 	case Resolved:
+		if a.Unwatched {
+			return fmt.Sprintf("no action: %s is no longer watched (its group closed); its breaker was open for at least %s (reached %s), reason %s",
+				what, minutes(a.OpenFor), a.Tier, a.Reason)
+		}
 		return fmt.Sprintf("no action: %s recovered; its breaker was open for %s (reached %s), reason %s",
 			what, minutes(a.OpenFor), a.Tier, a.Reason)
 	case Degraded:
 		return fmt.Sprintf("check the health of %s; %.1f%% of its %d calls in the window were answered by a fallback",
 			what, 100*a.DegradedRate, a.Calls)
 	case DegradedCleared:
+		if a.Unwatched {
+			return fmt.Sprintf("no action: %s is no longer watched (its group closed) while degraded", what)
+		}
 		return fmt.Sprintf("no action: %s is no longer degraded (%.1f%% of %d calls answered by a fallback)",
 			what, 100*a.DegradedRate, a.Calls)
 	}

@@ -13,7 +13,9 @@ type Alert struct {
 	Kind           Kind
 	Group, Command string
 	// Tier is the tier reached (Open) or the highest reached during the
-	// outage (Resolved); "" for the degraded alarm.
+	// outage (Resolved); for the degraded alarm, the first (lowest) tier,
+	// so that it is routed as that tier is (P3 by default, as
+	// prom/alerts.yml's BulwarkCommandDegraded).
 	Tier string
 	// OpenFor is how long the breaker has been out of the closed state (at
 	// Resolved: how long it was). Zero for the degraded alarm.
@@ -32,6 +34,12 @@ type Alert struct {
 	// those kept when the outage was first seen (the failures that tripped
 	// it), for the degraded alarm the latest.
 	Errors []ErrorSample
+	// Unwatched marks the Resolved or DegradedCleared that Watcher.Unwatch
+	// sends for what still fired when the group was closed: the alert ends
+	// because nobody watches the group any more, not because its
+	// dependency recovered. OpenFor is then the outage's length at the
+	// last evaluation.
+	Unwatched bool
 }
 
 // ErrorSample is the text of one error a command's call failed with.

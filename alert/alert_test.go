@@ -206,6 +206,50 @@ func TestDegradedAlarm(t *testing.T) {
 	require.False(t, commandSnapshot(t, g, "read").DegradedAlarm)
 }
 
+// TestUnwatchResolvesWhatStillFires: closing a group whose breaker alert
+// and degraded alarm still fire ends both, marked Unwatched, so a receiver
+// does not keep a closed group's alerts firing; the degraded alarm carries
+// the first tier, as its severity.
+func TestUnwatchResolvesWhatStillFires(t *testing.T) {
+	// A first tier within the 10 s window, so the degraded alarm still fires at the close.
+	g, w, clock, log := alertGroup(t, Config{Tiers: []Tier{{"page", 5 * time.Second}}})
+	for range 19 {
+		_, err := command.Execute(context.Background(), g, succeeding("read"))
+		require.NoError(t, err)
+	}
+	for range 2 {
+		_, _, err := command.ExecuteInfo(context.Background(), g, degrading("read", errRefused))
+		require.NoError(t, err)
+	}
+	_, err := command.Execute(context.Background(), g, failing("dep", errRefused))
+	require.Error(t, err)
+	w.Check()
+	got := log.take()
+	require.Len(t, got, 1)
+	require.Equal(t, Degraded, got[0].Kind)
+	require.Equal(t, "page", got[0].Tier, "the first tier")
+	clock.Advance(5 * time.Second)
+	w.Check()
+	got = log.take()
+	require.Len(t, got, 1)
+	require.Equal(t, Open, got[0].Kind)
+	clock.Advance(2 * time.Second) // unseen: no Check after it
+
+	require.NoError(t, g.Close(context.Background()))
+	got = log.take()
+	require.Len(t, got, 2, "the outage and the degraded alarm")
+	require.Equal(t, Alert{Kind: Resolved, Group: "deps", Command: "dep", Tier: "page", OpenFor: 5 * time.Second, State: circuit.Open,
+		Reason: circuit.ReasonErrorRatio, Health: got[0].Health, Errors: []ErrorSample{{At: 0, Err: errRefused.Error()}}, Unwatched: true}, got[0])
+	require.Equal(t, "no action: dependency deps (command dep) is no longer watched (its group closed); "+
+		"its breaker was open for at least 5 s (reached page), reason error_ratio", got[0].Action())
+	require.Equal(t, DegradedCleared, got[1].Kind)
+	require.Equal(t, "read", got[1].Command)
+	require.Equal(t, "page", got[1].Tier)
+	require.True(t, got[1].Unwatched)
+	require.Equal(t, "no action: dependency deps (command read) is no longer watched (its group closed) while degraded", got[1].Action())
+	require.Empty(t, log.take())
+}
+
 // TestDegradedAlarmNeedsMinCalls: below DegradedMinCalls no alarm.
 func TestDegradedAlarmNeedsMinCalls(t *testing.T) {
 	g, w, _, log := alertGroup(t, Config{DegradedMinCalls: 3})
@@ -366,6 +410,9 @@ func TestOneWatcherManyGroups(t *testing.T) {
 	require.Equal(t, "P3", commandSnapshot(t, a, "dep").AlertTier)
 
 	require.NoError(t, a.Close(context.Background()))
+	got = log.take()
+	require.Len(t, got, 1, "a's close ends its alert: %+v", got)
+	require.True(t, got[0].Kind == Resolved && got[0].Unwatched, "%+v", got[0])
 	_, _ = command.Execute(context.Background(), b, failing("dep", errors.New("timeout")))
 	clockB.Advance(time.Minute)
 	w.Check()

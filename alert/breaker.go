@@ -36,6 +36,7 @@ func (w *Watcher) checkBreaker(out []Alert, s *watched, group, cmd string, b cir
 		o = &seen
 		s.open[cmd] = o
 	}
+	o.seen, o.state = clock, b.State
 	openFor := clock - o.since
 	tier := -1
 	for i, t := range w.cfg.Tiers {

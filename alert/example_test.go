@@ -50,15 +50,16 @@ func Example() {
 		panic(err)
 	}
 	g, clock, closeAll := payments(w)
-	defer closeAll()
 	_, _ = command.Execute(context.Background(), g, charge)
 	for range 10 {
 		clock.Advance(time.Minute)
 		w.Check() // the watcher's goroutine does this every Interval; here the clock is manual
 	}
+	closeAll() // closing the group ends what still fires (Alert.Unwatched)
 	// Output:
 	// breaker_open P3 payments/charge open 1m0s (error_ratio, 1 of 1 failed) errors "dial tcp 10.0.0.7:443: connection refused"
 	// breaker_open P2 payments/charge open 10m0s (error_ratio, 1 of 1 failed) errors "dial tcp 10.0.0.7:443: connection refused"
+	// breaker_resolved P2 payments/charge open 10m0s (error_ratio, 1 of 1 failed) errors "dial tcp 10.0.0.7:443: connection refused"
 }
 
 // requestIDKey is where the example's HTTP middleware would keep the

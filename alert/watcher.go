@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -48,6 +49,8 @@ type outage struct {
 	health circuit.Health
 	tier   int // index of the highest tier fired; -1 for none
 	errors []ErrorSample
+	seen   time.Duration // breaker clock at the last check
+	state  circuit.State // the breaker's state then
 }
 
 // New returns a Watcher configured by cfg. The error wraps
@@ -76,22 +79,51 @@ func (w *Watcher) Watch(g *command.Group) {
 }
 
 // Unwatch stops watching g and forgets its alert state; the group's Close
-// calls it. It waits for an evaluation in progress; after the last group
-// it stops w's goroutine and waits for it.
+// calls it. What still fires for g is resolved first: a Resolved for each
+// outage that fired a tier and a DegradedCleared for each degraded alarm,
+// marked Unwatched (nobody watches g any more; its dependency did not
+// necessarily recover), so a receiver such as the Webhook does not keep a
+// closed group's alert firing. It waits for an evaluation in progress;
+// after the last group it stops w's goroutine and waits for it.
 func (w *Watcher) Unwatch(g *command.Group) {
 	w.evalMu.Lock()
 	w.mu.Lock()
+	s := w.groups[g]
 	delete(w.groups, g)
 	var stop, done chan struct{}
 	if len(w.groups) == 0 && w.stop != nil {
 		stop, done, w.stop, w.done = w.stop, w.done, nil, nil
 	}
 	w.mu.Unlock()
+	if s != nil {
+		for _, a := range w.unwatched(s) {
+			w.deliver(s.logger, a)
+		}
+	}
 	w.evalMu.Unlock()
 	if stop != nil {
 		close(stop)
 		<-done
 	}
+}
+
+// unwatched returns the alerts that end what s still fires, by command.
+func (w *Watcher) unwatched(s *watched) []Alert {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	group := s.g.Name()
+	var out []Alert
+	for _, cmd := range slices.Sorted(maps.Keys(s.open)) {
+		if o := s.open[cmd]; o.tier >= 0 {
+			out = append(out, Alert{Kind: Resolved, Group: group, Command: cmd, Tier: w.cfg.Tiers[o.tier].Name,
+				OpenFor: o.seen - o.since, State: o.state, Reason: o.reason, Health: o.health, Errors: o.errors, Unwatched: true})
+		}
+	}
+	for _, cmd := range slices.Sorted(maps.Keys(s.degraded)) {
+		out = append(out, Alert{Kind: DegradedCleared, Group: group, Command: cmd, Tier: w.cfg.Tiers[0].Name,
+			Errors: s.rings[cmd].samples(), Unwatched: true})
+	}
+	return out
 }
 
 // run calls Check every Interval until stop closes.
@@ -238,7 +270,7 @@ func (w *Watcher) checkDegraded(out []Alert, s *watched, c *command.CommandSnaps
 	default:
 		return out
 	}
-	return append(out, Alert{Kind: kind, Group: c.Group, Command: c.Name, State: c.Breaker.State,
+	return append(out, Alert{Kind: kind, Group: c.Group, Command: c.Name, Tier: w.cfg.Tiers[0].Name, State: c.Breaker.State,
 		Calls: calls, DegradedRate: rate, Errors: s.rings[c.Name].samples()})
 }
 

@@ -77,9 +77,9 @@ type WebhookConfig struct {
 // of the outage. OnAlert never blocks: one goroutine of the Webhook's own
 // posts, with a timeout and a bounded number of attempts, and what failed
 // waits for the next round. What it holds is bounded by the alerts firing.
-// An alert still firing when its group is closed (the Watcher forgets the
-// group, so no Resolved comes) is sent again until the Webhook's Close.
-// Close stops it. It is safe for concurrent use.
+// An alert still firing when its group is closed is resolved then (the
+// Watcher's Unwatch sends it, marked Alert.Unwatched). The degraded alarm's
+// severity is the first tier's. Close stops it. It is safe for concurrent use.
 type Webhook struct {
 	cfg       WebhookConfig // effective
 	client    *http.Client

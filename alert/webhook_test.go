@@ -209,6 +209,30 @@ func TestWebhookSendsAlertmanagerPayload(t *testing.T) {
 	waitCounts(t, h, 4, 0)
 }
 
+// TestWebhookResolvesAClosedGroupsAlerts: a group closed while its alert
+// fires sends the alert's end (endsAt now), not the alert again at every
+// Resend until the Webhook closes.
+func TestWebhookResolvesAClosedGroupsAlerts(t *testing.T) {
+	rc := newReceiver(t, nil)
+	h := newWebhook(t, WebhookConfig{URL: rc.srv.URL + "/api/v2/alerts", Resend: time.Hour})
+	g, w, clock := webhookGroup(t, h)
+	_, err := command.Execute(context.Background(), g, failing("dep", errRefused))
+	require.ErrorIs(t, err, errRefused)
+	clock.Advance(time.Minute)
+	w.Check()
+	require.Len(t, rc.wait(1)[0], 1)
+
+	before := time.Now()
+	require.NoError(t, g.Close(context.Background()))
+	ended := rc.wait(2)[1]
+	require.Len(t, ended, 1)
+	require.Equal(t, "P3", ended[0].Labels["severity"])
+	within(t, ended[0].EndsAt, before, time.Now(), "endsAt")
+	require.True(t, strings.HasPrefix(ended[0].Annotations["action"], "no action: dependency deps (command dep) is no longer watched"),
+		ended[0].Annotations["action"])
+	waitCounts(t, h, 2, 0)
+}
+
 // TestWebhookRetriesWithBackoff: a receiver that answers 503 twice gets
 // the same alert a third time; each failed attempt is counted and logged.
 func TestWebhookRetriesWithBackoff(t *testing.T) {
