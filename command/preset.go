@@ -109,23 +109,23 @@ func neverDegradePreset() GroupConfig {
 // dependencyPreset is the recommended configuration for an HTTP or gRPC
 // dependency: it trips early and recovers within about half a second of
 // the dependency healing, with a bounded cost while it stays sick. Both
-// breakers judge a 1 s window (old successes do not dilute a fresh
-// outage; a dependency called fewer than 20 times a second never gathers
-// the minimum of 20, so raise Window for such one) at a 0.5 failure
-// ratio. A trip opens for 200 ms; each failed trial doubles that up to a
-// cap of 400 ms, so probes come often enough to find a healed dependency
-// at once and rarely enough that a sick one sees about three trials a
-// second. Two consecutive failed probes reopen it (HalfOpen.Failures 2:
-// one unlucky probe at the moment of recovery does not cost another open
-// period) and three successes close it. The timeout is the default 1 s:
-// set it from the dependency's p99.
+// breakers judge a 500 ms window at a 0.5 failure ratio over at least 20
+// calls: old successes dilute a fresh outage for half a second at most,
+// so it trips about 400 ms into a full one (a peer with a 1 s window,
+// about 800 ms); a dependency called fewer than 40 times a second never
+// gathers the minimum, so raise Window for such one. A trip opens for
+// 200 ms; each failed trial doubles that up to a cap of 400 ms, so a
+// healed dependency is found within about 400 ms plus the last probe's
+// timeout, and a sick one sees about two probes a second. One probe at a
+// time; any failed probe reopens it and three successes close it. The
+// timeout is the default 1 s: set it from the dependency's p99.
 func dependencyPreset() GroupConfig {
 	b := circuit.Config{
-		Window:       metrics.Window{Length: time.Second, Buckets: 10},
+		Window:       metrics.Window{Length: 500 * time.Millisecond, Buckets: 10},
 		MinRequests:  20,
 		FailureRatio: 0.5,
 		Open:         circuit.OpenConfig{Duration: 200 * time.Millisecond, Backoff: 2, Max: 400 * time.Millisecond},
-		HalfOpen:     circuit.HalfOpenConfig{Probes: 1, Successes: 3, Failures: 2},
+		HalfOpen:     circuit.HalfOpenConfig{Probes: 1, Successes: 3, Failures: 1},
 	}
 	return GroupConfig{Timeout: defaultTimeout, Breaker: b, CommandBreaker: b}
 }

@@ -25,5 +25,5 @@ func ExamplePreset() {
 	}
 	b := inventory.Config().Breaker
 	fmt.Println(b.Window.Length, b.MinRequests, b.Open.Duration, b.Open.Max, b.HalfOpen.Failures)
-	// Output: 1s 20 200ms 400ms 2
+	// Output: 500ms 20 200ms 400ms 1
 }

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,5 +21,5 @@ func TestReadOnlyToggle(t *testing.T) {
 	assert.False(t, g.ReadOnly())
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"orders": {"preset": "dependency", "readOnly": true}}}`)))
 	assert.True(t, g.ReadOnly())
-	assert.Equal(t, 2, g.Config().Breaker.HalfOpen.Failures, "the recommended preset by name")
+	assert.Equal(t, 500*time.Millisecond, g.Config().Breaker.Window.Length, "the recommended preset by name")
 }

@@ -11,21 +11,7 @@ import (
 )
 
 func bulwarkProtections() []func() protection {
-	return []func() protection{bulwarkProtection, bulwarkPreset, bulwarkPresetShortWindow}
-}
-
-// bulwarkPresetShortWindow: the "dependency" preset with its breakers' window halved to 500 ms,
-// which trips earlier (fewer calls reach /faulty before the trip) at the price of needing 40 calls
-// a second to gather the minimum, and of judging over a shorter, noisier window.
-func bulwarkPresetShortWindow() protection {
-	cfg, err := command.Preset("dependency")
-	cfg.Breaker.Window.Length = cfg.Breaker.Window.Length / 2
-	cfg.CommandBreaker = cfg.Breaker
-	p := bulwarkGroups(presetName+", 500 ms window", cfg)
-	if err != nil {
-		p.wrap = func(string, func(context.Context) error) (call, error) { return nil, err }
-	}
-	return p
+	return []func() protection{bulwarkProtection, bulwarkPreset}
 }
 
 // presetName is the name of the protection that runs the "dependency" preset.

@@ -89,7 +89,7 @@ func main() {
 	phase := flag.Duration("phase", 5*time.Second, "length of the healthy and the recovered phase")
 	faultLen := flag.Duration("fault", 20*time.Second, "length of the fault phase")
 	rate := flag.Int("rate", 200, "requests per second per endpoint")
-	only := flag.String("only", "", "run only the libraries whose name contains this")
+	only := flag.String("only", "", "run only the libraries whose name contains one of these comma-separated strings")
 	flag.Parse()
 	cfg := config{phase: *phase, fault: *faultLen, warmup: time.Second, rate: *rate}
 	if *quick {
@@ -99,7 +99,7 @@ func main() {
 	var results []result
 	for _, mk := range append(peerProtections(), bulwarkProtections()...) {
 		p := mk()
-		if *only != "" && !strings.Contains(p.name, *only) {
+		if !selected(p.name, *only) {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "protect: %s ...\n", p.name)
@@ -111,6 +111,20 @@ func main() {
 		results = append(results, r)
 	}
 	report(results, cfg)
+}
+
+// selected reports whether the -only flag's value picks the library name: an empty value picks
+// all, otherwise any of its comma-separated parts contained in name.
+func selected(name, only string) bool {
+	if only == "" {
+		return true
+	}
+	for _, part := range strings.Split(only, ",") {
+		if part != "" && strings.Contains(name, part) {
+			return true
+		}
+	}
+	return false
 }
 
 func listen(h http.Handler) (*http.Server, string, error) {
