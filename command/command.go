@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/bulwark-go/bulwark/command/priority"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -56,7 +57,7 @@ type Option struct {
 	key      string
 	instance string
 	write    bool
-	priority Priority // WithPriority's, plus 1; 0: none given
+	priority priority.Level // WithPriority's, plus 1; 0: none given
 }
 
 // WithTimeout overrides the command's timeout for this call. NoTimeout
@@ -106,7 +107,7 @@ type Info struct {
 	// the work is accepted, not yet done. Degraded is then true too.
 	Deferred bool
 	// Attempts is how many attempts the call made: 1, or more when it was
-	// retried (see RetryConfig); 0 for a COALESCED call, which shared
+	// retried (see package retry); 0 for a COALESCED call, which shared
 	// another call's (see CommandConfig.Coalesce). Event, Events and RunLatency are
 	// those of the last attempt; Latency covers all of them and the
 	// backoffs between. Each earlier attempt was recorded in the metrics

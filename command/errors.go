@@ -158,7 +158,7 @@ func (e *Error) Unwrap() []error {
 // RetryAfterer is implemented by an error that knows when a call could be
 // tried again, such as ratelimit's *LimitError, or the error of an
 // httpguard 5xx response with a Retry-After header. A Run error that
-// implements it sets the delay of a retry (RetryConfig.MaxRetryAfter).
+// implements it sets the delay of a retry (retry.Config.MaxRetryAfter).
 type RetryAfterer interface {
 	RetryAfterDelay() time.Duration
 }

@@ -15,6 +15,10 @@ import (
 	"time"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command/adaptive"
+	"github.com/bulwark-go/bulwark/command/priority"
+	"github.com/bulwark-go/bulwark/command/retry"
+	"github.com/bulwark-go/bulwark/command/throttle"
 	"github.com/bulwark-go/bulwark/internal/cacheline"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
@@ -162,9 +166,9 @@ type GroupConfig struct {
 	// caller's budget ever shows as the dependency's timeout).
 	DeadlineReserve time.Duration
 	// Retry retries the failed calls of Idempotent commands, under a retry
-	// budget shared by the group's commands; see RetryConfig. It changes
+	// budget shared by the group's commands; see package retry. It changes
 	// live through Reconfigure. Default: off.
-	Retry RetryConfig
+	Retry retry.Config
 	// ReadOnly puts the group in read-only mode: a write (a command whose
 	// Write method says true, or a call with WithWrite) is refused before
 	// the limiters, the breakers and the bulkhead, as READ_ONLY with
@@ -187,20 +191,20 @@ type GroupConfig struct {
 	InstanceWarmUp time.Duration
 	// Throttle is the group's client-side adaptive throttle: it refuses
 	// calls locally (THROTTLED) in proportion to the requests the
-	// dependency has not accepted lately; see ThrottleConfig. Default:
+	// dependency has not accepted lately; see package throttle. Default:
 	// off.
-	Throttle ThrottleConfig
+	Throttle throttle.Config
 	// Priority turns on priority shedding: when the bulkhead fills up, the
-	// less important calls (WithPriority, Prioritizer) are refused first
+	// less important calls (WithPriority) are refused first
 	// (PRIORITY_REJECTED), keeping a share of it for the more important
-	// ones; see PriorityConfig. It changes live through Reconfigure.
+	// ones; see package priority. It changes live through Reconfigure.
 	// Default: off.
-	Priority PriorityConfig
+	Priority priority.Config
 	// Adaptive turns on the adaptive concurrency limit: the bulkhead's
 	// size follows the dependency's latency within [Adaptive.Min,
 	// Adaptive.Max] instead of staying at MaxConcurrent; see
-	// AdaptiveConfig. It changes live through Reconfigure. Default: off.
-	Adaptive AdaptiveConfig
+	// package adaptive. It changes live through Reconfigure. Default: off.
+	Adaptive adaptive.Config
 }
 
 // CommandConfig holds the settings of one command name in a group. Its zero
@@ -243,8 +247,8 @@ type CommandConfig struct {
 // left for Validate to report. Logger stays nil when unset (the registry
 // supplies it).
 func (c GroupConfig) withDefaults() GroupConfig {
-	c.Adaptive = c.Adaptive.withDefaults()
-	if c.MaxConcurrent == 0 && c.Adaptive.enabled() {
+	c.Adaptive = adaptiveDefaults(c.Adaptive)
+	if c.MaxConcurrent == 0 && adaptiveOn(&c.Adaptive) {
 		c.MaxConcurrent = c.Adaptive.Max
 	}
 	if c.MaxConcurrent == 0 {
@@ -263,7 +267,7 @@ func (c GroupConfig) withDefaults() GroupConfig {
 	if c.SlowCallDuration == 0 {
 		c.SlowCallDuration = c.CommandBreaker.SlowCallDuration
 	}
-	c.Retry = c.Retry.withDefaults()
+	c.Retry = retryDefaults(c.Retry)
 	return c
 }
 
@@ -296,16 +300,16 @@ func (c GroupConfig) Validate() error {
 	if err := validateReserve(c.DeadlineReserve); err != nil {
 		return err
 	}
-	if err := e.Retry.validate(); err != nil {
+	if err := validateRetry(e.Retry); err != nil {
 		return err
 	}
-	if err := e.Throttle.validate(); err != nil {
+	if err := validateThrottle(e.Throttle); err != nil {
 		return err
 	}
-	if err := e.Priority.validate(); err != nil {
+	if err := validatePriority(&e.Priority); err != nil {
 		return err
 	}
-	if err := e.Adaptive.validate(c.MaxConcurrent); err != nil {
+	if err := validateAdaptive(&e.Adaptive, c.MaxConcurrent); err != nil {
 		return err
 	}
 	if err := e.Window.Validate(); err != nil {
@@ -383,7 +387,7 @@ type Group struct {
 
 	instances instances // first calls per instance, for InstanceWarmUp
 
-	retries retryBudget // the retries made, for RetryConfig's budget
+	retries retryBudget // the retries made, for retry.Config's budget
 }
 
 // groupCounters are the counters every call of a group writes. They sit on
@@ -506,7 +510,7 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 		return nil, err
 	}
 	g.adaptive.g = g
-	if cfg.Adaptive.enabled() {
+	if adaptiveOn(&cfg.Adaptive) {
 		must(g.adaptive.configure(&cfg, r.clock.Now()))
 	}
 	g.commands.Store(&commandTable{names: newNameIndex()})

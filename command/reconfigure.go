@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command/priority"
+	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/internal/confdiff"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -43,10 +45,10 @@ type commandSettings struct {
 	limited    bool
 	limitWaits bool
 
-	retry      *RetryConfig    // the group's Retry, defaults applied; nil: off
-	priority   *PriorityConfig // the group's Priority; nil: no priority shedding
-	noFallback bool            // the group's NoFallback
-	readOnly   bool            // the group is read-only (GroupConfig.ReadOnly or its registry's switch); sets limited
+	retry      *retry.Config    // the group's Retry, defaults applied; nil: off
+	priority   *priority.Config // the group's Priority; nil: no priority shedding
+	noFallback bool             // the group's NoFallback
+	readOnly   bool             // the group is read-only (GroupConfig.ReadOnly or its registry's switch); sets limited
 
 	instanceWarmUp time.Duration  // the group's InstanceWarmUp; 0: off; sets limited
 	coalesce       bool           // the command's Coalesce
@@ -68,10 +70,10 @@ func (c *GroupConfig) commandSettings(name string, clock metrics.Clock, readOnly
 	s.instanceWarmUp = c.InstanceWarmUp
 	s.limited = c.RateLimit != nil || c.KeyedRateLimit != nil || s.readOnly || s.instanceWarmUp > 0
 	s.limitWaits = mayWait(c.RateLimit) || mayWait(c.KeyedRateLimit)
-	if c.Retry.enabled() {
+	if retryOn(c.Retry) {
 		s.retry = &c.Retry
 	}
-	if c.Priority.enabled() {
+	if sheds(&c.Priority) {
 		s.priority, s.limited = &c.Priority, true
 	}
 	cc, ok := c.Commands[name]
@@ -186,7 +188,7 @@ func (g *Group) check(cfg GroupConfig) (*liveConfig, error) {
 // fewer than the new limit run, so once the excess finishes no more than
 // the new limit ever run at once), Adaptive (a limit that stays on keeps
 // its value and estimates, clamped into the new bounds; see
-// AdaptiveConfig), Timeout, FallbackLimit (likewise),
+// package adaptive), Timeout, FallbackLimit (likewise),
 // SlowCallDuration, IsBadRequest, MaxCommands, Commands (a newly declared
 // command is created at once; a command no longer declared reverts to the
 // group's settings but keeps its metrics), and the breakers' settings

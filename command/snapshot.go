@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command/adaptive"
+	"github.com/bulwark-go/bulwark/command/throttle"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -42,12 +44,12 @@ type GroupSnapshot struct {
 	// Throttle tells the client-side throttle (GroupConfig.Throttle): its
 	// window's requests and accepts and the share of calls it refuses
 	// now. The zero value when it is off.
-	Throttle ThrottleStatus
+	Throttle throttle.Status
 
 	// Adaptive tells the adaptive concurrency limit (GroupConfig.Adaptive):
 	// the limit in force (Bulkhead.Capacity too) and the latencies it
 	// follows. The zero value when it is off.
-	Adaptive AdaptiveStatus
+	Adaptive adaptive.Status
 
 	// Commands holds one entry per command name seen in the group (or
 	// declared in GroupConfig.Commands), sorted by name.

@@ -35,7 +35,7 @@
 // ("80ms", "1m30s"); only a timeout (a group's or a command's) may also be
 // "none" (command.NoTimeout: no timeout), any other duration refuses it. The
 // meaning of each field is that of command.GroupConfig,
-// command.RetryConfig and circuit.Config. warmUp counts from a breaker's
+// retry.Config and circuit.Config. warmUp counts from a breaker's
 // creation, so it takes effect for groups and commands the rules create; a
 // document that changes it for a breaker that runs already is rejected
 // whole, the error naming the breaker and WarmUp (Group.WarmUp starts a

@@ -12,6 +12,8 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/priority"
+	"github.com/bulwark-go/bulwark/command/retry"
 )
 
 // ErrInvalid is wrapped by every error about a rules document: its syntax,
@@ -55,13 +57,13 @@ type Command struct {
 	RateLimit        *RateLimit `json:"rateLimit"`
 }
 
-// Throttle overrides the fields of a command.ThrottleConfig it sets. Rand
+// Throttle overrides the fields of a throttle.Config it sets. Rand
 // is code's: it comes from the base.
 type Throttle struct {
 	K *float64 `json:"k"`
 }
 
-// Priority overrides the fields of a command.PriorityConfig it sets:
+// Priority overrides the fields of a priority.Config it sets:
 // reserve, the four shares [P0, P1, P2, P3], and default, the priority of a
 // call that gives none, written "P0" to "P3".
 type Priority struct {
@@ -70,7 +72,7 @@ type Priority struct {
 }
 
 // apply sets the fields of cfg that p sets; the error names the field.
-func (p *Priority) apply(cfg *command.PriorityConfig) error {
+func (p *Priority) apply(cfg *priority.Config) error {
 	if p == nil {
 		return nil
 	}
@@ -84,7 +86,7 @@ func (p *Priority) apply(cfg *command.PriorityConfig) error {
 	if p.Default == nil {
 		return nil
 	}
-	for q := command.P0; q <= command.P3; q++ {
+	for q := priority.P0; q <= priority.P3; q++ {
 		if *p.Default == q.String() {
 			cfg.Default = q
 			return nil
@@ -93,7 +95,7 @@ func (p *Priority) apply(cfg *command.PriorityConfig) error {
 	return fmt.Errorf("priority.default %q: want \"P0\", \"P1\", \"P2\" or \"P3\"", *p.Default)
 }
 
-// Retry overrides the fields of a command.RetryConfig it sets. Sleep, Rand
+// Retry overrides the fields of a retry.Config it sets. Sleep, Rand
 // and NoBudget are code's: they come from the base.
 type Retry struct {
 	MaxAttempts        *int      `json:"maxAttempts"`
@@ -326,7 +328,7 @@ func (c Command) config(cc command.CommandConfig, slot limitSlot, lim *limits) (
 }
 
 // apply overrides the fields of c that r sets. A nil r sets none.
-func (r *Retry) apply(c *command.RetryConfig) {
+func (r *Retry) apply(c *retry.Config) {
 	if r == nil {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/ratelimit"
 )
 
@@ -123,7 +124,7 @@ func addGenerated(reg *command.Registry, n int, start time.Time) ([]generatedLoa
 			cfg.Strategy = command.Semaphore
 		}
 		if j%4 == 1 {
-			cfg.Retry = command.RetryConfig{MaxAttempts: 2}
+			cfg.Retry = retry.Config{MaxAttempts: 2}
 		}
 		var cmds []generatedLoad
 		for k := 0; k < groupSize && j*groupSize+k < n; k++ {
