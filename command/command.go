@@ -85,7 +85,7 @@ type Info struct {
 	// one fallback event if a fallback was considered, the kind of a
 	// degraded answer (metrics.DegradedStatic, DegradedLastGood,
 	// DegradedFeatureOff or DegradedDeferred; none for a fallback that
-	// declares no kind, see Degrader), ExceptionThrown if the caller got an
+	// declares no kind, see fallback.Degrader), ExceptionThrown if the caller got an
 	// error, and for a half-open probe of the group's breaker or the
 	// command's (see IsProbe) PROBE, with PROBE_SUCCESS or PROBE_FAILURE
 	// as the breakers judged it: Events.Has(metrics.Probe) tells a probe.

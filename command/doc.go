@@ -109,7 +109,7 @@
 // A degraded answer (Info.Degraded) carries its kind, an event beside
 // FALLBACK_SUCCESS in Info.Events and in the metrics: DEGRADED_STATIC,
 // DEGRADED_LAST_GOOD, DEGRADED_FEATURE_OFF or DEGRADED_DEFERRED, or none
-// for a fallback that declares no kind (see Degrader).
+// for a fallback that declares no kind (see fallback.Degrader).
 //
 // The breakers count only the calls that reached the dependency: SUCCESS,
 // FAILURE and TIMEOUT. Refusals, rejections, queue timeouts, bad requests
@@ -215,10 +215,10 @@
 // The answer is shared: each caller gets a copy of the same T, so a T that
 // holds pointers, slices or maps must be read-only to its callers, and
 // Run, which may outlive any one caller, must not write memory a caller
-// owns (see below). With a LastGood fallback, a call that finds a flight
-// of its key is answered at once with the last good value if it is no
-// older than the LastGood's maximum age (COALESCED and FALLBACK_SUCCESS,
-// degraded): stale while revalidate, one refresh in flight per key.
+// owns (see below). With a fallback.LastGood fallback, a call that finds a
+// flight of its key is answered at once with the last good value if it is
+// no older than its maximum age (COALESCED and FALLBACK_SUCCESS, degraded):
+// stale while revalidate, one refresh in flight per key.
 //
 // # Fallbacks and degradation
 //
@@ -233,14 +233,15 @@
 // a degraded value from a real one; use ExecuteInfo where it matters.
 // EXCEPTION_THROWN is emitted whenever the caller gets an error.
 //
-// Helpers: Static serves a fixed value, LastGood the last good value while
-// it is younger than its maximum age, and NoFallback marks a command that
-// must fail loudly (a payment never "succeeds" by fallback). Embed one in a
-// command struct to give it a Fallback (or, with NoFallback, to promise it
-// has none):
+// Package fallback holds ready-made fallbacks: fallback.Static serves a
+// fixed value, fallback.FeatureOff the zero value marked "feature off",
+// fallback.LastGood the last good value while it is younger than its
+// maximum age. NoFallback marks a command that must fail loudly (a payment
+// never "succeeds" by fallback). Embed one in a command struct to give it a
+// Fallback (or, with NoFallback, to promise it has none):
 //
 //	type getPrice struct {
-//		*command.LastGood[float64] // Fallback: the last price, if recent enough
+//		*fallback.LastGood[float64] // Fallback: the last price, if recent enough
 //		feed *Feed
 //	}
 //

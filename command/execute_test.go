@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command/fallback"
 	"github.com/bulwark-go/bulwark/internal/breaker"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
@@ -538,10 +539,10 @@ func TestNoFallbackMarker(t *testing.T) {
 }
 
 // charge must fail loudly: NoFallback overrides the Fallback promoted from
-// Static.
+// fallback.Static.
 type charge struct {
 	NoFallback
-	Static[int]
+	fallback.Static[int]
 }
 
 func (charge) Run(context.Context) (int, error) { return 0, errBoom }

@@ -161,7 +161,7 @@ type bulwarkCommand struct {
 	RollingCountReadOnly int64 `json:"rollingCountReadOnly"`
 	// The fallback successes by kind of degradation (DEGRADED_STATIC,
 	// DEGRADED_LAST_GOOD, DEGRADED_FEATURE_OFF, DEGRADED_DEFERRED, see
-	// command.Degrader); the rest of rollingCountFallbackSuccess
+	// fallback.Degrader); the rest of rollingCountFallbackSuccess
 	// declared no kind.
 	RollingCountDegradedStatic     int64 `json:"rollingCountDegradedStatic"`
 	RollingCountDegradedLastGood   int64 `json:"rollingCountDegradedLastGood"`
