@@ -56,7 +56,6 @@ type Option struct {
 	name     string
 	key      string
 	instance string
-	write    bool
 	priority priority.Level // WithPriority's, plus 1; 0: none given
 }
 

@@ -383,7 +383,7 @@ func checkDiscards(t *testing.T, res *chaosResult) {
 
 // chaosRegistry returns the two chaos groups; rateLimit, if not nil, is
 // each group's RateLimit.
-func chaosRegistry(t *testing.T, breaker circuit.Config, rateLimit Limiter) []*Group {
+func chaosRegistry(t *testing.T, breaker circuit.Config, rateLimit ratelimit.Limiter) []*Group {
 	reg, _ := newTestRegistry(t)
 	pool, err := reg.NewGroup("pool", GroupConfig{MaxConcurrent: 12, QueueSize: 4, FallbackLimit: 2, Timeout: 10 * time.Second,
 		Breaker: breaker, CommandBreaker: breaker, IsBadRequest: chaosIsBadRequest, RateLimit: rateLimit})

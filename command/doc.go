@@ -96,9 +96,8 @@
 //     A limiter that waits (a pacer) and sees the caller's context end
 //     makes the call CANCELLED instead.
 //   - READ_ONLY: the group was in read-only mode (GroupConfig.ReadOnly,
-//     Registry.SetReadOnly) and the call a write (a Write command, or
-//     WithWrite); it was refused first, before the limiters; Run did not
-//     run. It falls back (a fallback that defers the write fits); its error
+//     Registry.SetReadOnly) and the call a write (a Write command); it was
+//     refused first, before the limiters; Run did not run. It falls back (a fallback that defers the write fits); its error
 //     matches ErrRefused. Reads go on.
 //   - THROTTLED: the group's client-side throttle (GroupConfig.Throttle,
 //     the SRE book's adaptive throttling) refused the call locally, after

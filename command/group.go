@@ -22,6 +22,7 @@ import (
 	"github.com/bulwark-go/bulwark/internal/cacheline"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
+	"github.com/bulwark-go/bulwark/ratelimit"
 )
 
 // The defaults of GroupConfig, after Hystrix (its field docs give them).
@@ -146,11 +147,11 @@ type GroupConfig struct {
 	// the breakers and the bulkhead; a refused call is RATE_LIMITED: it
 	// falls back, is counted, and neither breaker sees it. Any package
 	// ratelimit limiter fits. Default: none.
-	RateLimit Limiter
+	RateLimit ratelimit.Limiter
 	// KeyedRateLimit, if set, is asked after RateLimit with the call's key
 	// (WithKey), for per-caller quotas: a *ratelimit.PerKey fits. Default:
 	// none.
-	KeyedRateLimit KeyedLimiter
+	KeyedRateLimit ratelimit.KeyedLimiter
 	// DeadlineReserve, when positive, keeps that much of the caller's time
 	// for the fallback: a call whose ctx has a deadline runs with the
 	// deadline min(timeout, time left on the caller's deadline −
@@ -170,7 +171,7 @@ type GroupConfig struct {
 	// live through Reconfigure. Default: off.
 	Retry retry.Config
 	// ReadOnly puts the group in read-only mode: a write (a command whose
-	// Write method says true, or a call with WithWrite) is refused before
+	// Write method says true) is refused before
 	// the limiters, the breakers and the bulkhead, as READ_ONLY with
 	// ErrRefused, and its fallback (one that defers the write, say) is
 	// tried; reads go on. It changes live through Reconfigure (and a
@@ -229,7 +230,7 @@ type CommandConfig struct {
 	SlowCallDuration time.Duration
 	// RateLimit, if set, limits this command's calls, asked after the
 	// group's limiters (see GroupConfig.RateLimit). Default: none.
-	RateLimit Limiter
+	RateLimit ratelimit.Limiter
 	// Coalesce makes concurrent calls of this command with the same key
 	// (WithKey, else the command's Key method: Keyer) share one Run, its
 	// answer handed to each of them: see "Request coalescing" in the

@@ -13,6 +13,7 @@ import (
 	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/internal/confdiff"
 	"github.com/bulwark-go/bulwark/metrics"
+	"github.com/bulwark-go/bulwark/ratelimit"
 )
 
 // liveConfig is a group's effective config with its generation: what
@@ -38,9 +39,9 @@ type commandSettings struct {
 	// limited is set when there is any, or any other refusal the limit
 	// stage makes (read-only, instance warm-up, throttle, priority
 	// shedding), so that a call with none of them tests one flag;
-	// limitWaits is set when a limiter may wait (see Limiter).
+	// limitWaits is set when a limiter may wait (see limitStage).
 	groupLimit limitStage
-	keyedLimit KeyedLimiter
+	keyedLimit ratelimit.KeyedLimiter
 	limit      limitStage
 	limited    bool
 	limitWaits bool
