@@ -867,6 +867,7 @@ func (c *commandState) snapshot(now time.Duration) CommandSnapshot {
 		Timeout:    c.settings.Load().timeout,
 		Breaker:    c.breaker.Snapshot(),
 		Metrics:    c.metrics.Snapshot(now),
+		live:       c.metrics,
 	}
 	_, s.DegradedRate = degradedRate(s.Metrics.Counts)
 	if a := c.group.alerts; a != nil {
