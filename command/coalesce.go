@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bulwark-go/bulwark/internal/wrap"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -135,7 +136,7 @@ func (g *Group) keyOf(cmd any) (key string) {
 // and reports whether it did. A NoFallback group or command never gets one.
 func (k *commandCall[T, C]) stale() bool {
 	lg, ok := any(k.cmd).(lastGooder[T])
-	if _, never := any(k.cmd).(noFallbacker); !ok || never || k.cs.noFallback {
+	if _, fallsBack := wrap.Fallback[T](any(k.cmd)); !ok || !fallsBack || k.cs.noFallback {
 		return false
 	}
 	v, age, ok := lg.Load()

@@ -2,7 +2,6 @@ package command
 
 import (
 	"context"
-	"reflect"
 	"time"
 
 	"github.com/bulwark-go/bulwark/command/priority"
@@ -114,43 +113,4 @@ type Info struct {
 	// without fallback or EXCEPTION_THROWN events: the metrics count
 	// attempts, the fallback and the caller's error once per call.
 	Attempts int
-}
-
-// NameOf returns the name Execute gives cmd when the call sets none with
-// WithName: its Name method's (Namer), else its type name without package
-// or pointer ("getUser" for a getUser or a *getUser). It returns "" for a
-// nil cmd. A wrapper around commands uses it to keep the inner command's
-// name.
-func NameOf(cmd any) string {
-	switch c := cmd.(type) {
-	case nil:
-		return ""
-	case Namer:
-		return c.Name()
-	}
-	return typeName(reflect.TypeOf(cmd))
-}
-
-// FallbackOf returns cmd's fallback as Execute sees it: cmd as a
-// Fallbacker[T], or false when cmd has no Fallback of that signature or
-// embeds NoFallback. A wrapper around commands uses it to keep the inner
-// command's fallback, or its lack of one.
-func FallbackOf[T any](cmd any) (Fallbacker[T], bool) {
-	fb, ok := cmd.(Fallbacker[T])
-	if _, never := cmd.(noFallbacker); never || !ok {
-		return nil, false
-	}
-	return fb, true
-}
-
-// typeName returns the default name of a command of type t: its type name
-// without package or pointer.
-func typeName(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer && t.Name() == "" {
-		t = t.Elem()
-	}
-	if n := t.Name(); n != "" {
-		return n
-	}
-	return t.String()
 }

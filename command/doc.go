@@ -157,8 +157,8 @@
 // implement Idempotent (and answer true) whose attempt ended as FAILURE or
 // TIMEOUT: never a short-circuit, a rejection, a queue timeout, a rate-limit
 // refusal, a bad request or a cancellation. The retry waits an exponential
-// backoff with full jitter, or the dependency's Retry-After (a RetryAfterer
-// in Run's error) up to retry.Config.MaxRetryAfter, never past the caller's
+// backoff with full jitter, or the dependency's Retry-After (see
+// Error.RetryAfter) up to retry.Config.MaxRetryAfter, never past the caller's
 // deadline; a budget per group holds retries to a share of the calls
 // (default 20% over the window, plus 1 per second), so that a dependency
 // that fails every call sees about 1.2 times the load, not MaxAttempts

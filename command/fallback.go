@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/bulwark-go/bulwark/internal/wrap"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -33,7 +34,7 @@ func (k *commandCall[T, C]) fallback() {
 func (k *commandCall[T, C]) serveFallback(e *Error) (T, error) {
 	var zero T
 	cmd := any(k.cmd)
-	fb, ok := FallbackOf[T](cmd)
+	fb, ok := wrap.Fallback[T](cmd)
 	if !ok || k.cs.noFallback {
 		k.events.Add(metrics.FallbackMissing)
 		e.FallbackErr = ErrFallbackMissing
@@ -74,9 +75,4 @@ func (k *commandCall[T, C]) serveFallback(e *Error) (T, error) {
 // Execute then never calls a Fallback method, even one promoted from another
 // embedded type, and the call ends with FALLBACK_MISSING and an error
 // matching ErrFallbackMissing.
-type NoFallback struct{}
-
-func (NoFallback) noFallback() {}
-
-// noFallbacker is implemented by the commands that embed NoFallback.
-type noFallbacker interface{ noFallback() }
+type NoFallback = wrap.NoFallback

@@ -20,6 +20,7 @@ import (
 	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/command/throttle"
 	"github.com/bulwark-go/bulwark/internal/cacheline"
+	"github.com/bulwark-go/bulwark/internal/wrap"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 	"github.com/bulwark-go/bulwark/ratelimit"
@@ -613,7 +614,7 @@ func (g *Group) addType(typ reflect.Type, cmd any, mismatches []string) *typeEnt
 	if !entry.dynamic {
 		_, entry.namer = cmd.(Namer)
 		if !entry.namer {
-			entry.c = g.addCommand(typeName(typ))
+			entry.c = g.addCommand(wrap.TypeName(typ))
 		}
 	}
 	g.mu.Lock()

@@ -213,7 +213,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // statusError is the error of a response that the Transport counts as a
 // failure (5xx) or classifies as a bad request (4xx). It is the cause the
 // breakers and a fallback see; RoundTrip's caller gets the response itself.
-// A 5xx's Retry-After header is its RetryAfterDelay (command.RetryAfterer),
+// A 5xx's Retry-After header is its RetryAfterDelay method,
 // which a retry honours (retry.Config) and command.Error.RetryAfter
 // reports.
 type statusError struct {
