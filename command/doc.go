@@ -65,7 +65,8 @@
 //     its size: MaxConcurrent, or the adaptive limit in force with
 //     GroupConfig.Adaptive), or closed (see Closing); Run did not run.
 //   - SUCCESS: Run returned no error before the deadline. It is also SLOW when
-//     Run took longer than GroupConfig.SlowCallDuration.
+//     Run took longer than the command breaker's SlowCallDuration
+//     (GroupConfig.CommandBreaker, or CommandConfig.Breaker).
 //   - FAILURE: Run returned an error, or panicked (the error is an
 //     *isolation.PanicError with the panic value and stack).
 //   - TIMEOUT: the group's (or WithTimeout's) deadline passed first. In Thread

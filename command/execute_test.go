@@ -377,7 +377,8 @@ func TestExecuteInvalidTimeoutOption(t *testing.T) {
 }
 
 func TestExecuteSlow(t *testing.T) {
-	g, clock := newTestGroup(t, GroupConfig{Strategy: Semaphore, SlowCallDuration: 100 * time.Millisecond})
+	g, clock := newTestGroup(t, GroupConfig{Strategy: Semaphore,
+		CommandBreaker: circuit.Config{SlowCallDuration: 100 * time.Millisecond, SlowCallRatio: 1}})
 	slow := func(d time.Duration) op[int] {
 		return op[int]{"get", func(context.Context) (int, error) { clock.Advance(d); return 1, nil }}
 	}

@@ -87,16 +87,14 @@ type GroupConfig struct {
 	// Window is the rolling window of the group's and its commands' metrics.
 	// Default 10 s in 10 buckets (per field).
 	Window metrics.Window
-	// SlowCallDuration makes a success that took longer (Run time) emit a
-	// SLOW event besides SUCCESS. Default: CommandBreaker.SlowCallDuration,
-	// so the metrics count what the breaker judges; zero there too: off.
-	SlowCallDuration time.Duration
 	// Breaker configures the group-level breaker, which sees every call of
 	// the group. Name and, when nil, Clock and Logger are set by the group.
 	Breaker circuit.Config
 	// CommandBreaker is the template of each command's own breaker (one per
 	// command name). Name and, when nil, Clock and Logger are set by the
-	// group.
+	// group. Its SlowCallDuration is also the threshold above which a
+	// success (Run time) emits a SLOW event besides SUCCESS, so the metrics
+	// count what the command's breaker judges slow; zero: no SLOW.
 	CommandBreaker circuit.Config
 	// IsBadRequest classifies errors returned by Run: true makes the call a
 	// BAD_REQUEST (returned as is, no fallback, not counted against health).
@@ -223,12 +221,9 @@ type CommandConfig struct {
 	// Breaker, if set, configures this command's breaker instead of the
 	// group's CommandBreaker template. Its Clock and Mode must be unset (the
 	// command breakers all use CommandBreaker's); a nil Logger or
-	// OnTransition takes the template's.
+	// OnTransition takes the template's. Its SlowCallDuration is the
+	// command's SLOW threshold (see GroupConfig.CommandBreaker).
 	Breaker *circuit.Config
-	// SlowCallDuration overrides, for this command, the threshold above
-	// which a success also emits SLOW. Default: Breaker.SlowCallDuration
-	// when Breaker is set and has one, else the group's SlowCallDuration.
-	SlowCallDuration time.Duration
 	// RateLimit, if set, limits this command's calls, asked after the
 	// group's limiters (see GroupConfig.RateLimit). Default: none.
 	RateLimit ratelimit.Limiter
@@ -266,9 +261,6 @@ func (c GroupConfig) withDefaults() GroupConfig {
 		c.MaxCommands = defaultMaxCommands
 	}
 	c.Window = c.Window.WithDefaults()
-	if c.SlowCallDuration == 0 {
-		c.SlowCallDuration = c.CommandBreaker.SlowCallDuration
-	}
 	c.Retry = retryDefaults(c.Retry)
 	return c
 }
@@ -296,8 +288,6 @@ func (c GroupConfig) Validate() error {
 		return invalid("InstanceWarmUp %v must not be negative", c.InstanceWarmUp)
 	case e.MaxCommands < len(c.Commands):
 		return invalid("MaxCommands %d is less than the %d declared Commands", c.MaxCommands, len(c.Commands))
-	case e.SlowCallDuration < 0:
-		return invalid("SlowCallDuration %v must not be negative", c.SlowCallDuration)
 	}
 	if err := validateReserve(c.DeadlineReserve); err != nil {
 		return err
@@ -331,8 +321,6 @@ func (c GroupConfig) Validate() error {
 		switch t := cc.Timeout; {
 		case t < 0 && t != NoTimeout:
 			return invalid("Commands[%q].Timeout %v must not be negative (NoTimeout disables it)", name, t)
-		case cc.SlowCallDuration < 0:
-			return invalid("Commands[%q].SlowCallDuration %v must not be negative", name, cc.SlowCallDuration)
 		case cc.Breaker != nil && cc.Breaker.Clock != nil:
 			return invalid("Commands[%q].Breaker.Clock must be nil: command breakers use CommandBreaker.Clock", name)
 		case cc.Breaker != nil && cc.Breaker.Mode != circuit.Normal:

@@ -24,7 +24,6 @@ func TestGroupConfigValidation(t *testing.T) {
 		{GroupConfig{Strategy: Semaphore, QueueSize: 3}, "QueueSize 3 is set but Strategy is SEMAPHORE"},
 		{GroupConfig{Timeout: -2 * time.Second}, "Timeout -2s"},
 		{GroupConfig{FallbackLimit: -1}, "FallbackLimit -1"},
-		{GroupConfig{SlowCallDuration: -time.Second}, "SlowCallDuration -1s"},
 		{GroupConfig{Window: metrics.Window{Length: 10 * time.Second, Buckets: 3}}, "Window {Length: 10s, Buckets: 3}"},
 		{GroupConfig{Breaker: circuit.Config{FailureRatio: 2}}, "Breaker: circuit: invalid config: FailureRatio 2"},
 		{GroupConfig{CommandBreaker: circuit.Config{MinRequests: -1}}, "CommandBreaker: circuit: invalid config: MinRequests -1"},
@@ -51,7 +50,6 @@ func TestGroupConfigDefaults(t *testing.T) {
 	assert.Equal(t, time.Second, cfg.Timeout)
 	assert.Equal(t, 10, cfg.FallbackLimit)
 	assert.Equal(t, metrics.DefaultWindow(), cfg.Window)
-	assert.Equal(t, time.Second, cfg.SlowCallDuration, "defaults to the command breaker's threshold")
 	bc := g.Breaker().Config()
 	assert.Equal(t, 20, bc.MinRequests)
 	assert.Equal(t, 0.5, bc.FailureRatio)

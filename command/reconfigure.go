@@ -64,7 +64,7 @@ func (g *Group) cfg() *liveConfig { return g.live.Load() }
 // commandSettings returns the settings of the command called name under c,
 // in a group whose clock is clock and whose registry is read-only or not.
 func (c *GroupConfig) commandSettings(name string, clock metrics.Clock, readOnly bool) *commandSettings {
-	s := &commandSettings{timeout: c.Timeout, slowCall: c.SlowCallDuration, reserve: c.DeadlineReserve,
+	s := &commandSettings{timeout: c.Timeout, slowCall: c.CommandBreaker.SlowCallDuration, reserve: c.DeadlineReserve,
 		probeClassifier: c.ProbeClassifier, groupLimit: stageOf(c.RateLimit, clock), keyedLimit: c.KeyedRateLimit,
 		noFallback: c.NoFallback}
 	s.readOnly = c.ReadOnly || readOnly
@@ -91,11 +91,8 @@ func (c *GroupConfig) commandSettings(name string, clock metrics.Clock, readOnly
 	if cc.Timeout != 0 {
 		s.timeout = cc.Timeout
 	}
-	if cc.Breaker != nil && cc.Breaker.SlowCallDuration > 0 {
+	if cc.Breaker != nil {
 		s.slowCall = cc.Breaker.SlowCallDuration
-	}
-	if cc.SlowCallDuration > 0 {
-		s.slowCall = cc.SlowCallDuration
 	}
 	s.coalesce = cc.Coalesce
 	if cc.Hedge.enabled() {
@@ -190,7 +187,7 @@ func (g *Group) check(cfg GroupConfig) (*liveConfig, error) {
 // the new limit ever run at once), Adaptive (a limit that stays on keeps
 // its value and estimates, clamped into the new bounds; see
 // package adaptive), Timeout, FallbackLimit (likewise),
-// SlowCallDuration, IsBadRequest, MaxCommands, Commands (a newly declared
+// IsBadRequest, MaxCommands, Commands (a newly declared
 // command is created at once; a command no longer declared reverts to the
 // group's settings but keeps its metrics), and the breakers' settings
 // (Breaker for the group's, CommandBreaker or Commands[name].Breaker for a

@@ -18,7 +18,7 @@
 //	}
 //
 // Group fields: preset, strategy ("thread" or "semaphore"), maxConcurrent,
-// queueSize, timeout, fallbackLimit, slowCallDuration, maxCommands,
+// queueSize, timeout, fallbackLimit, maxCommands,
 // noFallback, readOnly, deadlineReserve, retry, throttle {k}, priority
 // {reserve, default}, rateLimit, keyedRateLimit, breaker, commandBreaker,
 // commands. Breaker fields (breaker, commandBreaker, and a
@@ -30,8 +30,10 @@
 // with an error that names the new place of each such field.) Retry fields: maxAttempts, backoff,
 // maxBackoff, maxRetryAfter, budgetRatio, budgetMinPerSecond (a retry
 // object overrides the base's field by field; Sleep, Rand and NoBudget
-// are for code and come from the base). Command fields: timeout,
-// slowCallDuration, breaker, rateLimit. Durations are Go duration strings
+// are for code and come from the base). Command fields: timeout, breaker,
+// rateLimit. (A group's or a command's slowCallDuration of earlier
+// documents is refused with an error that names its place now: the
+// command breaker's.) Durations are Go duration strings
 // ("80ms", "1m30s"); only a timeout (a group's or a command's) may also be
 // "none" (command.NoTimeout: no timeout), any other duration refuses it. The
 // meaning of each field is that of command.GroupConfig,
@@ -50,8 +52,8 @@
 // matches them, case aside; group and command names when equal), at its
 // line and column: the decoder would silently keep the last one. So is an
 // explicit zero for a field whose zero would silently mean a default: a
-// group's maxConcurrent, timeout, fallbackLimit, slowCallDuration and
-// maxCommands; a command's timeout and slowCallDuration; a retry's
+// group's maxConcurrent, timeout, fallbackLimit and maxCommands; a
+// command's timeout; a retry's
 // backoff, maxBackoff, maxRetryAfter, budgetRatio and budgetMinPerSecond;
 // a breaker's window length and buckets, minRequests, failureRatio,
 // open.duration, open.max, halfOpen.probes, halfOpen.successes,

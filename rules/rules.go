@@ -28,33 +28,31 @@ type Document struct {
 // Group is the rule of one group. Every field is optional: a nil field keeps
 // the base's value (see the package doc).
 type Group struct {
-	Preset           string             `json:"preset"`
-	Strategy         *string            `json:"strategy"`
-	MaxConcurrent    *int               `json:"maxConcurrent" rules:"nonzero"`
-	QueueSize        *int               `json:"queueSize"`
-	Timeout          *Timeout           `json:"timeout" rules:"nonzero"`
-	FallbackLimit    *int               `json:"fallbackLimit" rules:"nonzero"`
-	SlowCallDuration *Duration          `json:"slowCallDuration" rules:"nonzero"`
-	MaxCommands      *int               `json:"maxCommands" rules:"nonzero"`
-	NoFallback       *bool              `json:"noFallback"`
-	ReadOnly         *bool              `json:"readOnly"`
-	DeadlineReserve  *Duration          `json:"deadlineReserve"`
-	Retry            *Retry             `json:"retry"`
-	Throttle         *Throttle          `json:"throttle"`
-	Priority         *Priority          `json:"priority"`
-	RateLimit        *RateLimit         `json:"rateLimit"`
-	KeyedRateLimit   *KeyedRateLimit    `json:"keyedRateLimit"`
-	Breaker          *Breaker           `json:"breaker"`
-	CommandBreaker   *Breaker           `json:"commandBreaker"`
-	Commands         map[string]Command `json:"commands"`
+	Preset          string             `json:"preset"`
+	Strategy        *string            `json:"strategy"`
+	MaxConcurrent   *int               `json:"maxConcurrent" rules:"nonzero"`
+	QueueSize       *int               `json:"queueSize"`
+	Timeout         *Timeout           `json:"timeout" rules:"nonzero"`
+	FallbackLimit   *int               `json:"fallbackLimit" rules:"nonzero"`
+	MaxCommands     *int               `json:"maxCommands" rules:"nonzero"`
+	NoFallback      *bool              `json:"noFallback"`
+	ReadOnly        *bool              `json:"readOnly"`
+	DeadlineReserve *Duration          `json:"deadlineReserve"`
+	Retry           *Retry             `json:"retry"`
+	Throttle        *Throttle          `json:"throttle"`
+	Priority        *Priority          `json:"priority"`
+	RateLimit       *RateLimit         `json:"rateLimit"`
+	KeyedRateLimit  *KeyedRateLimit    `json:"keyedRateLimit"`
+	Breaker         *Breaker           `json:"breaker"`
+	CommandBreaker  *Breaker           `json:"commandBreaker"`
+	Commands        map[string]Command `json:"commands"`
 }
 
 // Command is the rule of one command of a group.
 type Command struct {
-	Timeout          *Timeout   `json:"timeout" rules:"nonzero"`
-	SlowCallDuration *Duration  `json:"slowCallDuration" rules:"nonzero"`
-	Breaker          *Breaker   `json:"breaker"`
-	RateLimit        *RateLimit `json:"rateLimit"`
+	Timeout   *Timeout   `json:"timeout" rules:"nonzero"`
+	Breaker   *Breaker   `json:"breaker"`
+	RateLimit *RateLimit `json:"rateLimit"`
 }
 
 // Throttle overrides the fields of a throttle.Config it sets. Rand
@@ -241,7 +239,6 @@ func (r Group) config(name string, base command.GroupConfig, lim *limits) (comma
 	set(&cfg.QueueSize, r.QueueSize)
 	setDuration(&cfg.Timeout, r.Timeout)
 	set(&cfg.FallbackLimit, r.FallbackLimit)
-	setDuration(&cfg.SlowCallDuration, r.SlowCallDuration)
 	set(&cfg.MaxCommands, r.MaxCommands)
 	set(&cfg.NoFallback, r.NoFallback)
 	set(&cfg.ReadOnly, r.ReadOnly)
@@ -308,7 +305,6 @@ func keepCode(p, base command.GroupConfig) command.GroupConfig {
 // were cc, its limiter built by lim for slot. The error names the field.
 func (c Command) config(cc command.CommandConfig, slot limitSlot, lim *limits) (command.CommandConfig, error) {
 	setDuration(&cc.Timeout, c.Timeout)
-	setDuration(&cc.SlowCallDuration, c.SlowCallDuration)
 	if c.Breaker != nil {
 		var b circuit.Config
 		if cc.Breaker != nil {
