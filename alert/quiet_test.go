@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/circuit/party"
 	"github.com/bulwark-go/bulwark/command"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -43,7 +43,7 @@ func TestCheckSkipsQuietGroups(t *testing.T) {
 func TestQuietGroupOpenedByItsFleetAlerts(t *testing.T) {
 	g, w, clock, log := alertGroup(t, Config{Tiers: []Tier{{"warn", time.Second}}})
 	require.True(t, g.Quiet(), "a group never called")
-	m, err := g.Breaker().Join(quietParty{})
+	m, err := party.Join(g.Breaker(), quietParty{})
 	require.NoError(t, err)
 	defer m.Leave()
 	require.True(t, m.Open(m.Look()))
@@ -54,7 +54,7 @@ func TestQuietGroupOpenedByItsFleetAlerts(t *testing.T) {
 	got := log.take()
 	require.Len(t, got, 1)
 	require.Equal(t, Open, got[0].Kind)
-	require.Equal(t, circuit.Reason("fleet_open"), got[0].Reason)
+	require.Equal(t, party.ReasonOpen, got[0].Reason)
 }
 
 // quietParty is a Party that lets every probe through.

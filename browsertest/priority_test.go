@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/priority"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -25,7 +26,7 @@ func TestBrowserShedCounter(t *testing.T) {
 	reg := command.NewRegistry(command.RegistryConfig{Clock: new(metrics.ManualClock), Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { assert.NoError(t, reg.Close(context.Background())) })
 	g, err := reg.NewGroup("reports", command.GroupConfig{Strategy: command.Semaphore, MaxConcurrent: 4, Timeout: command.NoTimeout,
-		Priority: command.PriorityConfig{Reserve: [4]float64{0, 0.1, 0.25, 0.5}}})
+		Priority: priority.Config{Reserve: [4]float64{0, 0.1, 0.25, 0.5}}})
 	require.NoError(t, err)
 	release, started, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	for range 2 {
@@ -43,7 +44,7 @@ func TestBrowserShedCounter(t *testing.T) {
 	export := command.Func("Export", func(context.Context) (int, error) { return 1, nil },
 		func(context.Context, error) (int, error) { return 0, nil })
 	for range calls {
-		_, info, err := command.ExecuteInfo(context.Background(), g, export, command.WithPriority(command.P3))
+		_, info, err := command.ExecuteInfo(context.Background(), g, export, command.WithPriority(priority.P3))
 		require.NoError(t, err)
 		require.Equal(t, metrics.PriorityRejected, info.Event)
 	}

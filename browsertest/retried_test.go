@@ -14,6 +14,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/dashboard"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -40,7 +41,7 @@ func TestBrowserRetriedCounter(t *testing.T) {
 	t.Cleanup(func() { assert.NoError(t, reg.Close(context.Background())) })
 	g, err := reg.NewGroup("api", command.GroupConfig{Strategy: command.Semaphore,
 		Breaker: circuit.Config{Mode: circuit.ObserveOnly}, CommandBreaker: circuit.Config{Mode: circuit.ObserveOnly},
-		Retry: command.RetryConfig{MaxAttempts: 3, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }}})
+		Retry: retry.Config{MaxAttempts: 3, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }}})
 	require.NoError(t, err)
 	const calls, attempts = 5, 3
 	for range calls {

@@ -580,9 +580,8 @@ func TestFaceConstantsAreTheEngines(t *testing.T) {
 		[]breaker.Mode{breaker.Mode(Normal), breaker.Mode(ForcedOpen), breaker.Mode(ForcedClosed), breaker.Mode(ObserveOnly)})
 	assert.Equal(t, []breaker.Reason{breaker.ReasonErrorRatio, breaker.ReasonSlowRatio, breaker.ReasonOpenElapsed,
 		breaker.ReasonProbeFailed, breaker.ReasonProbesSucceeded, breaker.ReasonHalfOpenTimeout, breaker.ReasonForced,
-		breaker.ReasonHealthCheck, breaker.ReasonReset, breaker.ReasonFleetOpen, breaker.ReasonFleetClose},
+		breaker.ReasonHealthCheck, breaker.ReasonReset},
 		[]breaker.Reason{breaker.Reason(ReasonErrorRatio), breaker.Reason(ReasonSlowRatio), breaker.Reason(ReasonOpenElapsed),
 			breaker.Reason(ReasonProbeFailed), breaker.Reason(ReasonProbesSucceeded), breaker.Reason(ReasonHalfOpenTimeout),
-			breaker.Reason(ReasonForced), breaker.Reason(ReasonHealthCheck), breaker.Reason(ReasonReset),
-			breaker.Reason(ReasonFleetOpen), breaker.Reason(ReasonFleetClose)})
+			breaker.Reason(ReasonForced), breaker.Reason(ReasonHealthCheck), breaker.Reason(ReasonReset)})
 }

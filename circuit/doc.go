@@ -148,15 +148,16 @@
 // number of them, each removed by the stop function Observe returns),
 // after the log record and before OnTransition, under the same rules.
 //
-// Shared judgment. An outside party (a Party), such as the fleet state of
-// the redis/fleet module, may take part in a breaker's judgment through
-// Breaker.Join: it gates the half-open probes (so that a fleet sends a few,
-// not one set per instance), reports a status (Snapshot.Shared), and opens
-// or closes the breaker through its Member with reasons fleet_open and
-// fleet_close, each move tied to the Look it was decided on, so that a fleet
-// verdict from before a close can never apply after it. The breaker's own
-// window is never mixed with the party's data: it trips on its own evidence
-// only. A closed breaker's Allow and a successful Record read none of this.
+// Shared judgment. An outside party, such as the fleet state of module
+// redis, may take part in a breaker's judgment through package
+// circuit/party: it gates the half-open
+// probes (so that a fleet sends a few, not one set per instance), reports
+// a status (Snapshot.Shared), and opens or closes the breaker with reasons
+// fleet_open and fleet_close, each move tied to the reading of the breaker
+// it was decided on, so that a fleet verdict from before a close can never
+// apply after it. The breaker's own window is never mixed with the party's
+// data: it trips on its own evidence only. A closed breaker's Allow and a
+// successful Record read none of this.
 //
 // # The engine
 //

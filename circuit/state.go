@@ -35,9 +35,9 @@ func (m Mode) String() string { return breaker.Mode(m).String() }
 // Reason tells why a transition happened.
 type Reason string
 
-// The reasons a transition can have. A Party sharing the breaker's
-// judgment (the fleet of module redis) adds its own: ReasonFleetOpen and
-// ReasonFleetClose (party.go).
+// The reasons a transition can have. An outside party sharing the
+// breaker's judgment adds its own: party.ReasonOpen and party.ReasonClose
+// (package circuit/party).
 const (
 	ReasonErrorRatio      Reason = "error_ratio"       // closed → open: failures and timeouts reached FailureRatio
 	ReasonSlowRatio       Reason = "slow_ratio"        // closed → open: slow calls reached SlowCallRatio

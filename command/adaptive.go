@@ -6,96 +6,23 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bulwark-go/bulwark/command/adaptive"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
-// AdaptiveConfig turns on a group's adaptive concurrency limit
-// (GroupConfig.Adaptive): the group's bulkhead is resized to a limit that
-// follows the dependency, within [Min, Max], instead of staying at
-// MaxConcurrent. The zero value is off; setting any field turns it on.
-//
-// The rule is a latency gradient (after Netflix's concurrency-limits and
-// Envoy's adaptive concurrency filter). Over each Window the group
-// averages the Run latency of the attempts that reached the dependency and
-// were answered (SUCCESS, BAD_REQUEST, and TIMEOUT with the time it
-// waited; a FAILURE can be fast for reasons that say nothing of load, and
-// is left out). The lowest such average seen is the no-load latency
-// estimate. At the window's end the limit L moves to
-//
-//	(1 − Smoothing)·L + Smoothing·(L·gradient + √L)
-//	gradient = max(0.5, min(1, Tolerance · noLoad / latency))
-//
-// so that, where the dependency's latency grows with the calls it holds
-// (a queue forms once it is at capacity), the limit settles at the
-// dependency's capacity plus √L calls of queue: the latency of L calls
-// before a capacity of C is noLoad·L/C, and L·C/L is C. While the
-// dependency is not queueing, the gradient is 1 and the limit grows by
-// about Smoothing·√L a window.
-//
-// A window in which the bulkhead never held half the limit says nothing
-// about a higher limit (the callers, not the dependency, bound the calls
-// in flight): it moves the limit towards twice the peak the bulkhead held,
-// and the no-load estimate a twentieth of the way towards its average, so
-// that the estimate follows a dependency that has become slower for good.
-// A window of saturated calls never raises the estimate. A window with
-// fewer than 10 samples is extended until it has them; one whose average
-// is 0 (latencies below the clock's resolution) moves nothing. The peak is
-// the bulkhead's occupancy as the attempts arrive at it.
-//
-// A call refused because the bulkhead is at the adaptive limit is a
-// bulkhead rejection (SEMAPHORE_REJECTED or THREAD_POOL_REJECTED, with
-// ErrRefused and isolation.ErrRejected), as at any other size: the adaptive limit is the
-// bulkhead's size, not a second gate, so the bulkhead's occupancy
-// (GroupSnapshot.Bulkhead: Capacity is the limit in force) and priority
-// shedding (GroupConfig.Priority, which reserves shares of that capacity)
-// see it as they see a static size. In a Thread group the limit is the
-// pool's size; QueueSize stays as configured.
-//
-// It changes live through Reconfigure: the limit and the estimates are
-// kept (the limit clamped into the new [Min, Max]); Initial applies only
-// when the limit is turned on. GroupSnapshot.Adaptive shows the limit and
-// the two latencies it follows.
-type AdaptiveConfig struct {
-	// Min and Max bound the limit: 1 <= Min <= Max. Default Min 1; Max must
-	// be set. MaxConcurrent must be 0 (it is then Max) or equal to Max.
-	Min, Max int
-	// Initial is the limit the group starts with, in [Min, Max]. Default
-	// Max: the bulkhead starts as a static one of Max calls would, and
-	// comes down when the latency says the dependency is queueing.
-	Initial int
-	// Tolerance is how much the latency may exceed the no-load estimate
-	// before the limit comes down, as a ratio in [1, 10]: 1.5 lets the
-	// latency grow by half. Default 1.
-	Tolerance float64
-	// Smoothing is the weight of a window's verdict in the new limit, in
-	// (0, 1]: lower is smoother and slower. Default 0.2.
-	Smoothing float64
-	// Window is how long the latencies are averaged before the limit
-	// moves. Default 250 ms.
-	Window time.Duration
-}
-
-// AdaptiveStatus tells a group's adaptive concurrency limit in a
-// GroupSnapshot; the zero value when it is off.
-type AdaptiveStatus struct {
-	Limit   int           // the limit in force: the bulkhead's size
-	NoLoad  time.Duration // the no-load latency estimate
-	Latency time.Duration // the last window's average latency
-}
-
-// The rule's constants (see AdaptiveConfig).
+// The rule's constants (see package adaptive).
 const (
 	adaptiveMinSamples = 10       // a window with fewer is extended
 	adaptiveForget     = 1.0 / 20 // the no-load estimate's move towards a window's average while the callers bound the load
 )
 
-// enabled reports whether the config turns the limit on.
-func (c *AdaptiveConfig) enabled() bool { return *c != AdaptiveConfig{} }
+// adaptiveOn reports whether c turns the limit on.
+func adaptiveOn(c *adaptive.Config) bool { return *c != adaptive.Config{} }
 
-// withDefaults returns c with its zero fields at their defaults; off stays
+// adaptiveDefaults returns c with its zero fields at their defaults; off stays
 // off.
-func (c AdaptiveConfig) withDefaults() AdaptiveConfig {
-	if !c.enabled() {
+func adaptiveDefaults(c adaptive.Config) adaptive.Config {
+	if !adaptiveOn(&c) {
 		return c
 	}
 	if c.Min == 0 {
@@ -116,12 +43,12 @@ func (c AdaptiveConfig) withDefaults() AdaptiveConfig {
 	return c
 }
 
-// validate reports an invalid field of c (with defaults applied), named
+// validateAdaptive reports an invalid field of c (with defaults applied), named
 // as GroupConfig.Adaptive's, in a group whose MaxConcurrent as given is
 // maxConcurrent.
-func (c *AdaptiveConfig) validate(maxConcurrent int) error {
+func validateAdaptive(c *adaptive.Config, maxConcurrent int) error {
 	switch {
-	case !c.enabled():
+	case !adaptiveOn(c):
 		return nil
 	case c.Min < 1:
 		return invalid("Adaptive.Min %d must be at least 1", c.Min)
@@ -154,13 +81,13 @@ type adaptiveLimit struct {
 	end          atomic.Int64 // the window's end, on the group's clock
 
 	mu      sync.Mutex // closes a window, and Reconfigure; guards the fields below
-	cfg     AdaptiveConfig
+	cfg     adaptive.Config
 	queue   int     // the pool's queue size (Thread), for Resize
 	limit   float64 // the limit, before rounding
 	noLoad  float64 // the no-load latency estimate, ns; 0: no window yet
 	latency float64 // the last window's average, ns
 
-	status atomic.Pointer[AdaptiveStatus] // for snapshots
+	status atomic.Pointer[adaptive.Status] // for snapshots
 }
 
 // configure applies the Adaptive of cfg to the limit at now and sizes the
@@ -171,9 +98,9 @@ type adaptiveLimit struct {
 func (a *adaptiveLimit) configure(cfg *GroupConfig, now time.Duration) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	wasOn := a.cfg.enabled()
+	wasOn := adaptiveOn(&a.cfg)
 	a.cfg, a.queue = cfg.Adaptive, cfg.QueueSize
-	if !a.cfg.enabled() {
+	if !adaptiveOn(&a.cfg) {
 		return a.g.resize(cfg.MaxConcurrent, a.queue)
 	}
 	if !wasOn {
@@ -190,7 +117,7 @@ func (a *adaptiveLimit) configure(cfg *GroupConfig, now time.Duration) error {
 // publish stores the status and returns the limit in calls.
 func (a *adaptiveLimit) publish() int {
 	n := int(math.Round(a.limit))
-	a.status.Store(&AdaptiveStatus{Limit: n, NoLoad: time.Duration(a.noLoad), Latency: time.Duration(a.latency)})
+	a.status.Store(&adaptive.Status{Limit: n, NoLoad: time.Duration(a.noLoad), Latency: time.Duration(a.latency)})
 	return n
 }
 
@@ -217,7 +144,7 @@ func (a *adaptiveLimit) sample(now, latency time.Duration) {
 // close ends the window at now, under mu, unless it has too few samples
 // (or another goroutine has closed it already), and moves the limit.
 func (a *adaptiveLimit) close(now time.Duration) {
-	if !a.cfg.enabled() || int64(now) < a.end.Load() || a.n.Load() < adaptiveMinSamples {
+	if !adaptiveOn(&a.cfg) || int64(now) < a.end.Load() || a.n.Load() < adaptiveMinSamples {
 		return
 	}
 	a.end.Store(int64(now + a.cfg.Window))
@@ -234,7 +161,7 @@ func (a *adaptiveLimit) close(now time.Duration) {
 
 // move is the rule: it updates the estimates with a window's average
 // latency m (ns) and the bulkhead's peak occupancy in it, and moves the
-// limit (see AdaptiveConfig).
+// limit (see adaptive.Config).
 func (a *adaptiveLimit) move(m, peak float64) {
 	a.latency = m
 	s := a.cfg.Smoothing
@@ -263,9 +190,9 @@ func (g *Group) resize(size, queue int) error {
 
 // adaptiveSnapshot returns the status of the group's adaptive limit under
 // c; the zero value when it is off.
-func (g *Group) adaptiveSnapshot(c *liveConfig) AdaptiveStatus {
-	if !c.Adaptive.enabled() {
-		return AdaptiveStatus{}
+func (g *Group) adaptiveSnapshot(c *liveConfig) adaptive.Status {
+	if !adaptiveOn(&c.Adaptive) {
+		return adaptive.Status{}
 	}
 	return *g.adaptive.status.Load()
 }
@@ -282,7 +209,7 @@ func (k *call) adaptArrive() bool {
 
 // adapt feeds the group's adaptive limit, if the call's settings have one,
 // the attempt that just ended: its Run latency when it reached the
-// dependency and was answered or timed out (see AdaptiveConfig). It runs
+// dependency and was answered or timed out (see adaptive.Config). It runs
 // in the limited path of finish, and in retried.
 func (k *call) adapt() {
 	a := k.cs.adaptive

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command/adaptive"
+	"github.com/bulwark-go/bulwark/command/priority"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -20,27 +22,27 @@ func TestAdaptiveValidate(t *testing.T) {
 		cfg  GroupConfig
 		want string
 	}{
-		{GroupConfig{Adaptive: AdaptiveConfig{Min: -1, Max: 10}}, "Adaptive.Min -1 must be at least 1"},
-		{GroupConfig{Adaptive: AdaptiveConfig{Min: 5}}, "Adaptive.Max 0 must be between Adaptive.Min 5"},
-		{GroupConfig{Adaptive: AdaptiveConfig{Min: 5, Max: 4}}, "Adaptive.Max 4 must be between Adaptive.Min 5"},
-		{GroupConfig{Adaptive: AdaptiveConfig{Max: 10, Initial: 11}}, "Adaptive.Initial 11 must be between Adaptive.Min 1 and Adaptive.Max 10"},
-		{GroupConfig{Adaptive: AdaptiveConfig{Max: 10, Tolerance: 0.9}}, "Adaptive.Tolerance 0.9 must be between 1 and 10"},
-		{GroupConfig{Adaptive: AdaptiveConfig{Max: 10, Tolerance: math.NaN()}}, "Adaptive.Tolerance NaN"},
-		{GroupConfig{Adaptive: AdaptiveConfig{Max: 10, Smoothing: 1.5}}, "Adaptive.Smoothing 1.5 must be above 0 and at most 1"},
-		{GroupConfig{Adaptive: AdaptiveConfig{Max: 10, Smoothing: -0.1}}, "Adaptive.Smoothing -0.1"},
-		{GroupConfig{Adaptive: AdaptiveConfig{Max: 10, Window: -time.Second}}, "Adaptive.Window -1s must not be negative"},
-		{GroupConfig{MaxConcurrent: 20, Adaptive: AdaptiveConfig{Max: 10}}, "MaxConcurrent 20 differs from Adaptive.Max 10"},
+		{GroupConfig{Adaptive: adaptive.Config{Min: -1, Max: 10}}, "Adaptive.Min -1 must be at least 1"},
+		{GroupConfig{Adaptive: adaptive.Config{Min: 5}}, "Adaptive.Max 0 must be between Adaptive.Min 5"},
+		{GroupConfig{Adaptive: adaptive.Config{Min: 5, Max: 4}}, "Adaptive.Max 4 must be between Adaptive.Min 5"},
+		{GroupConfig{Adaptive: adaptive.Config{Max: 10, Initial: 11}}, "Adaptive.Initial 11 must be between Adaptive.Min 1 and Adaptive.Max 10"},
+		{GroupConfig{Adaptive: adaptive.Config{Max: 10, Tolerance: 0.9}}, "Adaptive.Tolerance 0.9 must be between 1 and 10"},
+		{GroupConfig{Adaptive: adaptive.Config{Max: 10, Tolerance: math.NaN()}}, "Adaptive.Tolerance NaN"},
+		{GroupConfig{Adaptive: adaptive.Config{Max: 10, Smoothing: 1.5}}, "Adaptive.Smoothing 1.5 must be above 0 and at most 1"},
+		{GroupConfig{Adaptive: adaptive.Config{Max: 10, Smoothing: -0.1}}, "Adaptive.Smoothing -0.1"},
+		{GroupConfig{Adaptive: adaptive.Config{Max: 10, Window: -time.Second}}, "Adaptive.Window -1s must not be negative"},
+		{GroupConfig{MaxConcurrent: 20, Adaptive: adaptive.Config{Max: 10}}, "MaxConcurrent 20 differs from Adaptive.Max 10"},
 	} {
 		err := c.cfg.Validate()
 		require.ErrorIs(t, err, ErrInvalidConfig, c.want)
 		assert.ErrorContains(t, err, c.want)
 	}
-	assert.NoError(t, GroupConfig{Adaptive: AdaptiveConfig{Max: 10}}.Validate())
-	assert.NoError(t, GroupConfig{MaxConcurrent: 10, Adaptive: AdaptiveConfig{Max: 10}}.Validate())
-	e := GroupConfig{Adaptive: AdaptiveConfig{Max: 10}}.withDefaults()
+	assert.NoError(t, GroupConfig{Adaptive: adaptive.Config{Max: 10}}.Validate())
+	assert.NoError(t, GroupConfig{MaxConcurrent: 10, Adaptive: adaptive.Config{Max: 10}}.Validate())
+	e := GroupConfig{Adaptive: adaptive.Config{Max: 10}}.withDefaults()
 	assert.Equal(t, 10, e.MaxConcurrent, "MaxConcurrent is Adaptive.Max")
-	assert.Equal(t, AdaptiveConfig{Min: 1, Max: 10, Initial: 10, Tolerance: 1, Smoothing: 0.2, Window: 250 * time.Millisecond}, e.Adaptive)
-	assert.Equal(t, AdaptiveConfig{}, GroupConfig{}.withDefaults().Adaptive, "off stays off")
+	assert.Equal(t, adaptive.Config{Min: 1, Max: 10, Initial: 10, Tolerance: 1, Smoothing: 0.2, Window: 250 * time.Millisecond}, e.Adaptive)
+	assert.Equal(t, adaptive.Config{}, GroupConfig{}.withDefaults().Adaptive, "off stays off")
 }
 
 // queueing returns the average latency of a window in which a dependency
@@ -55,7 +57,7 @@ func queueing(service time.Duration, workers int, limit float64) float64 {
 // of it within 40 windows and comes back when it returns, without
 // overshooting the capacity by more than its headroom.
 func TestAdaptiveRuleFollowsCapacity(t *testing.T) {
-	a := &adaptiveLimit{cfg: AdaptiveConfig{Max: 1000}.withDefaults(), limit: 40} // below capacity: the first window is no-load
+	a := &adaptiveLimit{cfg: adaptiveDefaults(adaptive.Config{Max: 1000}), limit: 40} // below capacity: the first window is no-load
 	const service = 25 * time.Millisecond
 	for _, workers := range []int{60, 30, 60} {
 		var path []float64
@@ -76,7 +78,7 @@ func TestAdaptiveRuleFollowsCapacity(t *testing.T) {
 // never held half the limit move it towards twice the peak, within [Min,
 // Max], and let the no-load estimate follow a slower dependency.
 func TestAdaptiveRuleWhenCallersBoundTheLoad(t *testing.T) {
-	a := &adaptiveLimit{cfg: AdaptiveConfig{Min: 5, Max: 100}.withDefaults(), limit: 100}
+	a := &adaptiveLimit{cfg: adaptiveDefaults(adaptive.Config{Min: 5, Max: 100}), limit: 100}
 	for range 60 {
 		a.move(float64(10*time.Millisecond), 20)
 	}
@@ -119,9 +121,9 @@ func rounds(t *testing.T, g *Group, clock *metrics.ManualClock, n, calls int, d 
 func TestAdaptiveLimitSizesTheBulkhead(t *testing.T) {
 	strategies(t, func(t *testing.T, s Strategy) {
 		g, clock := newTestGroup(t, GroupConfig{Strategy: s, Timeout: NoTimeout,
-			Adaptive: AdaptiveConfig{Min: 2, Max: 40, Initial: 20, Window: 100 * time.Millisecond}})
+			Adaptive: adaptive.Config{Min: 2, Max: 40, Initial: 20, Window: 100 * time.Millisecond}})
 		assert.Equal(t, 20, g.Snapshot().Bulkhead.Capacity)
-		assert.Equal(t, AdaptiveStatus{Limit: 20}, g.Snapshot().Adaptive)
+		assert.Equal(t, adaptive.Status{Limit: 20}, g.Snapshot().Adaptive)
 		assert.Equal(t, 40, g.Config().MaxConcurrent)
 		rounds(t, g, clock, 5, 16, time.Second)
 		up := g.Snapshot()
@@ -149,15 +151,15 @@ func TestAdaptiveLimitSizesTheBulkhead(t *testing.T) {
 // shares of the adaptive limit, not of Adaptive.Max.
 func TestAdaptiveLimitSheddingByPriority(t *testing.T) {
 	g, _ := newTestGroup(t, GroupConfig{Strategy: Semaphore, Timeout: NoTimeout,
-		Adaptive: AdaptiveConfig{Max: 8, Initial: 4},
-		Priority: PriorityConfig{Reserve: [numPriorities]float64{0, 0.25, 0.5, 0.75}}})
+		Adaptive: adaptive.Config{Max: 8, Initial: 4},
+		Priority: priority.Config{Reserve: [numPriorities]float64{0, 0.25, 0.5, 0.75}}})
 	h := newHolder()
-	h.hold(t, g, 2, WithPriority(P0))
+	h.hold(t, g, 2, WithPriority(priority.P0))
 	ok := op[int]{"get", func(context.Context) (int, error) { return 1, nil }}
-	_, info, err := ExecuteInfo(context.Background(), g, ok, WithPriority(P2))
+	_, info, err := ExecuteInfo(context.Background(), g, ok, WithPriority(priority.P2))
 	require.ErrorIs(t, err, ErrRefused)
 	assert.Equal(t, metrics.PriorityRejected, info.Event, "P2 enters below 2 of the limit of 4")
-	_, info, err = ExecuteInfo(context.Background(), g, ok, WithPriority(P1))
+	_, info, err = ExecuteInfo(context.Background(), g, ok, WithPriority(priority.P1))
 	require.NoError(t, err)
 	assert.Equal(t, metrics.Success, info.Event)
 	h.free(t, 2)
@@ -168,7 +170,7 @@ func TestAdaptiveLimitSheddingByPriority(t *testing.T) {
 // turned on again, it starts at Initial.
 func TestAdaptiveReconfigure(t *testing.T) {
 	strategies(t, func(t *testing.T, s Strategy) {
-		g, _ := newTestGroup(t, GroupConfig{Strategy: s, Timeout: NoTimeout, Adaptive: AdaptiveConfig{Max: 30, Initial: 20}})
+		g, _ := newTestGroup(t, GroupConfig{Strategy: s, Timeout: NoTimeout, Adaptive: adaptive.Config{Max: 30, Initial: 20}})
 		cfg := g.Config()
 		cfg.Adaptive.Max, cfg.Adaptive.Initial, cfg.MaxConcurrent = 12, 12, 0
 		require.NoError(t, g.Reconfigure(cfg))
@@ -183,8 +185,8 @@ func TestAdaptiveReconfigure(t *testing.T) {
 		assert.Equal(t, 12, g.Snapshot().Bulkhead.Capacity, "kept: inside the new bounds")
 		require.NoError(t, g.Reconfigure(GroupConfig{Strategy: s, Timeout: NoTimeout, MaxConcurrent: 7}))
 		assert.Equal(t, 7, g.Snapshot().Bulkhead.Capacity)
-		assert.Equal(t, AdaptiveStatus{}, g.Snapshot().Adaptive)
-		require.NoError(t, g.Reconfigure(GroupConfig{Strategy: s, Timeout: NoTimeout, Adaptive: AdaptiveConfig{Max: 30, Initial: 9}}))
+		assert.Equal(t, adaptive.Status{}, g.Snapshot().Adaptive)
+		require.NoError(t, g.Reconfigure(GroupConfig{Strategy: s, Timeout: NoTimeout, Adaptive: adaptive.Config{Max: 30, Initial: 9}}))
 		assert.Equal(t, 9, g.Snapshot().Bulkhead.Capacity)
 	})
 }
@@ -197,7 +199,7 @@ func TestConservationWithAdaptiveLimit(t *testing.T) {
 	groups := chaosRegistry(t, circuit.Config{Mode: circuit.ForcedClosed}, nil)
 	for _, g := range groups {
 		cfg := g.Config()
-		cfg.Adaptive = AdaptiveConfig{Min: 2, Max: cfg.MaxConcurrent, Window: time.Millisecond}
+		cfg.Adaptive = adaptive.Config{Min: 2, Max: cfg.MaxConcurrent, Window: time.Millisecond}
 		require.NoError(t, g.Reconfigure(cfg))
 	}
 	clock := groups[0].clock.(*metrics.ManualClock)

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/bulwark-go/bulwark/command/priority"
 	"github.com/bulwark-go/bulwark/internal/breaker"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -51,11 +52,11 @@ type call struct {
 
 	attempt // the attempt under way; a retry starts a new one
 
-	attempts    int32         // the attempts made, this one included
-	priority    Priority      // WithPriority's, plus 1 (0: none given), for shed
-	degraded    bool          // the caller gets a fallback's value (Info)
-	degradation metrics.Event // its kind, a Degraded* event (0: none declared), for Info.Deferred
-	err         error         // the caller's error, once fallback or finish decided it
+	attempts    int32          // the attempts made, this one included
+	priority    priority.Level // WithPriority's, plus 1 (0: none given), for shed
+	degraded    bool           // the caller gets a fallback's value (Info)
+	degradation metrics.Event  // its kind, a Degraded* event (0: none declared), for Info.Deferred
+	err         error          // the caller's error, once fallback or finish decided it
 }
 
 // attempt is what one attempt of a call decides, stage by stage. A retry

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/internal/breaker"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
@@ -217,7 +218,7 @@ func TestRecordStageJudgesAProbeApart(t *testing.T) {
 }
 
 func TestRetryStageStartsAWholeNewAttempt(t *testing.T) {
-	g, clock, sleeper := retryGroup(t, Semaphore, RetryConfig{MaxAttempts: 2, NoBudget: true}, nil)
+	g, clock, sleeper := retryGroup(t, Semaphore, retry.Config{MaxAttempts: 2, NoBudget: true}, nil)
 	k := openCall(t, g, retryOp{name: "get", idem: true, run: fail[int](errBoom)})
 	require.True(t, k.limit(nil))
 	require.True(t, k.admit())

@@ -6,7 +6,7 @@ import "github.com/bulwark-go/bulwark/metrics"
 // primary outcomes, the one outcome each attempt has (SUCCESS, FAILURE,
 // TIMEOUT, BAD_REQUEST, SHORT_CIRCUITED, the rejections, CANCELLED,
 // QUEUE_TIMEOUT, RATE_LIMITED), less its RETRIED and HEDGED attempts: a
-// call retried twice made three attempts and counts once (see RetryConfig),
+// call retried twice made three attempts and counts once (see package retry),
 // and so does a call that made two hedges (see HedgeConfig). An attempt and
 // its RETRIED or HEDGED are recorded together, so a window never holds
 // more of them than attempts. Given a snapshot's Cumulative counts it is the

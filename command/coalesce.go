@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bulwark-go/bulwark/internal/wrap"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -68,7 +69,7 @@ var fallbackEvents = metrics.SetOf(metrics.FallbackSuccess, metrics.FallbackFail
 // on). A call that joins a flight is COALESCED: it waits for the answer,
 // or for its own timeout (TIMEOUT, answered by its own fallback) or its
 // context (CANCELLED), whichever comes first, and is recorded with that
-// outcome; neither breaker sees it. If the command has a LastGood whose
+// outcome; neither breaker sees it. If the command has a fallback.LastGood whose
 // value is no older than its maximum age, a call that joins is answered
 // at once with that value (COALESCED and FALLBACK_SUCCESS, degraded),
 // while the flight revalidates it.
@@ -131,16 +132,15 @@ func (g *Group) keyOf(cmd any) (key string) {
 }
 
 // stale answers a call that joins a flight with the command's last good
-// value (an embedded LastGood) if it is no older than its maximum age,
+// value (an embedded fallback.LastGood) if it is no older than its maximum age,
 // and reports whether it did. A NoFallback group or command never gets one.
 func (k *commandCall[T, C]) stale() bool {
 	lg, ok := any(k.cmd).(lastGooder[T])
-	if _, never := any(k.cmd).(noFallbacker); !ok || never || k.cs.noFallback {
+	if _, fallsBack := wrap.Fallback[T](any(k.cmd)); !ok || !fallsBack || k.cs.noFallback {
 		return false
 	}
-	l := lg.lastGood()
-	v, age, ok := l.Load()
-	if !ok || age > l.MaxAge() {
+	v, age, ok := lg.Load()
+	if !ok || age > lg.MaxAge() {
 		return false
 	}
 	k.v, k.degraded, k.attempts = v, true, 0
@@ -150,9 +150,11 @@ func (k *commandCall[T, C]) stale() bool {
 	return true
 }
 
-// lastGooder is implemented by the commands that embed a *LastGood[T].
+// lastGooder is implemented by the commands that embed a
+// *fallback.LastGood[T]: Load and MaxAge are its methods.
 type lastGooder[T any] interface {
-	lastGood() *LastGood[T]
+	Load() (v T, age time.Duration, ok bool)
+	MaxAge() time.Duration
 }
 
 // fly makes the call k, the flight f of key, as any call is made

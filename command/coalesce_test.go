@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command/fallback"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -235,10 +236,10 @@ func TestCoalesceLeaderLeaves(t *testing.T) {
 	assert.Zero(t, c[metrics.Cancelled], "the leader's call is the flight's")
 }
 
-// lastGoodCmd is a command with a LastGood fallback that stores what Run
+// lastGoodCmd is a command with a fallback.LastGood fallback that stores what Run
 // returns.
 type lastGoodCmd struct {
-	*LastGood[int]
+	*fallback.LastGood[int]
 	run func(context.Context) (int, error)
 }
 
@@ -252,14 +253,14 @@ func (c lastGoodCmd) Run(ctx context.Context) (int, error) {
 	return v, err
 }
 
-// TestCoalesceStaleWhileRevalidate: with a LastGood, one refresh is in
+// TestCoalesceStaleWhileRevalidate: with a fallback.LastGood, one refresh is in
 // flight per key while the calls that join it are answered at once with
 // the last good value, degraded; an expired value is not served.
 func TestCoalesceStaleWhileRevalidate(t *testing.T) {
 	reg, clock := newTestRegistry(t)
 	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore, Commands: map[string]CommandConfig{"get": {Coalesce: true}}})
 	require.NoError(t, err)
-	lg, err := NewLastGood[int](time.Minute, clock)
+	lg, err := fallback.NewLastGood[int](time.Minute, clock)
 	require.NoError(t, err)
 	lg.Store(1)
 	dep := newGate()

@@ -2,9 +2,9 @@ package command
 
 import (
 	"context"
-	"reflect"
 	"time"
 
+	"github.com/bulwark-go/bulwark/command/priority"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -55,8 +55,7 @@ type Option struct {
 	name     string
 	key      string
 	instance string
-	write    bool
-	priority Priority // WithPriority's, plus 1; 0: none given
+	priority priority.Level // WithPriority's, plus 1; 0: none given
 }
 
 // WithTimeout overrides the command's timeout for this call. NoTimeout
@@ -84,7 +83,7 @@ type Info struct {
 	// one fallback event if a fallback was considered, the kind of a
 	// degraded answer (metrics.DegradedStatic, DegradedLastGood,
 	// DegradedFeatureOff or DegradedDeferred; none for a fallback that
-	// declares no kind, see Degrader), ExceptionThrown if the caller got an
+	// declares no kind, see fallback.Degrader), ExceptionThrown if the caller got an
 	// error, and for a half-open probe of the group's breaker or the
 	// command's (see IsProbe) PROBE, with PROBE_SUCCESS or PROBE_FAILURE
 	// as the breakers judged it: Events.Has(metrics.Probe) tells a probe.
@@ -106,7 +105,7 @@ type Info struct {
 	// the work is accepted, not yet done. Degraded is then true too.
 	Deferred bool
 	// Attempts is how many attempts the call made: 1, or more when it was
-	// retried (see RetryConfig); 0 for a COALESCED call, which shared
+	// retried (see package retry); 0 for a COALESCED call, which shared
 	// another call's (see CommandConfig.Coalesce). Event, Events and RunLatency are
 	// those of the last attempt; Latency covers all of them and the
 	// backoffs between. Each earlier attempt was recorded in the metrics
@@ -114,43 +113,4 @@ type Info struct {
 	// without fallback or EXCEPTION_THROWN events: the metrics count
 	// attempts, the fallback and the caller's error once per call.
 	Attempts int
-}
-
-// NameOf returns the name Execute gives cmd when the call sets none with
-// WithName: its Name method's (Namer), else its type name without package
-// or pointer ("getUser" for a getUser or a *getUser). It returns "" for a
-// nil cmd. A wrapper around commands uses it to keep the inner command's
-// name.
-func NameOf(cmd any) string {
-	switch c := cmd.(type) {
-	case nil:
-		return ""
-	case Namer:
-		return c.Name()
-	}
-	return typeName(reflect.TypeOf(cmd))
-}
-
-// FallbackOf returns cmd's fallback as Execute sees it: cmd as a
-// Fallbacker[T], or false when cmd has no Fallback of that signature or
-// embeds NoFallback. A wrapper around commands uses it to keep the inner
-// command's fallback, or its lack of one.
-func FallbackOf[T any](cmd any) (Fallbacker[T], bool) {
-	fb, ok := cmd.(Fallbacker[T])
-	if _, never := cmd.(noFallbacker); never || !ok {
-		return nil, false
-	}
-	return fb, true
-}
-
-// typeName returns the default name of a command of type t: its type name
-// without package or pointer.
-func typeName(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer && t.Name() == "" {
-		t = t.Elem()
-	}
-	if n := t.Name(); n != "" {
-		return n
-	}
-	return t.String()
 }

@@ -15,6 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command/adaptive"
+	"github.com/bulwark-go/bulwark/command/priority"
+	"github.com/bulwark-go/bulwark/command/retry"
+	"github.com/bulwark-go/bulwark/command/throttle"
 	"github.com/bulwark-go/bulwark/metrics"
 	"github.com/bulwark-go/bulwark/ratelimit"
 )
@@ -254,7 +258,7 @@ func chaosCall(t *testing.T, r *rand.Rand, g *Group, local map[string]*tally) (c
 	name := fmt.Sprintf("cmd%d", r.IntN(4))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	opts := []Option{WithName(name), WithPriority(Priority(r.IntN(int(numPriorities))))} // ignored by a group that does not shed
+	opts := []Option{WithName(name), WithPriority(priority.Level(r.IntN(int(numPriorities))))} // ignored by a group that does not shed
 	if sc == scTimeout || sc == scHung || sc == scLateBadRequest {
 		opts = append(opts, WithTimeout(time.Millisecond))
 	}
@@ -379,7 +383,7 @@ func checkDiscards(t *testing.T, res *chaosResult) {
 
 // chaosRegistry returns the two chaos groups; rateLimit, if not nil, is
 // each group's RateLimit.
-func chaosRegistry(t *testing.T, breaker circuit.Config, rateLimit Limiter) []*Group {
+func chaosRegistry(t *testing.T, breaker circuit.Config, rateLimit ratelimit.Limiter) []*Group {
 	reg, _ := newTestRegistry(t)
 	pool, err := reg.NewGroup("pool", GroupConfig{MaxConcurrent: 12, QueueSize: 4, FallbackLimit: 2, Timeout: 10 * time.Second,
 		Breaker: breaker, CommandBreaker: breaker, IsBadRequest: chaosIsBadRequest, RateLimit: rateLimit})
@@ -535,10 +539,10 @@ func TestConservationWithFeaturesAtOnce(t *testing.T) {
 	groups := chaosRegistry(t, circuit.Config{Mode: circuit.ForcedClosed}, &nthLimiter{n: 7})
 	for _, g := range groups {
 		require.NoError(t, g.Reconfigure(changed(g, func(c *GroupConfig) {
-			c.Retry = RetryConfig{MaxAttempts: 3, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
-			c.Throttle = ThrottleConfig{K: 2}
+			c.Retry = retry.Config{MaxAttempts: 3, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
+			c.Throttle = throttle.Config{K: 2}
 			c.Priority.Reserve = [numPriorities]float64{0, 0.25, 0.5, 0.75}
-			c.Adaptive = AdaptiveConfig{Min: 2, Max: c.MaxConcurrent, Window: time.Millisecond}
+			c.Adaptive = adaptive.Config{Min: 2, Max: c.MaxConcurrent, Window: time.Millisecond}
 		})))
 	}
 	clock := groups[0].clock.(*metrics.ManualClock)

@@ -8,22 +8,23 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bulwark-go/bulwark/command/fallback"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
 type staticOp struct {
 	op[int]
-	Static[int]
+	fallback.Static[int]
 }
 
 type featureOffOp struct {
 	op[[]string]
-	FeatureOff[[]string]
+	fallback.FeatureOff[[]string]
 }
 
 type lastGoodOp struct {
 	op[int]
-	*LastGood[int]
+	*fallback.LastGood[int]
 }
 
 // kindOp declares the kind k; its fallback serves 7.
@@ -61,7 +62,7 @@ func TestDegradationKinds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, degradedKind(t, info))
 
-	_, info, err = ExecuteInfo(ctx, g, staticOp{op[int]{"static", boom}, Static[int]{Value: 3}})
+	_, info, err = ExecuteInfo(ctx, g, staticOp{op[int]{"static", boom}, fallback.Static[int]{Value: 3}})
 	require.NoError(t, err)
 	assert.Equal(t, metrics.DegradedStatic, degradedKind(t, info))
 
@@ -70,7 +71,7 @@ func TestDegradationKinds(t *testing.T) {
 	assert.Nil(t, list)
 	assert.Equal(t, metrics.DegradedFeatureOff, degradedKind(t, info))
 
-	lg, err := NewLastGood[int](time.Minute, clock)
+	lg, err := fallback.NewLastGood[int](time.Minute, clock)
 	require.NoError(t, err)
 	lg.Store(5)
 	v, info, err := ExecuteInfo(ctx, g, lastGoodOp{op[int]{"price", boom}, lg})
@@ -95,7 +96,7 @@ func TestDegradationKinds(t *testing.T) {
 
 	// A fallback that fails is no degraded answer, whatever its kind.
 	_, info, err = ExecuteInfo(ctx, g, lastGoodOp{op[int]{"empty", boom}, mustLastGood(t, clock)})
-	require.ErrorIs(t, err, ErrNoLastGood)
+	require.ErrorIs(t, err, fallback.ErrNoLastGood)
 	assert.False(t, info.Degraded)
 	assert.Zero(t, degradedKind(t, info))
 
@@ -117,9 +118,9 @@ func TestDegradationKinds(t *testing.T) {
 	}
 }
 
-func mustLastGood(t *testing.T, clock metrics.Clock) *LastGood[int] {
+func mustLastGood(t *testing.T, clock metrics.Clock) *fallback.LastGood[int] {
 	t.Helper()
-	lg, err := NewLastGood[int](time.Minute, clock)
+	lg, err := fallback.NewLastGood[int](time.Minute, clock)
 	require.NoError(t, err)
 	return lg
 }

@@ -65,7 +65,8 @@
 //     its size: MaxConcurrent, or the adaptive limit in force with
 //     GroupConfig.Adaptive), or closed (see Closing); Run did not run.
 //   - SUCCESS: Run returned no error before the deadline. It is also SLOW when
-//     Run took longer than GroupConfig.SlowCallDuration.
+//     Run took longer than the command breaker's SlowCallDuration
+//     (GroupConfig.CommandBreaker, or CommandConfig.Breaker).
 //   - FAILURE: Run returned an error, or panicked (the error is an
 //     *isolation.PanicError with the panic value and stack).
 //   - TIMEOUT: the group's (or WithTimeout's) deadline passed first. In Thread
@@ -96,9 +97,8 @@
 //     A limiter that waits (a pacer) and sees the caller's context end
 //     makes the call CANCELLED instead.
 //   - READ_ONLY: the group was in read-only mode (GroupConfig.ReadOnly,
-//     Registry.SetReadOnly) and the call a write (a Write command, or
-//     WithWrite); it was refused first, before the limiters; Run did not
-//     run. It falls back (a fallback that defers the write fits); its error
+//     Registry.SetReadOnly) and the call a write (a Write command); it was
+//     refused first, before the limiters; Run did not run. It falls back (a fallback that defers the write fits); its error
 //     matches ErrRefused. Reads go on.
 //   - THROTTLED: the group's client-side throttle (GroupConfig.Throttle,
 //     the SRE book's adaptive throttling) refused the call locally, after
@@ -109,7 +109,7 @@
 // A degraded answer (Info.Degraded) carries its kind, an event beside
 // FALLBACK_SUCCESS in Info.Events and in the metrics: DEGRADED_STATIC,
 // DEGRADED_LAST_GOOD, DEGRADED_FEATURE_OFF or DEGRADED_DEFERRED, or none
-// for a fallback that declares no kind (see Degrader).
+// for a fallback that declares no kind (see fallback.Degrader).
 //
 // The breakers count only the calls that reached the dependency: SUCCESS,
 // FAILURE and TIMEOUT. Refusals, rejections, queue timeouts, bad requests
@@ -158,8 +158,8 @@
 // implement Idempotent (and answer true) whose attempt ended as FAILURE or
 // TIMEOUT: never a short-circuit, a rejection, a queue timeout, a rate-limit
 // refusal, a bad request or a cancellation. The retry waits an exponential
-// backoff with full jitter, or the dependency's Retry-After (a RetryAfterer
-// in Run's error) up to RetryConfig.MaxRetryAfter, never past the caller's
+// backoff with full jitter, or the dependency's Retry-After (see
+// Error.RetryAfter) up to retry.Config.MaxRetryAfter, never past the caller's
 // deadline; a budget per group holds retries to a share of the calls
 // (default 20% over the window, plus 1 per second), so that a dependency
 // that fails every call sees about 1.2 times the load, not MaxAttempts
@@ -215,10 +215,10 @@
 // The answer is shared: each caller gets a copy of the same T, so a T that
 // holds pointers, slices or maps must be read-only to its callers, and
 // Run, which may outlive any one caller, must not write memory a caller
-// owns (see below). With a LastGood fallback, a call that finds a flight
-// of its key is answered at once with the last good value if it is no
-// older than the LastGood's maximum age (COALESCED and FALLBACK_SUCCESS,
-// degraded): stale while revalidate, one refresh in flight per key.
+// owns (see below). With a fallback.LastGood fallback, a call that finds a
+// flight of its key is answered at once with the last good value if it is
+// no older than its maximum age (COALESCED and FALLBACK_SUCCESS, degraded):
+// stale while revalidate, one refresh in flight per key.
 //
 // # Fallbacks and degradation
 //
@@ -233,14 +233,15 @@
 // a degraded value from a real one; use ExecuteInfo where it matters.
 // EXCEPTION_THROWN is emitted whenever the caller gets an error.
 //
-// Helpers: Static serves a fixed value, LastGood the last good value while
-// it is younger than its maximum age, and NoFallback marks a command that
-// must fail loudly (a payment never "succeeds" by fallback). Embed one in a
-// command struct to give it a Fallback (or, with NoFallback, to promise it
-// has none):
+// Package fallback holds ready-made fallbacks: fallback.Static serves a
+// fixed value, fallback.FeatureOff the zero value marked "feature off",
+// fallback.LastGood the last good value while it is younger than its
+// maximum age. NoFallback marks a command that must fail loudly (a payment
+// never "succeeds" by fallback). Embed one in a command struct to give it a
+// Fallback (or, with NoFallback, to promise it has none):
 //
 //	type getPrice struct {
-//		*command.LastGood[float64] // Fallback: the last price, if recent enough
+//		*fallback.LastGood[float64] // Fallback: the last price, if recent enough
 //		feed *Feed
 //	}
 //

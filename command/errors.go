@@ -107,8 +107,10 @@ type Error struct {
 // that refused it lets a probe through: its remaining open time, read now;
 // for a RATE_LIMITED call, the delay the limiter's error gave; for a
 // FAILURE, the delay the dependency's error gave (such as the Retry-After
-// of an httpguard 5xx response). Both come from a RetryAfterer in Err's
-// chain. It returns 0 for other outcomes, for a breaker that is not simply
+// of an httpguard 5xx response). Both come from the first error in Err's
+// chain with a method RetryAfterDelay() time.Duration, as ratelimit's
+// *LimitError and httpguard's 5xx errors have; a Run error with one sets
+// the delay of a retry too (retry.Config.MaxRetryAfter). It returns 0 for other outcomes, for a breaker that is not simply
 // open (half-open with its probes out, forced open, shedding during
 // ramp-up) and for an error that gave none.
 func (e *Error) RetryAfter() time.Duration {
@@ -155,18 +157,16 @@ func (e *Error) Unwrap() []error {
 	return errs
 }
 
-// RetryAfterer is implemented by an error that knows when a call could be
-// tried again, such as ratelimit's *LimitError, or the error of an
-// httpguard 5xx response with a Retry-After header. A Run error that
-// implements it sets the delay of a retry (RetryConfig.MaxRetryAfter).
-type RetryAfterer interface {
+// retryAfterer is an error that knows when a call could be tried again
+// (see Error.RetryAfter).
+type retryAfterer interface {
 	RetryAfterDelay() time.Duration
 }
 
-// retryAfterOf returns the delay of the first RetryAfterer in err's chain,
+// retryAfterOf returns the delay of the first retryAfterer in err's chain,
 // or 0.
 func retryAfterOf(err error) time.Duration {
-	var ra RetryAfterer
+	var ra retryAfterer
 	if errors.As(err, &ra) {
 		return max(ra.RetryAfterDelay(), 0)
 	}

@@ -25,7 +25,7 @@ import (
 //
 // In a group with retries (GroupConfig.Retry), a FAILURE or TIMEOUT of an
 // Idempotent command is tried again, each attempt through all the steps
-// above, before the fallback; see RetryConfig.
+// above, before the fallback; see package retry.
 //
 // The error is an *Error, except for a BAD_REQUEST, whose error is returned
 // exactly as Run returned it (with Run's value). Use ExecuteInfo to learn

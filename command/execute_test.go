@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command/fallback"
 	"github.com/bulwark-go/bulwark/internal/breaker"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
@@ -376,7 +377,8 @@ func TestExecuteInvalidTimeoutOption(t *testing.T) {
 }
 
 func TestExecuteSlow(t *testing.T) {
-	g, clock := newTestGroup(t, GroupConfig{Strategy: Semaphore, SlowCallDuration: 100 * time.Millisecond})
+	g, clock := newTestGroup(t, GroupConfig{Strategy: Semaphore,
+		CommandBreaker: circuit.Config{SlowCallDuration: 100 * time.Millisecond, SlowCallRatio: 1}})
 	slow := func(d time.Duration) op[int] {
 		return op[int]{"get", func(context.Context) (int, error) { clock.Advance(d); return 1, nil }}
 	}
@@ -538,10 +540,10 @@ func TestNoFallbackMarker(t *testing.T) {
 }
 
 // charge must fail loudly: NoFallback overrides the Fallback promoted from
-// Static.
+// fallback.Static.
 type charge struct {
 	NoFallback
-	Static[int]
+	fallback.Static[int]
 }
 
 func (charge) Run(context.Context) (int, error) { return 0, errBoom }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bulwark-go/bulwark/internal/wrap"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -52,16 +53,16 @@ type silentCmd struct{ NoFallback }
 func (silentCmd) Run(context.Context) (int, error)             { return 0, nil }
 func (silentCmd) Fallback(context.Context, error) (int, error) { return 1, nil }
 
-func TestNameOfAndFallbackOfAgreeWithExecute(t *testing.T) {
-	assert.Equal(t, "custom", NameOf(namedCmd{}))
-	assert.Equal(t, "ptrCmd", NameOf(&ptrCmd{}), "type name without pointer")
-	assert.Equal(t, "", NameOf(nil))
+func TestWrapAgreesWithExecute(t *testing.T) {
+	assert.Equal(t, "custom", wrap.Name(namedCmd{}))
+	assert.Equal(t, "ptrCmd", wrap.Name(&ptrCmd{}), "type name without pointer")
+	assert.Equal(t, "", wrap.Name(nil))
 
-	_, ok := FallbackOf[int](silentCmd{})
+	_, ok := wrap.Fallback[int](silentCmd{})
 	assert.False(t, ok, "NoFallback hides a Fallback method")
-	_, ok = FallbackOf[int](ptrFallback{})
+	_, ok = wrap.Fallback[int](ptrFallback{})
 	assert.False(t, ok, "a pointer-receiver Fallback is not one for a value")
-	fb, ok := FallbackOf[int](&ptrFallback{})
+	fb, ok := wrap.Fallback[int](&ptrFallback{})
 	require.True(t, ok)
 	v, err := fb.Fallback(context.Background(), nil)
 	assert.Equal(t, 1, v)

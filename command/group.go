@@ -15,9 +15,15 @@ import (
 	"time"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command/adaptive"
+	"github.com/bulwark-go/bulwark/command/priority"
+	"github.com/bulwark-go/bulwark/command/retry"
+	"github.com/bulwark-go/bulwark/command/throttle"
 	"github.com/bulwark-go/bulwark/internal/cacheline"
+	"github.com/bulwark-go/bulwark/internal/wrap"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
+	"github.com/bulwark-go/bulwark/ratelimit"
 )
 
 // The defaults of GroupConfig, after Hystrix (its field docs give them).
@@ -81,16 +87,14 @@ type GroupConfig struct {
 	// Window is the rolling window of the group's and its commands' metrics.
 	// Default 10 s in 10 buckets (per field).
 	Window metrics.Window
-	// SlowCallDuration makes a success that took longer (Run time) emit a
-	// SLOW event besides SUCCESS. Default: CommandBreaker.SlowCallDuration,
-	// so the metrics count what the breaker judges; zero there too: off.
-	SlowCallDuration time.Duration
 	// Breaker configures the group-level breaker, which sees every call of
 	// the group. Name and, when nil, Clock and Logger are set by the group.
 	Breaker circuit.Config
 	// CommandBreaker is the template of each command's own breaker (one per
 	// command name). Name and, when nil, Clock and Logger are set by the
-	// group.
+	// group. Its SlowCallDuration is also the threshold above which a
+	// success (Run time) emits a SLOW event besides SUCCESS, so the metrics
+	// count what the command's breaker judges slow; zero: no SLOW.
 	CommandBreaker circuit.Config
 	// IsBadRequest classifies errors returned by Run: true makes the call a
 	// BAD_REQUEST (returned as is, no fallback, not counted against health).
@@ -142,11 +146,11 @@ type GroupConfig struct {
 	// the breakers and the bulkhead; a refused call is RATE_LIMITED: it
 	// falls back, is counted, and neither breaker sees it. Any package
 	// ratelimit limiter fits. Default: none.
-	RateLimit Limiter
+	RateLimit ratelimit.Limiter
 	// KeyedRateLimit, if set, is asked after RateLimit with the call's key
 	// (WithKey), for per-caller quotas: a *ratelimit.PerKey fits. Default:
 	// none.
-	KeyedRateLimit KeyedLimiter
+	KeyedRateLimit ratelimit.KeyedLimiter
 	// DeadlineReserve, when positive, keeps that much of the caller's time
 	// for the fallback: a call whose ctx has a deadline runs with the
 	// deadline min(timeout, time left on the caller's deadline −
@@ -162,11 +166,11 @@ type GroupConfig struct {
 	// caller's budget ever shows as the dependency's timeout).
 	DeadlineReserve time.Duration
 	// Retry retries the failed calls of Idempotent commands, under a retry
-	// budget shared by the group's commands; see RetryConfig. It changes
+	// budget shared by the group's commands; see package retry. It changes
 	// live through Reconfigure. Default: off.
-	Retry RetryConfig
+	Retry retry.Config
 	// ReadOnly puts the group in read-only mode: a write (a command whose
-	// Write method says true, or a call with WithWrite) is refused before
+	// Write method says true) is refused before
 	// the limiters, the breakers and the bulkhead, as READ_ONLY with
 	// ErrRefused, and its fallback (one that defers the write, say) is
 	// tried; reads go on. It changes live through Reconfigure (and a
@@ -187,20 +191,20 @@ type GroupConfig struct {
 	InstanceWarmUp time.Duration
 	// Throttle is the group's client-side adaptive throttle: it refuses
 	// calls locally (THROTTLED) in proportion to the requests the
-	// dependency has not accepted lately; see ThrottleConfig. Default:
+	// dependency has not accepted lately; see package throttle. Default:
 	// off.
-	Throttle ThrottleConfig
+	Throttle throttle.Config
 	// Priority turns on priority shedding: when the bulkhead fills up, the
-	// less important calls (WithPriority, Prioritizer) are refused first
+	// less important calls (WithPriority) are refused first
 	// (PRIORITY_REJECTED), keeping a share of it for the more important
-	// ones; see PriorityConfig. It changes live through Reconfigure.
+	// ones; see package priority. It changes live through Reconfigure.
 	// Default: off.
-	Priority PriorityConfig
+	Priority priority.Config
 	// Adaptive turns on the adaptive concurrency limit: the bulkhead's
 	// size follows the dependency's latency within [Adaptive.Min,
 	// Adaptive.Max] instead of staying at MaxConcurrent; see
-	// AdaptiveConfig. It changes live through Reconfigure. Default: off.
-	Adaptive AdaptiveConfig
+	// package adaptive. It changes live through Reconfigure. Default: off.
+	Adaptive adaptive.Config
 }
 
 // CommandConfig holds the settings of one command name in a group. Its zero
@@ -217,15 +221,12 @@ type CommandConfig struct {
 	// Breaker, if set, configures this command's breaker instead of the
 	// group's CommandBreaker template. Its Clock and Mode must be unset (the
 	// command breakers all use CommandBreaker's); a nil Logger or
-	// OnTransition takes the template's.
+	// OnTransition takes the template's. Its SlowCallDuration is the
+	// command's SLOW threshold (see GroupConfig.CommandBreaker).
 	Breaker *circuit.Config
-	// SlowCallDuration overrides, for this command, the threshold above
-	// which a success also emits SLOW. Default: Breaker.SlowCallDuration
-	// when Breaker is set and has one, else the group's SlowCallDuration.
-	SlowCallDuration time.Duration
 	// RateLimit, if set, limits this command's calls, asked after the
 	// group's limiters (see GroupConfig.RateLimit). Default: none.
-	RateLimit Limiter
+	RateLimit ratelimit.Limiter
 	// Coalesce makes concurrent calls of this command with the same key
 	// (WithKey, else the command's Key method: Keyer) share one Run, its
 	// answer handed to each of them: see "Request coalescing" in the
@@ -243,8 +244,8 @@ type CommandConfig struct {
 // left for Validate to report. Logger stays nil when unset (the registry
 // supplies it).
 func (c GroupConfig) withDefaults() GroupConfig {
-	c.Adaptive = c.Adaptive.withDefaults()
-	if c.MaxConcurrent == 0 && c.Adaptive.enabled() {
+	c.Adaptive = adaptiveDefaults(c.Adaptive)
+	if c.MaxConcurrent == 0 && adaptiveOn(&c.Adaptive) {
 		c.MaxConcurrent = c.Adaptive.Max
 	}
 	if c.MaxConcurrent == 0 {
@@ -260,10 +261,7 @@ func (c GroupConfig) withDefaults() GroupConfig {
 		c.MaxCommands = defaultMaxCommands
 	}
 	c.Window = c.Window.WithDefaults()
-	if c.SlowCallDuration == 0 {
-		c.SlowCallDuration = c.CommandBreaker.SlowCallDuration
-	}
-	c.Retry = c.Retry.withDefaults()
+	c.Retry = retryDefaults(c.Retry)
 	return c
 }
 
@@ -290,22 +288,20 @@ func (c GroupConfig) Validate() error {
 		return invalid("InstanceWarmUp %v must not be negative", c.InstanceWarmUp)
 	case e.MaxCommands < len(c.Commands):
 		return invalid("MaxCommands %d is less than the %d declared Commands", c.MaxCommands, len(c.Commands))
-	case e.SlowCallDuration < 0:
-		return invalid("SlowCallDuration %v must not be negative", c.SlowCallDuration)
 	}
 	if err := validateReserve(c.DeadlineReserve); err != nil {
 		return err
 	}
-	if err := e.Retry.validate(); err != nil {
+	if err := validateRetry(e.Retry); err != nil {
 		return err
 	}
-	if err := e.Throttle.validate(); err != nil {
+	if err := validateThrottle(e.Throttle); err != nil {
 		return err
 	}
-	if err := e.Priority.validate(); err != nil {
+	if err := validatePriority(&e.Priority); err != nil {
 		return err
 	}
-	if err := e.Adaptive.validate(c.MaxConcurrent); err != nil {
+	if err := validateAdaptive(&e.Adaptive, c.MaxConcurrent); err != nil {
 		return err
 	}
 	if err := e.Window.Validate(); err != nil {
@@ -325,8 +321,6 @@ func (c GroupConfig) Validate() error {
 		switch t := cc.Timeout; {
 		case t < 0 && t != NoTimeout:
 			return invalid("Commands[%q].Timeout %v must not be negative (NoTimeout disables it)", name, t)
-		case cc.SlowCallDuration < 0:
-			return invalid("Commands[%q].SlowCallDuration %v must not be negative", name, cc.SlowCallDuration)
 		case cc.Breaker != nil && cc.Breaker.Clock != nil:
 			return invalid("Commands[%q].Breaker.Clock must be nil: command breakers use CommandBreaker.Clock", name)
 		case cc.Breaker != nil && cc.Breaker.Mode != circuit.Normal:
@@ -383,7 +377,7 @@ type Group struct {
 
 	instances instances // first calls per instance, for InstanceWarmUp
 
-	retries retryBudget // the retries made, for RetryConfig's budget
+	retries retryBudget // the retries made, for retry.Config's budget
 }
 
 // groupCounters are the counters every call of a group writes. They sit on
@@ -506,7 +500,7 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 		return nil, err
 	}
 	g.adaptive.g = g
-	if cfg.Adaptive.enabled() {
+	if adaptiveOn(&cfg.Adaptive) {
 		must(g.adaptive.configure(&cfg, r.clock.Now()))
 	}
 	g.commands.Store(&commandTable{names: newNameIndex()})
@@ -608,7 +602,7 @@ func (g *Group) addType(typ reflect.Type, cmd any, mismatches []string) *typeEnt
 	if !entry.dynamic {
 		_, entry.namer = cmd.(Namer)
 		if !entry.namer {
-			entry.c = g.addCommand(typeName(typ))
+			entry.c = g.addCommand(wrap.TypeName(typ))
 		}
 	}
 	g.mu.Lock()
@@ -862,6 +856,7 @@ func (c *commandState) snapshot(now time.Duration) CommandSnapshot {
 		Timeout:    c.settings.Load().timeout,
 		Breaker:    c.breaker.Snapshot(),
 		Metrics:    c.metrics.Snapshot(now),
+		live:       c.metrics,
 	}
 	_, s.DegradedRate = degradedRate(s.Metrics.Counts)
 	if a := c.group.alerts; a != nil {

@@ -24,7 +24,6 @@ func TestGroupConfigValidation(t *testing.T) {
 		{GroupConfig{Strategy: Semaphore, QueueSize: 3}, "QueueSize 3 is set but Strategy is SEMAPHORE"},
 		{GroupConfig{Timeout: -2 * time.Second}, "Timeout -2s"},
 		{GroupConfig{FallbackLimit: -1}, "FallbackLimit -1"},
-		{GroupConfig{SlowCallDuration: -time.Second}, "SlowCallDuration -1s"},
 		{GroupConfig{Window: metrics.Window{Length: 10 * time.Second, Buckets: 3}}, "Window {Length: 10s, Buckets: 3}"},
 		{GroupConfig{Breaker: circuit.Config{FailureRatio: 2}}, "Breaker: circuit: invalid config: FailureRatio 2"},
 		{GroupConfig{CommandBreaker: circuit.Config{MinRequests: -1}}, "CommandBreaker: circuit: invalid config: MinRequests -1"},
@@ -51,7 +50,6 @@ func TestGroupConfigDefaults(t *testing.T) {
 	assert.Equal(t, time.Second, cfg.Timeout)
 	assert.Equal(t, 10, cfg.FallbackLimit)
 	assert.Equal(t, metrics.DefaultWindow(), cfg.Window)
-	assert.Equal(t, time.Second, cfg.SlowCallDuration, "defaults to the command breaker's threshold")
 	bc := g.Breaker().Config()
 	assert.Equal(t, 20, bc.MinRequests)
 	assert.Equal(t, 0.5, bc.FailureRatio)
@@ -305,48 +303,6 @@ func TestRegistryCloseWaits(t *testing.T) {
 	close(release)
 	assert.NoError(t, <-done)
 	assert.NoError(t, g.Close(context.Background()), "a second Close is a no-op")
-}
-
-func TestLastGood(t *testing.T) {
-	_, err := NewLastGood[int](0, nil)
-	assert.ErrorIs(t, err, ErrInvalidConfig)
-	clock := new(metrics.ManualClock)
-	lg, err := NewLastGood[int](time.Second, clock)
-	require.NoError(t, err)
-	_, err = lg.Fallback(context.Background(), errBoom)
-	assert.ErrorIs(t, err, ErrNoLastGood)
-	lg.Store(4)
-	clock.Advance(time.Second)
-	v, err := lg.Fallback(context.Background(), errBoom)
-	require.NoError(t, err)
-	assert.Equal(t, 4, v, "at exactly the maximum age: still served")
-	clock.Advance(time.Nanosecond)
-	v, err = lg.Fallback(context.Background(), errBoom)
-	assert.ErrorIs(t, err, ErrStale)
-	assert.Zero(t, v)
-	v, age, ok := lg.Load()
-	assert.Equal(t, 4, v)
-	assert.Equal(t, time.Second+time.Nanosecond, age)
-	assert.True(t, ok)
-	assert.Equal(t, time.Second, lg.MaxAge())
-}
-
-func TestLastGoodConcurrent(t *testing.T) {
-	lg, err := NewLastGood[[2]int](time.Hour, nil)
-	require.NoError(t, err)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := range 10_000 {
-			lg.Store([2]int{i, -i})
-		}
-	}()
-	for range 10_000 {
-		if v, _, ok := lg.Load(); ok {
-			require.Equal(t, v[0], -v[1], "a value is never torn")
-		}
-	}
-	<-done
 }
 
 func TestEventSet(t *testing.T) {

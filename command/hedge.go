@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/internal/breaker"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -37,7 +38,7 @@ type HedgeConfig struct {
 	// positive and not below MinDelay when Percentile is set.
 	MinDelay, MaxDelay time.Duration
 	// BudgetRatio caps the group's hedges and retries together (the retry
-	// budget, RetryConfig.BudgetRatio, which counts both) at this share of
+	// budget, retry.Config.BudgetRatio, which counts both) at this share of
 	// its calls over the group's window, plus one a second: a hedge is
 	// started only while the extra attempts stay under it. It must be in
 	// (0, 1]. Default 0.05: at most about 5% more load.
@@ -190,7 +191,7 @@ func (k *commandCall[T, C]) hedge() bool {
 // disarmed): it returns the function that calls it off, or nil if the
 // budget has no room. The hedge's wake-up comes on wake.
 func (k *call) arm(ctx context.Context, hc *HedgeConfig, delay time.Duration, wake chan<- struct{}) context.CancelFunc {
-	budget := RetryConfig{BudgetRatio: hc.BudgetRatio, BudgetMinPerSecond: defaultRetryBudgetMinRate}
+	budget := retry.Config{BudgetRatio: hc.BudgetRatio, BudgetMinPerSecond: defaultRetryBudgetMinRate}
 	if !k.g.retries.admit(k.g, &budget, k.g.clock.Now()) {
 		return nil
 	}

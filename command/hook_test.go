@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -63,7 +64,7 @@ func TestCallHookSeesEachAttempt(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
 	clock := new(metrics.ManualClock)
 	sl := &sleeper{clock: clock}
-	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore, Retry: RetryConfig{MaxAttempts: 3, NoBudget: true, Sleep: sl.sleep}})
+	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore, Retry: retry.Config{MaxAttempts: 3, NoBudget: true, Sleep: sl.sleep}})
 	require.NoError(t, err)
 
 	var runs atomic.Int64

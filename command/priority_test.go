@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command/priority"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -60,12 +61,12 @@ func (h *holder) free(t *testing.T, n int) {
 func TestPriorityShedsLowerFirst(t *testing.T) {
 	strategies(t, func(t *testing.T, s Strategy) {
 		g, _ := newTestGroup(t, GroupConfig{Strategy: s, MaxConcurrent: 4, Timeout: NoTimeout,
-			Priority: PriorityConfig{Reserve: [numPriorities]float64{0, 0.25, 0.5, 0.75}}})
+			Priority: priority.Config{Reserve: [numPriorities]float64{0, 0.25, 0.5, 0.75}}})
 		h := newHolder()
 		ceilings := [numPriorities]int{4, 3, 2, 1}
 		ran := 0
 		for held := range 4 {
-			for p := P0; p < numPriorities; p++ {
+			for p := priority.P0; p < numPriorities; p++ {
 				cmd := opFB[int]{op[int]{"probe", func(context.Context) (int, error) { ran++; return 1, nil }},
 					func(_ context.Context, err error) (int, error) { return -1, nil }}
 				before := ran
@@ -82,7 +83,7 @@ func TestPriorityShedsLowerFirst(t *testing.T) {
 				assert.True(t, info.Degraded)
 				assert.Equal(t, before, ran, "Run never started")
 			}
-			h.hold(t, g, 1, WithPriority(P0))
+			h.hold(t, g, 1, WithPriority(priority.P0))
 		}
 		c := counts(t, g, "probe")
 		assert.EqualValues(t, 0+1+2+3, c[metrics.PriorityRejected], "one refusal per priority above the ceiling")
@@ -99,10 +100,10 @@ func TestPriorityShedsLowerFirst(t *testing.T) {
 // its cause says how full the bulkhead was.
 func TestPriorityRejectedError(t *testing.T) {
 	g, _ := newTestGroup(t, GroupConfig{Strategy: Semaphore, MaxConcurrent: 2, Timeout: NoTimeout,
-		Priority: PriorityConfig{Reserve: startReserve}})
+		Priority: priority.Config{Reserve: startReserve}})
 	h := newHolder()
 	h.hold(t, g, 1)
-	_, info, err := ExecuteInfo(context.Background(), g, op[int]{"report", succeed(1)}, WithPriority(P3))
+	_, info, err := ExecuteInfo(context.Background(), g, op[int]{"report", succeed(1)}, WithPriority(priority.P3))
 	require.Error(t, err)
 	assert.Equal(t, metrics.PriorityRejected, info.Event)
 	assert.ErrorIs(t, err, ErrRefused)
@@ -110,7 +111,7 @@ func TestPriorityRejectedError(t *testing.T) {
 	assert.ErrorIs(t, err, ErrFallbackMissing)
 	var pe *priorityError
 	require.ErrorAs(t, err, &pe)
-	assert.Equal(t, priorityError{priority: P3, held: 1, ceiling: 1, capacity: 2}, *pe)
+	assert.Equal(t, priorityError{level: priority.P3, held: 1, ceiling: 1, capacity: 2}, *pe)
 	assert.Equal(t, "command deps/report: priority_rejected: command: P3 shed: the bulkhead holds 1 of 2 calls and P3 enters below 1 (fallback: command: no fallback)",
 		err.Error())
 	var ce *Error
@@ -119,19 +120,13 @@ func TestPriorityRejectedError(t *testing.T) {
 	h.free(t, 1)
 }
 
-// reportCmd is a command that declares its priority.
-type reportCmd struct{ p Priority }
-
-func (r reportCmd) Run(context.Context) (int, error) { return 1, nil }
-func (r reportCmd) Priority() Priority               { return r.p }
-
-// TestPriorityFromCommandOptionAndDefault: WithPriority overrides the
-// command's Priority method, which overrides PriorityConfig.Default.
-func TestPriorityFromCommandOptionAndDefault(t *testing.T) {
+// TestPriorityFromOptionAndDefault: WithPriority overrides
+// priority.Config.Default, and the last one given counts.
+func TestPriorityFromOptionAndDefault(t *testing.T) {
 	g, _ := newTestGroup(t, GroupConfig{Strategy: Semaphore, MaxConcurrent: 2, Timeout: NoTimeout,
-		Priority: PriorityConfig{Reserve: [numPriorities]float64{0, 0, 0, 0.5}, Default: P3}})
+		Priority: priority.Config{Reserve: [numPriorities]float64{0, 0, 0, 0.5}, Default: priority.P3}})
 	h := newHolder()
-	h.hold(t, g, 1, WithPriority(P0)) // P3 enters only while the bulkhead holds nothing
+	h.hold(t, g, 1, WithPriority(priority.P0)) // P3 enters only while the bulkhead holds nothing
 	for _, tc := range []struct {
 		name string
 		cmd  Runner[int]
@@ -139,11 +134,8 @@ func TestPriorityFromCommandOptionAndDefault(t *testing.T) {
 		want metrics.Event
 	}{
 		{"the default, P3", op[int]{"plain", succeed(1)}, nil, metrics.PriorityRejected},
-		{"the option", op[int]{"plain", succeed(1)}, []Option{WithPriority(P1)}, metrics.Success},
-		{"the method", reportCmd{P2}, nil, metrics.Success},
-		{"the method, P3", reportCmd{P3}, nil, metrics.PriorityRejected},
-		{"the option over the method", reportCmd{P3}, []Option{WithPriority(P0)}, metrics.Success},
-		{"the last option", op[int]{"plain", succeed(1)}, []Option{WithPriority(P0), WithPriority(P3)}, metrics.PriorityRejected},
+		{"the option", op[int]{"plain", succeed(1)}, []Option{WithPriority(priority.P1)}, metrics.Success},
+		{"the last option", op[int]{"plain", succeed(1)}, []Option{WithPriority(priority.P0), WithPriority(priority.P3)}, metrics.PriorityRejected},
 	} {
 		_, info, _ := ExecuteInfo(context.Background(), g, tc.cmd, tc.opts...)
 		assert.Equal(t, tc.want, info.Event, tc.name)
@@ -158,13 +150,13 @@ func TestPriorityFromCommandOptionAndDefault(t *testing.T) {
 // queue count as held, against the pool size plus the queue size.
 func TestPriorityCountsQueuedCalls(t *testing.T) {
 	g, _ := newTestGroup(t, GroupConfig{MaxConcurrent: 1, QueueSize: 3, Timeout: NoTimeout,
-		Priority: PriorityConfig{Reserve: [numPriorities]float64{0, 0, 0, 0.5}}})
+		Priority: priority.Config{Reserve: [numPriorities]float64{0, 0, 0, 0.5}}})
 	h := newHolder()
 	h.hold(t, g, 1) // running
 	queued := make(chan error, 1)
 	go func() { _, err := Execute(context.Background(), g, op[int]{"queued", succeed(1)}); queued <- err }()
 	require.Eventually(t, func() bool { return g.pool.Stats().Queued == 1 }, 10*time.Second, time.Millisecond)
-	_, info, _ := ExecuteInfo(context.Background(), g, op[int]{"report", succeed(1)}, WithPriority(P3))
+	_, info, _ := ExecuteInfo(context.Background(), g, op[int]{"report", succeed(1)}, WithPriority(priority.P3))
 	assert.Equal(t, metrics.PriorityRejected, info.Event, "2 of 4 held: P3 enters below 2")
 	h.free(t, 1)
 	require.NoError(t, receive(t, queued, "the queued call's end"))
@@ -177,20 +169,20 @@ func TestPriorityNeverDegradeFailsLoudly(t *testing.T) {
 	cfg, err := Preset(presetNeverDegrade)
 	require.NoError(t, err)
 	cfg.Strategy, cfg.MaxConcurrent, cfg.Timeout = Semaphore, 2, NoTimeout
-	cfg.Priority = PriorityConfig{Reserve: startReserve}
+	cfg.Priority = priority.Config{Reserve: startReserve}
 	g, _ := newTestGroup(t, cfg)
 	h := newHolder()
-	h.hold(t, g, 1, WithPriority(P0))
+	h.hold(t, g, 1, WithPriority(priority.P0))
 	pay := opFB[int]{op[int]{"pay", succeed(1)}, func(context.Context, error) (int, error) { return -1, nil }}
 
-	_, info, err := ExecuteInfo(context.Background(), g, pay, WithPriority(P3))
+	_, info, err := ExecuteInfo(context.Background(), g, pay, WithPriority(priority.P3))
 	assert.ErrorIs(t, err, ErrRefused)
 	assert.Equal(t, metrics.PriorityRejected, info.Event)
 	assert.False(t, info.Degraded)
 	assert.Equal(t, events(metrics.PriorityRejected, metrics.FallbackMissing, metrics.ExceptionThrown), info.Events)
 
-	h.hold(t, g, 1, WithPriority(P0)) // full now
-	v, info, err := ExecuteInfo(context.Background(), g, pay, WithPriority(P0))
+	h.hold(t, g, 1, WithPriority(priority.P0)) // full now
+	v, info, err := ExecuteInfo(context.Background(), g, pay, WithPriority(priority.P0))
 	assert.ErrorIs(t, err, isolation.ErrRejected)
 	assert.Equal(t, metrics.SemaphoreRejected, info.Event)
 	assert.False(t, info.Degraded, "a payment never succeeds by fallback")
@@ -204,44 +196,44 @@ func TestPriorityReconfigure(t *testing.T) {
 	h := newHolder()
 	h.hold(t, g, 1)
 	report := op[int]{"report", succeed(1)}
-	_, info, _ := ExecuteInfo(context.Background(), g, report, WithPriority(P3))
+	_, info, _ := ExecuteInfo(context.Background(), g, report, WithPriority(priority.P3))
 	assert.Equal(t, metrics.Success, info.Event, "off: WithPriority is ignored")
 
 	cfg := g.Config()
 	cfg.Priority.Reserve = startReserve
 	require.NoError(t, g.Reconfigure(cfg))
-	_, info, _ = ExecuteInfo(context.Background(), g, report, WithPriority(P3))
+	_, info, _ = ExecuteInfo(context.Background(), g, report, WithPriority(priority.P3))
 	assert.Equal(t, metrics.PriorityRejected, info.Event, "on")
 
-	cfg.Priority = PriorityConfig{}
+	cfg.Priority = priority.Config{}
 	require.NoError(t, g.Reconfigure(cfg))
-	_, info, _ = ExecuteInfo(context.Background(), g, report, WithPriority(P3))
+	_, info, _ = ExecuteInfo(context.Background(), g, report, WithPriority(priority.P3))
 	assert.Equal(t, metrics.Success, info.Event, "off again")
 	h.free(t, 1)
 }
 
-func TestPriorityConfigValidation(t *testing.T) {
+func TestPriorityValidation(t *testing.T) {
 	for _, tc := range []struct {
-		cfg  PriorityConfig
+		cfg  priority.Config
 		want string
 	}{
-		{PriorityConfig{Default: 4}, "Priority.Default 4 must be P0..P3"},
-		{PriorityConfig{Reserve: [numPriorities]float64{0.1, 0.2, 0.3, 0.4}}, "Priority.Reserve[0] 0.1 must be 0"},
-		{PriorityConfig{Reserve: [numPriorities]float64{0, 0.5, 0.2, 0.6}}, "Priority.Reserve[2] 0.2 is less than Priority.Reserve[1] 0.5"},
-		{PriorityConfig{Reserve: [numPriorities]float64{0, 0.1, 0.2, 1}}, "Priority.Reserve[3] 1 must be at least 0 and less than 1"},
-		{PriorityConfig{Reserve: [numPriorities]float64{0, -0.1, 0, 0}}, "Priority.Reserve[1] -0.1 must be at least 0"},
+		{priority.Config{Default: 4}, "Priority.Default 4 must be P0..P3"},
+		{priority.Config{Reserve: [numPriorities]float64{0.1, 0.2, 0.3, 0.4}}, "Priority.Reserve[0] 0.1 must be 0"},
+		{priority.Config{Reserve: [numPriorities]float64{0, 0.5, 0.2, 0.6}}, "Priority.Reserve[2] 0.2 is less than Priority.Reserve[1] 0.5"},
+		{priority.Config{Reserve: [numPriorities]float64{0, 0.1, 0.2, 1}}, "Priority.Reserve[3] 1 must be at least 0 and less than 1"},
+		{priority.Config{Reserve: [numPriorities]float64{0, -0.1, 0, 0}}, "Priority.Reserve[1] -0.1 must be at least 0"},
 	} {
 		err := GroupConfig{Priority: tc.cfg}.Validate()
 		require.Error(t, err, tc.want)
 		assert.ErrorIs(t, err, ErrInvalidConfig)
 		assert.Contains(t, err.Error(), tc.want)
 	}
-	assert.NoError(t, GroupConfig{Priority: PriorityConfig{Reserve: startReserve, Default: P3}}.Validate())
+	assert.NoError(t, GroupConfig{Priority: priority.Config{Reserve: startReserve, Default: priority.P3}}.Validate())
 }
 
 func TestPriorityString(t *testing.T) {
 	var got []string
-	for p := range Priority(numPriorities + 1) {
+	for p := range priority.Level(numPriorities + 1) {
 		got = append(got, p.String())
 	}
 	assert.Equal(t, []string{"P0", "P1", "P2", "P3", "P?"}, got)
@@ -271,7 +263,7 @@ func ExampleWithPriority() {
 	reg := NewRegistry(RegistryConfig{})
 	defer reg.Close(context.Background())
 	g, err := reg.NewGroup("orders", GroupConfig{Strategy: Semaphore, MaxConcurrent: 4,
-		Priority: PriorityConfig{Reserve: startReserve}})
+		Priority: priority.Config{Reserve: startReserve}})
 	if err != nil {
 		panic(err)
 	}
@@ -288,10 +280,10 @@ func ExampleWithPriority() {
 	report := Func[string]("report", func(context.Context) (string, error) { return "report", nil }, nil)
 	checkout := Func[string]("checkout", func(context.Context) (string, error) { return "order placed", nil }, nil)
 
-	_, err = Execute(context.Background(), g, report, WithPriority(P3))
+	_, err = Execute(context.Background(), g, report, WithPriority(priority.P3))
 	var e *Error
 	fmt.Println(errors.As(err, &e) && e.Event == metrics.PriorityRejected)
-	v, err := Execute(context.Background(), g, checkout, WithPriority(P0))
+	v, err := Execute(context.Background(), g, checkout, WithPriority(priority.P0))
 	fmt.Println(v, err)
 	close(release)
 	// Output:
@@ -299,5 +291,5 @@ func ExampleWithPriority() {
 	// order placed <nil>
 }
 
-// startReserve is the starting point PriorityConfig.Reserve's doc gives.
+// startReserve is the starting point priority.Config.Reserve's doc gives.
 var startReserve = [4]float64{0, 0.1, 0.25, 0.5}

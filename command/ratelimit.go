@@ -12,31 +12,21 @@ import (
 	"github.com/bulwark-go/bulwark/ratelimit"
 )
 
-// Limiter is a rate limit: Admit returns nil to let a call go on, or an
-// error to refuse it (the call is then RATE_LIMITED). The limiters of
-// package ratelimit satisfy it. A limiter may wait (a pacer); if ctx ends
-// while it waits, it returns ctx's error and the call is CANCELLED.
-//
-// Execute reads the clock again after the limiters, so that a wait is not
-// counted in Run's latency, unless every limiter of the call is one of
-// package ratelimit's that never wait (TokenBucket, SlidingWindow, WarmUp).
-// Those, when their clock is the group's (by default both are
-// metrics.SystemClock()), decide at the reading Execute takes at the
-// call's start anyway: they cost the call no clock reading of their own.
-type Limiter interface {
-	Admit(ctx context.Context) error
-}
-
-// limitStage is one Limiter of a call, with its engine when the limiter
-// never waits and reads the group's clock.
+// limitStage is one rate limiter of a call, with its engine when the
+// limiter never waits and reads the group's clock. Execute reads the clock
+// again after the limiters, so that a wait is not counted in Run's latency,
+// unless every limiter of the call is one of package ratelimit's that never
+// wait (TokenBucket, SlidingWindow, WarmUp): those, when their clock is the
+// group's, decide at the reading Execute takes at the call's start, and
+// cost the call no clock reading of their own.
 type limitStage struct {
-	Limiter
+	ratelimit.Limiter
 	at limiter.Clocked // nil: Admit reads the limiter's own clock, or waits
 }
 
 // stageOf returns the stage of limiter l (nil: none) in a group whose
 // clock is clock.
-func stageOf(l Limiter, clock metrics.Clock) limitStage {
+func stageOf(l ratelimit.Limiter, clock metrics.Clock) limitStage {
 	s := limitStage{Limiter: l}
 	if at := clocked(l); at != nil && sameClock(at.Clock(), clock) {
 		s.at = at
@@ -67,7 +57,7 @@ func clocked(l any) limiter.Clocked {
 	return nil
 }
 
-// mayWait reports whether limiter l, a Limiter or a KeyedLimiter (nil:
+// mayWait reports whether limiter l, a ratelimit.Limiter or KeyedLimiter (nil:
 // none), may wait in Admit: unless it is one of package ratelimit's that
 // never wait.
 func mayWait(l any) bool {
@@ -81,12 +71,6 @@ func mayWait(l any) bool {
 // such values could panic).
 func sameClock(a, b metrics.Clock) bool {
 	return a != nil && reflect.TypeOf(a).Kind() == reflect.Pointer && a == b
-}
-
-// KeyedLimiter is a rate limit per key (per caller, per tenant), such as
-// *ratelimit.PerKey: AdmitKey is Limiter.Admit for the call's key (WithKey).
-type KeyedLimiter interface {
-	AdmitKey(ctx context.Context, key string) error
 }
 
 // WithKey gives the call's key for the group's KeyedRateLimit (a caller, a
@@ -120,7 +104,7 @@ func (k *commandCall[T, C]) limited(opts []Option) bool {
 	if h := k.g.hook; h != nil {
 		k.hookBegin(h)
 	}
-	ok := k.passLimits(opts, k.cs.readOnly && k.g.writes(any(k.cmd), opts)) && k.throttle() && k.shed() && k.adaptArrive()
+	ok := k.passLimits(opts, k.cs.readOnly && k.g.writes(any(k.cmd))) && k.throttle() && k.shed() && k.adaptArrive()
 	if ok && k.cs.hedge != nil {
 		return k.hedge()
 	}
@@ -141,7 +125,7 @@ func (k *commandCall[T, C]) limited(opts []Option) bool {
 // has used the quota of the earlier ones. It moves t0 to the instant the
 // limiters were done (a limiter may wait, as a pacer does): Run's latency
 // and the breakers' reckoning start there; the call's Latency still counts
-// from its start. If no limiter of the call may wait (see Limiter), t0
+// from its start. If no limiter of the call may wait (see limitStage), t0
 // stays the attempt's start and the clock is not read.
 func (k *call) passLimits(opts []Option, write bool) bool {
 	if k.timeout < NoTimeout {

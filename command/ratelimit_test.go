@@ -138,7 +138,7 @@ func TestCallerLeavingWhileLimiterWaitsIsCancelled(t *testing.T) {
 
 // countingLimiter counts the admissions and refusals of the limiter it wraps.
 type countingLimiter struct {
-	Limiter
+	ratelimit.Limiter
 	admitted, refused atomic.Int64
 }
 
@@ -181,7 +181,7 @@ func (c *countingClock) Now() time.Duration {
 	return c.ManualClock.Now()
 }
 
-// admitFunc is a Limiter of the caller's own.
+// admitFunc is a ratelimit.Limiter of the caller's own.
 type admitFunc func(context.Context) error
 
 func (f admitFunc) Admit(ctx context.Context) error { return f(ctx) }
@@ -203,7 +203,7 @@ func TestRateLimitNonWaitingReadsTheClockOnceLess(t *testing.T) {
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name  string
-		limit Limiter
+		limit ratelimit.Limiter
 		reads int64
 	}{
 		{"none", nil, 2},

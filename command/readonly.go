@@ -8,26 +8,17 @@ package command
 // false). Without the method a command is a read: read-only mode is a
 // switch for storage failover, when the primary cannot take writes and
 // the replicas still serve reads, so only a command marked as a write is
-// refused. WithWrite marks one call instead (a Func, an HTTP method).
+// refused (a Func is a read: write a command type for a write).
 type Write interface {
 	Write() bool
 }
 
-// WithWrite marks the call as a write, whatever its command says (see
-// Write): in a read-only group it is refused as READ_ONLY.
-func WithWrite() Option { return Option{write: true} }
-
-// writes reports whether a call of cmd with opts is a write: an option
-// says so (WithWrite), or cmd's Write method does. A panic in Write judges
+// writes reports whether a call of cmd is a write: cmd's Write method
+// says so. A panic in Write judges
 // yes (the call is refused, which read-only mode is for) and is logged.
 // The call converts the command to an interface (an allocation for a
 // command struct with fields); limit asks only in a read-only group.
-func (g *Group) writes(cmd any, opts []Option) (yes bool) {
-	for _, o := range opts {
-		if o.write {
-			return true
-		}
-	}
+func (g *Group) writes(cmd any) (yes bool) {
 	w, is := cmd.(Write)
 	if !is {
 		return false

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/bulwark-go/bulwark/command"
-	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // placeOrder is a write: in read-only mode it is refused.
@@ -43,26 +42,4 @@ func ExampleRegistry_SetReadOnly() {
 	// true READ_ONLY
 	// order 7 <nil>
 	// placed <nil>
-}
-
-// recommendations turns the feature off when the dependency fails: the
-// answer is empty, and Info says why, so nobody reads it as "no data".
-type recommendations struct {
-	command.FeatureOff[[]string]
-}
-
-func (recommendations) Run(ctx context.Context) ([]string, error) {
-	return nil, errors.New("recommender down")
-}
-
-func ExampleFeatureOff() {
-	reg := command.NewRegistry(command.RegistryConfig{})
-	defer reg.Close(context.Background())
-	recs, err := reg.NewGroup("recs", command.GroupConfig{Strategy: command.Semaphore})
-	if err != nil {
-		panic(err)
-	}
-	list, info, err := command.ExecuteInfo(context.Background(), recs, recommendations{})
-	fmt.Println(len(list), err, info.Degraded, info.Events.Has(metrics.DegradedFeatureOff))
-	// Output: 0 <nil> true true
 }

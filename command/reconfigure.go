@@ -9,8 +9,11 @@ import (
 	"time"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command/priority"
+	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/internal/confdiff"
 	"github.com/bulwark-go/bulwark/metrics"
+	"github.com/bulwark-go/bulwark/ratelimit"
 )
 
 // liveConfig is a group's effective config with its generation: what
@@ -36,17 +39,17 @@ type commandSettings struct {
 	// limited is set when there is any, or any other refusal the limit
 	// stage makes (read-only, instance warm-up, throttle, priority
 	// shedding), so that a call with none of them tests one flag;
-	// limitWaits is set when a limiter may wait (see Limiter).
+	// limitWaits is set when a limiter may wait (see limitStage).
 	groupLimit limitStage
-	keyedLimit KeyedLimiter
+	keyedLimit ratelimit.KeyedLimiter
 	limit      limitStage
 	limited    bool
 	limitWaits bool
 
-	retry      *RetryConfig    // the group's Retry, defaults applied; nil: off
-	priority   *PriorityConfig // the group's Priority; nil: no priority shedding
-	noFallback bool            // the group's NoFallback
-	readOnly   bool            // the group is read-only (GroupConfig.ReadOnly or its registry's switch); sets limited
+	retry      *retry.Config    // the group's Retry, defaults applied; nil: off
+	priority   *priority.Config // the group's Priority; nil: no priority shedding
+	noFallback bool             // the group's NoFallback
+	readOnly   bool             // the group is read-only (GroupConfig.ReadOnly or its registry's switch); sets limited
 
 	instanceWarmUp time.Duration  // the group's InstanceWarmUp; 0: off; sets limited
 	coalesce       bool           // the command's Coalesce
@@ -61,17 +64,17 @@ func (g *Group) cfg() *liveConfig { return g.live.Load() }
 // commandSettings returns the settings of the command called name under c,
 // in a group whose clock is clock and whose registry is read-only or not.
 func (c *GroupConfig) commandSettings(name string, clock metrics.Clock, readOnly bool) *commandSettings {
-	s := &commandSettings{timeout: c.Timeout, slowCall: c.SlowCallDuration, reserve: c.DeadlineReserve,
+	s := &commandSettings{timeout: c.Timeout, slowCall: c.CommandBreaker.SlowCallDuration, reserve: c.DeadlineReserve,
 		probeClassifier: c.ProbeClassifier, groupLimit: stageOf(c.RateLimit, clock), keyedLimit: c.KeyedRateLimit,
 		noFallback: c.NoFallback}
 	s.readOnly = c.ReadOnly || readOnly
 	s.instanceWarmUp = c.InstanceWarmUp
 	s.limited = c.RateLimit != nil || c.KeyedRateLimit != nil || s.readOnly || s.instanceWarmUp > 0
 	s.limitWaits = mayWait(c.RateLimit) || mayWait(c.KeyedRateLimit)
-	if c.Retry.enabled() {
+	if retryOn(c.Retry) {
 		s.retry = &c.Retry
 	}
-	if c.Priority.enabled() {
+	if sheds(&c.Priority) {
 		s.priority, s.limited = &c.Priority, true
 	}
 	cc, ok := c.Commands[name]
@@ -88,11 +91,8 @@ func (c *GroupConfig) commandSettings(name string, clock metrics.Clock, readOnly
 	if cc.Timeout != 0 {
 		s.timeout = cc.Timeout
 	}
-	if cc.Breaker != nil && cc.Breaker.SlowCallDuration > 0 {
+	if cc.Breaker != nil {
 		s.slowCall = cc.Breaker.SlowCallDuration
-	}
-	if cc.SlowCallDuration > 0 {
-		s.slowCall = cc.SlowCallDuration
 	}
 	s.coalesce = cc.Coalesce
 	if cc.Hedge.enabled() {
@@ -186,8 +186,8 @@ func (g *Group) check(cfg GroupConfig) (*liveConfig, error) {
 // fewer than the new limit run, so once the excess finishes no more than
 // the new limit ever run at once), Adaptive (a limit that stays on keeps
 // its value and estimates, clamped into the new bounds; see
-// AdaptiveConfig), Timeout, FallbackLimit (likewise),
-// SlowCallDuration, IsBadRequest, MaxCommands, Commands (a newly declared
+// package adaptive), Timeout, FallbackLimit (likewise),
+// IsBadRequest, MaxCommands, Commands (a newly declared
 // command is created at once; a command no longer declared reverts to the
 // group's settings but keeps its metrics), and the breakers' settings
 // (Breaker for the group's, CommandBreaker or Commands[name].Breaker for a

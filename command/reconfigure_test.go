@@ -70,7 +70,7 @@ func TestReconfigureRejectedChangesNothing(t *testing.T) {
 		"Logger":          func(c *GroupConfig) { c.Logger = slog.New(slog.DiscardHandler) },
 		"Mode":            func(c *GroupConfig) { c.CommandBreaker.Mode = circuit.ForcedOpen },
 		"FailureRatio":    func(c *GroupConfig) { c.Breaker.FailureRatio = 3 },
-		"Commands[\"x\"]": func(c *GroupConfig) { c.Commands = map[string]CommandConfig{"x": {SlowCallDuration: -1}} },
+		"Commands[\"x\"]": func(c *GroupConfig) { c.Commands = map[string]CommandConfig{"x": {Timeout: -2}} },
 		"Breaker.Mode": func(c *GroupConfig) {
 			c.Commands = map[string]CommandConfig{"x": {Breaker: &circuit.Config{Mode: circuit.ForcedClosed}}}
 		},
@@ -100,7 +100,7 @@ func TestPerCommandSettings(t *testing.T) {
 	g, clock := newTestGroup(t, GroupConfig{Strategy: Semaphore, MaxConcurrent: 4,
 		CommandBreaker: circuit.Config{MinRequests: 100},
 		Commands: map[string]CommandConfig{
-			"fragile": {Breaker: &circuit.Config{MinRequests: 1}, SlowCallDuration: time.Nanosecond},
+			"fragile": {Breaker: &circuit.Config{MinRequests: 1}},
 		}})
 	boom := errors.New("boom")
 	for _, name := range []string{"fragile", "sturdy"} {
@@ -121,8 +121,8 @@ func TestPerCommandSettings(t *testing.T) {
 		return info.Events.Has(metrics.Slow)
 	}
 	assert.False(t, slowEvents("sturdy"))
-	require.NoError(t, g.ReconfigureCommand("sturdy", CommandConfig{SlowCallDuration: time.Nanosecond, Timeout: 7 * time.Second,
-		Breaker: &circuit.Config{MinRequests: 2, FailureRatio: 0.2}}))
+	require.NoError(t, g.ReconfigureCommand("sturdy", CommandConfig{Timeout: 7 * time.Second,
+		Breaker: &circuit.Config{MinRequests: 2, FailureRatio: 0.2, SlowCallDuration: time.Nanosecond, SlowCallRatio: 1}}))
 	assert.True(t, slowEvents("sturdy"), "the new threshold applies to the next call")
 	assert.Equal(t, 2, sturdy.Config().MinRequests)
 	assert.Equal(t, 7*time.Second, g.Snapshot().Commands[1].Timeout)

@@ -86,7 +86,7 @@ func (r *Registry) setup(cfg RegistryConfig) {
 
 // Clock returns the registry's clock, the clock of its groups (by default
 // metrics.SystemClock()): a rate limiter built for a group on this clock
-// takes the group's clock readings (see Limiter).
+// tells time as the group does.
 func (r *Registry) Clock() metrics.Clock {
 	r.ready()
 	return r.clock

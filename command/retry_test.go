@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -34,7 +35,7 @@ func (o retryOp) Fallback(ctx context.Context, err error) (int, error) {
 	return o.fb(ctx, err)
 }
 
-// sleeper is a RetryConfig.Sleep that records each delay and moves the
+// sleeper is a retry.Config.Sleep that records each delay and moves the
 // manual clock by it, without sleeping.
 type sleeper struct {
 	clock *metrics.ManualClock
@@ -52,7 +53,7 @@ func (s *sleeper) sleep(ctx context.Context, d time.Duration) error {
 
 // retryGroup returns a group of strategy s with rc as its Retry, sleeping
 // on a sleeper; edit, if not nil, adjusts the config first.
-func retryGroup(t *testing.T, s Strategy, rc RetryConfig, edit func(*GroupConfig)) (*Group, *metrics.ManualClock, *sleeper) {
+func retryGroup(t *testing.T, s Strategy, rc retry.Config, edit func(*GroupConfig)) (*Group, *metrics.ManualClock, *sleeper) {
 	t.Helper()
 	reg, clock := newTestRegistry(t)
 	sl := &sleeper{clock: clock}
@@ -89,7 +90,7 @@ func observeOnly(c *GroupConfig) {
 
 func TestRetryMakesAttemptsUntilSuccess(t *testing.T) {
 	strategies(t, func(t *testing.T, s Strategy) {
-		g, _, sl := retryGroup(t, s, RetryConfig{MaxAttempts: 3, NoBudget: true}, nil)
+		g, _, sl := retryGroup(t, s, retry.Config{MaxAttempts: 3, NoBudget: true}, nil)
 		var runs atomic.Int64
 		v, info, err := ExecuteInfo(context.Background(), g, retryOp{name: "get", idem: true, run: failing(2, errDep, &runs)})
 		require.NoError(t, err)
@@ -111,7 +112,7 @@ func TestRetryMakesAttemptsUntilSuccess(t *testing.T) {
 
 func TestRetryGivesUpAfterMaxAttemptsAndFallsBackOnce(t *testing.T) {
 	strategies(t, func(t *testing.T, s Strategy) {
-		g, _, _ := retryGroup(t, s, RetryConfig{MaxAttempts: 3, NoBudget: true}, nil)
+		g, _, _ := retryGroup(t, s, retry.Config{MaxAttempts: 3, NoBudget: true}, nil)
 		var runs, fallbacks atomic.Int64
 		cmd := retryOp{name: "get", idem: true, run: failing(100, errDep, &runs),
 			fb: func(_ context.Context, err error) (int, error) {
@@ -136,14 +137,14 @@ func TestRetryGivesUpAfterMaxAttemptsAndFallsBackOnce(t *testing.T) {
 func TestRetryOnlyIdempotentCommandsOfARetryingGroup(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		retry RetryConfig
+		retry retry.Config
 		idem  bool
 		want  int64
 	}{
-		{"idempotent", RetryConfig{MaxAttempts: 3}, true, 3},
-		{"declares not idempotent", RetryConfig{MaxAttempts: 3}, false, 1},
-		{"group without retries", RetryConfig{}, true, 1},
-		{"MaxAttempts 1", RetryConfig{MaxAttempts: 1}, true, 1},
+		{"idempotent", retry.Config{MaxAttempts: 3}, true, 3},
+		{"declares not idempotent", retry.Config{MaxAttempts: 3}, false, 1},
+		{"group without retries", retry.Config{}, true, 1},
+		{"MaxAttempts 1", retry.Config{MaxAttempts: 1}, true, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, _, _ := retryGroup(t, Semaphore, tc.retry, nil)
@@ -155,7 +156,7 @@ func TestRetryOnlyIdempotentCommandsOfARetryingGroup(t *testing.T) {
 		})
 	}
 	t.Run("no Idempotent method", func(t *testing.T) {
-		g, _, _ := retryGroup(t, Semaphore, RetryConfig{MaxAttempts: 3}, nil)
+		g, _, _ := retryGroup(t, Semaphore, retry.Config{MaxAttempts: 3}, nil)
 		var runs atomic.Int64
 		_, info, err := ExecuteInfo(context.Background(), g, op[int]{"get", failing(100, errDep, &runs)})
 		require.ErrorIs(t, err, errDep)
@@ -170,7 +171,7 @@ type panickyIdem struct{ op[int] }
 func (panickyIdem) Idempotent() bool { panic("Idempotent panics") }
 
 func TestRetryPanicInIdempotentMeansNoRetry(t *testing.T) {
-	g, _, sl := retryGroup(t, Semaphore, RetryConfig{MaxAttempts: 3, NoBudget: true}, nil)
+	g, _, sl := retryGroup(t, Semaphore, retry.Config{MaxAttempts: 3, NoBudget: true}, nil)
 	var runs atomic.Int64
 	_, info, err := ExecuteInfo(context.Background(), g, panickyIdem{op[int]{"get", failing(100, errDep, &runs)}})
 	require.ErrorIs(t, err, errDep, "the call ends with its failure")
@@ -183,7 +184,7 @@ func TestRetryPanicInIdempotentMeansNoRetry(t *testing.T) {
 }
 
 func TestRetryBackoffIsExponentialWithFullJitter(t *testing.T) {
-	rc := RetryConfig{MaxAttempts: 5, Backoff: 10 * time.Millisecond, MaxBackoff: 25 * time.Millisecond, NoBudget: true}
+	rc := retry.Config{MaxAttempts: 5, Backoff: 10 * time.Millisecond, MaxBackoff: 25 * time.Millisecond, NoBudget: true}
 	ceilings := []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 25 * time.Millisecond, 25 * time.Millisecond}
 	for _, f := range []float64{0, 0.5, 0.999} {
 		rc.Rand = func() float64 { return f }
@@ -222,7 +223,7 @@ func (e afterErr) Error() string                  { return "busy, retry after " 
 func (e afterErr) RetryAfterDelay() time.Duration { return e.d }
 
 func TestRetryHonoursRetryAfter(t *testing.T) {
-	rc := RetryConfig{MaxAttempts: 3, Backoff: 10 * time.Millisecond, MaxRetryAfter: time.Second, NoBudget: true}
+	rc := retry.Config{MaxAttempts: 3, Backoff: 10 * time.Millisecond, MaxRetryAfter: time.Second, NoBudget: true}
 	t.Run("within MaxRetryAfter: waits exactly that long", func(t *testing.T) {
 		g, _, sl := retryGroup(t, Semaphore, rc, nil)
 		var runs atomic.Int64
@@ -250,7 +251,7 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 // TestRetryNeverRetriesRefusalsBadRequestsOrCancellations: an attempt that
 // did not fail at the dependency is final.
 func TestRetryNeverRetriesRefusalsBadRequestsOrCancellations(t *testing.T) {
-	rc := RetryConfig{MaxAttempts: 3, NoBudget: true}
+	rc := retry.Config{MaxAttempts: 3, NoBudget: true}
 	for _, tc := range []struct {
 		name  string
 		s     Strategy
@@ -342,7 +343,7 @@ func holdBulkhead(t *testing.T, g *Group) (context.Context, func(context.Context
 }
 
 func TestRetryNeverSleepsPastTheCallersDeadline(t *testing.T) {
-	rc := RetryConfig{MaxAttempts: 3, Backoff: time.Hour, Rand: func() float64 { return 0.5 }, NoBudget: true}
+	rc := retry.Config{MaxAttempts: 3, Backoff: time.Hour, Rand: func() float64 { return 0.5 }, NoBudget: true}
 	g, _, sl := retryGroup(t, Semaphore, rc, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -356,7 +357,7 @@ func TestRetryNeverSleepsPastTheCallersDeadline(t *testing.T) {
 func TestRetryEndsWithTheLastAnswerWhenTheCallerLeavesDuringBackoff(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rc := RetryConfig{MaxAttempts: 3, NoBudget: true, Sleep: func(ctx context.Context, _ time.Duration) error {
+	rc := retry.Config{MaxAttempts: 3, NoBudget: true, Sleep: func(ctx context.Context, _ time.Duration) error {
 		cancel()
 		return ctx.Err()
 	}}
@@ -376,7 +377,7 @@ func TestRetryEndsWithTheLastAnswerWhenTheCallerLeavesDuringBackoff(t *testing.T
 // cumulative counts; the last attempt of a call never does.
 func TestRetryCountsOneRetriedEventPerRetriedAttempt(t *testing.T) {
 	strategies(t, func(t *testing.T, s Strategy) {
-		g, _, _ := retryGroup(t, s, RetryConfig{MaxAttempts: 3, NoBudget: true}, observeOnly)
+		g, _, _ := retryGroup(t, s, retry.Config{MaxAttempts: 3, NoBudget: true}, observeOnly)
 		var runs atomic.Int64
 		_, info, err := ExecuteInfo(context.Background(), g, retryOp{name: "get", idem: true, run: failing(2, errDep, &runs)})
 		require.NoError(t, err)
@@ -415,7 +416,7 @@ func TestRetryBudgetCountsRetriesInTheirBackoff(t *testing.T) {
 	const callers = 30
 	var waiting atomic.Int64
 	release := make(chan struct{})
-	rc := RetryConfig{MaxAttempts: 2, BudgetRatio: 0.01, Sleep: func(ctx context.Context, _ time.Duration) error {
+	rc := retry.Config{MaxAttempts: 2, BudgetRatio: 0.01, Sleep: func(ctx context.Context, _ time.Duration) error {
 		waiting.Add(1)
 		<-release
 		return nil
@@ -453,7 +454,7 @@ func TestRetryBudgetCountsRetriesInTheirBackoff(t *testing.T) {
 // get them.
 func TestRetryBudgetCountsRetriesMadeWithoutIt(t *testing.T) {
 	zero := func(context.Context, time.Duration) error { return nil }
-	g, _, _ := retryGroup(t, Semaphore, RetryConfig{MaxAttempts: 2, NoBudget: true, Sleep: zero}, observeOnly)
+	g, _, _ := retryGroup(t, Semaphore, retry.Config{MaxAttempts: 2, NoBudget: true, Sleep: zero}, observeOnly)
 	var runs atomic.Int64
 	cmd := retryOp{name: "get", idem: true, run: failing(1<<62, errDep, &runs)}
 	for range 20 {
@@ -475,7 +476,7 @@ func TestRetryBudgetCountsRetriesMadeWithoutIt(t *testing.T) {
 // manual clock, with 3 attempts: MaxAttempts× without a budget, about
 // 1 + BudgetRatio (+ the minimum rate) with the default budget.
 func TestRetryBudgetCapsTheLoadOnAFailingDependency(t *testing.T) {
-	measure := func(t *testing.T, rc RetryConfig) float64 {
+	measure := func(t *testing.T, rc retry.Config) float64 {
 		// Breakers that never open, so that every attempt reaches the dependency.
 		g, clock, _ := retryGroup(t, Semaphore, rc, observeOnly)
 		var runs atomic.Int64
@@ -491,8 +492,8 @@ func TestRetryBudgetCapsTheLoadOnAFailingDependency(t *testing.T) {
 		return m
 	}
 	zero := func(context.Context, time.Duration) error { return nil }
-	off := measure(t, RetryConfig{MaxAttempts: 3, NoBudget: true, Sleep: zero})
-	on := measure(t, RetryConfig{MaxAttempts: 3, Sleep: zero})
+	off := measure(t, retry.Config{MaxAttempts: 3, NoBudget: true, Sleep: zero})
+	on := measure(t, retry.Config{MaxAttempts: 3, Sleep: zero})
 	assert.InDelta(t, 3.0, off, 1e-9, "without a budget every call makes 3 attempts")
 	// 20% of 1,000 calls per 10 s window, plus 1 retry/s: at most 1.21.
 	assert.InDelta(t, 1.2, on, 0.02, "the budget holds retries to about 20%% of calls")
@@ -501,7 +502,7 @@ func TestRetryBudgetCapsTheLoadOnAFailingDependency(t *testing.T) {
 
 func TestRetryBudgetAllowsTheMinimumRateAtLowTraffic(t *testing.T) {
 	zero := func(context.Context, time.Duration) error { return nil }
-	g, clock, _ := retryGroup(t, Semaphore, RetryConfig{MaxAttempts: 2, BudgetMinPerSecond: 0.5, Sleep: zero}, observeOnly)
+	g, clock, _ := retryGroup(t, Semaphore, retry.Config{MaxAttempts: 2, BudgetMinPerSecond: 0.5, Sleep: zero}, observeOnly)
 	var runs atomic.Int64
 	cmd := retryOp{name: "get", idem: true, run: failing(1<<62, errDep, &runs)}
 	for range 20 { // 20 calls in 10 s: 20% is 4 retries, plus 0.5/s × 10 s = 9
@@ -511,35 +512,35 @@ func TestRetryBudgetAllowsTheMinimumRateAtLowTraffic(t *testing.T) {
 	assert.EqualValues(t, 20+9, runs.Load())
 }
 
-func TestRetryConfigValidation(t *testing.T) {
+func TestRetryValidation(t *testing.T) {
 	for _, tc := range []struct {
-		rc   RetryConfig
+		rc   retry.Config
 		want string
 	}{
-		{RetryConfig{MaxAttempts: -1}, "Retry.MaxAttempts -1"},
-		{RetryConfig{MaxAttempts: maxRetryAttempts + 1}, "Retry.MaxAttempts 11"},
-		{RetryConfig{MaxAttempts: 2, Backoff: -time.Second}, "Retry.Backoff -1s"},
-		{RetryConfig{MaxAttempts: 2, Backoff: time.Second, MaxBackoff: time.Millisecond}, "Retry.MaxBackoff 1ms"},
-		{RetryConfig{MaxAttempts: 2, MaxRetryAfter: -1}, "Retry.MaxRetryAfter -1ns"},
-		{RetryConfig{MaxAttempts: 2, BudgetRatio: 1.5}, "Retry.BudgetRatio 1.5"},
-		{RetryConfig{MaxAttempts: 2, BudgetRatio: -0.1}, "Retry.BudgetRatio -0.1"},
-		{RetryConfig{MaxAttempts: 2, BudgetMinPerSecond: -1}, "Retry.BudgetMinPerSecond -1"},
+		{retry.Config{MaxAttempts: -1}, "Retry.MaxAttempts -1"},
+		{retry.Config{MaxAttempts: maxRetryAttempts + 1}, "Retry.MaxAttempts 11"},
+		{retry.Config{MaxAttempts: 2, Backoff: -time.Second}, "Retry.Backoff -1s"},
+		{retry.Config{MaxAttempts: 2, Backoff: time.Second, MaxBackoff: time.Millisecond}, "Retry.MaxBackoff 1ms"},
+		{retry.Config{MaxAttempts: 2, MaxRetryAfter: -1}, "Retry.MaxRetryAfter -1ns"},
+		{retry.Config{MaxAttempts: 2, BudgetRatio: 1.5}, "Retry.BudgetRatio 1.5"},
+		{retry.Config{MaxAttempts: 2, BudgetRatio: -0.1}, "Retry.BudgetRatio -0.1"},
+		{retry.Config{MaxAttempts: 2, BudgetMinPerSecond: -1}, "Retry.BudgetMinPerSecond -1"},
 	} {
 		err := GroupConfig{Retry: tc.rc}.Validate()
 		require.ErrorIs(t, err, ErrInvalidConfig, tc.want)
 		assert.Contains(t, err.Error(), tc.want)
 	}
-	require.NoError(t, GroupConfig{Retry: RetryConfig{MaxAttempts: 3}}.Validate())
+	require.NoError(t, GroupConfig{Retry: retry.Config{MaxAttempts: 3}}.Validate())
 }
 
 func TestRetryChangesLive(t *testing.T) {
-	g, _, _ := retryGroup(t, Semaphore, RetryConfig{}, nil)
+	g, _, _ := retryGroup(t, Semaphore, retry.Config{}, nil)
 	var runs atomic.Int64
 	cmd := retryOp{name: "get", idem: true, run: failing(1<<62, errDep, &runs)}
 	_, _ = Execute(context.Background(), g, cmd)
 	require.EqualValues(t, 1, runs.Load())
 	cfg := g.Config()
-	cfg.Retry = RetryConfig{MaxAttempts: 2, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }}
+	cfg.Retry = retry.Config{MaxAttempts: 2, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }}
 	require.NoError(t, g.Reconfigure(cfg))
 	_, _ = Execute(context.Background(), g, cmd)
 	assert.EqualValues(t, 3, runs.Load())
@@ -561,7 +562,7 @@ func TestConservationWithRetries(t *testing.T) {
 	groups := chaosRegistry(t, circuit.Config{Mode: circuit.ForcedClosed}, lim)
 	for _, g := range groups {
 		require.NoError(t, g.Reconfigure(changed(g, func(c *GroupConfig) {
-			c.Retry = RetryConfig{MaxAttempts: 3, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
+			c.Retry = retry.Config{MaxAttempts: 3, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
 		})))
 	}
 	const calls = chaosCalls / 4
@@ -600,7 +601,7 @@ func TestConservationWithRetries(t *testing.T) {
 func TestRetryCallsCountCallersNotAttempts(t *testing.T) {
 	reg, _ := newTestRegistry(t)
 	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore,
-		Retry: RetryConfig{MaxAttempts: 3, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }}})
+		Retry: retry.Config{MaxAttempts: 3, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }}})
 	require.NoError(t, err)
 	var runs atomic.Int64
 	v, info, err := ExecuteInfo(context.Background(), g, retryOp{name: "get", idem: true, run: failing(100, errDep, &runs),

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command/adaptive"
+	"github.com/bulwark-go/bulwark/command/throttle"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -42,12 +44,12 @@ type GroupSnapshot struct {
 	// Throttle tells the client-side throttle (GroupConfig.Throttle): its
 	// window's requests and accepts and the share of calls it refuses
 	// now. The zero value when it is off.
-	Throttle ThrottleStatus
+	Throttle throttle.Status
 
 	// Adaptive tells the adaptive concurrency limit (GroupConfig.Adaptive):
 	// the limit in force (Bulkhead.Capacity too) and the latencies it
 	// follows. The zero value when it is off.
-	Adaptive AdaptiveStatus
+	Adaptive adaptive.Status
 
 	// Commands holds one entry per command name seen in the group (or
 	// declared in GroupConfig.Commands), sorted by name.
@@ -103,4 +105,21 @@ type CommandSnapshot struct {
 	// off. DegradedAlarm tells that its degraded alarm is raised.
 	AlertTier     string
 	DegradedAlarm bool
+
+	live *metrics.Rolling // the command's metrics, for Latencies
+}
+
+// Latencies returns the command's latency distributions since it was
+// created: run time (Run alone) and total time (what the caller waited),
+// what an exporter of cumulative histograms needs (Metrics' percentiles
+// cover the rolling window only). They are read when it is called, not at
+// the snapshot's instant. Each call copies two 10 KiB accumulators and
+// reads the window's histograms, so call it on a schedule (a scrape), not
+// per request. A CommandSnapshot that Registry.Snapshot did not build has
+// none: both are nil.
+func (s *CommandSnapshot) Latencies() (run, total *metrics.Distribution) {
+	if s.live == nil {
+		return nil, nil
+	}
+	return s.live.CumulativeLatency()
 }

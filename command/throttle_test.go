@@ -11,20 +11,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command/retry"
+	"github.com/bulwark-go/bulwark/command/throttle"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
 func TestThrottleValidate(t *testing.T) {
 	for _, k := range []float64{-1, 0.5, math.NaN(), math.Inf(1)} {
-		err := GroupConfig{Throttle: ThrottleConfig{K: k}}.Validate()
+		err := GroupConfig{Throttle: throttle.Config{K: k}}.Validate()
 		require.ErrorIs(t, err, ErrInvalidConfig)
 		assert.ErrorContains(t, err, "Throttle.K")
 		assert.ErrorContains(t, err, "must be 0 (off) or at least 1")
 	}
-	err := GroupConfig{Throttle: ThrottleConfig{Rand: func() float64 { return 0 }}}.Validate()
+	err := GroupConfig{Throttle: throttle.Config{Rand: func() float64 { return 0 }}}.Validate()
 	assert.ErrorContains(t, err, "Throttle.Rand is set but Throttle.K is 0")
-	assert.NoError(t, GroupConfig{Throttle: ThrottleConfig{K: 1}}.Validate())
-	assert.NoError(t, GroupConfig{Throttle: ThrottleConfig{K: 2}}.Validate())
+	assert.NoError(t, GroupConfig{Throttle: throttle.Config{K: 1}}.Validate())
+	assert.NoError(t, GroupConfig{Throttle: throttle.Config{K: 2}}.Validate())
 }
 
 // always is a Rand whose draws are all x.
@@ -39,7 +41,7 @@ func overloaded(name string, ran *int) opFB[int] {
 
 func TestThrottleNeverRefusesAHealthyDependency(t *testing.T) {
 	reg, _ := newTestRegistry(t)
-	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore, Throttle: ThrottleConfig{K: 1, Rand: always(0)}})
+	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore, Throttle: throttle.Config{K: 1, Rand: always(0)}})
 	require.NoError(t, err)
 	ok := op[int]{"get", func(context.Context) (int, error) { return 1, nil }}
 	bad := op[int]{"get", func(context.Context) (int, error) { return 0, BadRequest(errors.New("no such user")) }}
@@ -52,7 +54,7 @@ func TestThrottleNeverRefusesAHealthyDependency(t *testing.T) {
 		require.NotEqual(t, metrics.Throttled, info.Event, "call %d", i)
 	}
 	s := g.Snapshot().Throttle
-	assert.Equal(t, ThrottleStatus{K: 1, Requests: 1000, Accepts: 1000}, s, "even a draw of 0 admits at probability 0")
+	assert.Equal(t, throttle.Status{K: 1, Requests: 1000, Accepts: 1000}, s, "even a draw of 0 admits at probability 0")
 }
 
 func TestThrottledCallFallsBackAndNeverReachesTheBreakers(t *testing.T) {
@@ -60,8 +62,8 @@ func TestThrottledCallFallsBackAndNeverReachesTheBreakers(t *testing.T) {
 		reg, _ := newTestRegistry(t)
 		forced := circuit.Config{Mode: circuit.ForcedClosed} // counts every outcome, never opens
 		g, err := reg.NewGroup("deps", GroupConfig{Strategy: s, Breaker: forced, CommandBreaker: forced,
-			Retry:    RetryConfig{MaxAttempts: 3, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }},
-			Throttle: ThrottleConfig{K: 2, Rand: always(0.5)}})
+			Retry:    retry.Config{MaxAttempts: 3, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }},
+			Throttle: throttle.Config{K: 2, Rand: always(0.5)}})
 		require.NoError(t, err)
 		ran := 0
 		cmd := idempotentFB{overloaded("get", &ran)}
@@ -91,7 +93,7 @@ func TestThrottledCallFallsBackAndNeverReachesTheBreakers(t *testing.T) {
 		for _, b := range []*circuit.Breaker{g.Breaker(), g.commands.Load().names.get("get").breaker} {
 			require.EqualValues(t, 2, b.Snapshot().Health.Requests, "the breakers count only the attempts that ran")
 		}
-		assert.Equal(t, ThrottleStatus{K: 2, Requests: 5, Accepts: 0, Probability: 5.0 / 6}, g.Snapshot().Throttle)
+		assert.Equal(t, throttle.Status{K: 2, Requests: 5, Accepts: 0, Probability: 5.0 / 6}, g.Snapshot().Throttle)
 	})
 }
 
@@ -104,7 +106,7 @@ func TestThrottleProbabilityAndWhatItCounts(t *testing.T) {
 	reg, clock := newTestRegistry(t)
 	forced := circuit.Config{Mode: circuit.ForcedClosed}
 	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore, MaxConcurrent: 1, Timeout: NoTimeout,
-		Breaker: forced, CommandBreaker: forced, Throttle: ThrottleConfig{K: 2, Rand: always(0.99)}})
+		Breaker: forced, CommandBreaker: forced, Throttle: throttle.Config{K: 2, Rand: always(0.99)}})
 	require.NoError(t, err)
 	ok := op[int]{"get", func(context.Context) (int, error) { return 1, nil }}
 	ran := 0
@@ -131,7 +133,7 @@ func TestThrottleProbabilityAndWhatItCounts(t *testing.T) {
 
 	// The counts leave with the window.
 	clock.Advance(g.Config().Window.Length)
-	assert.Equal(t, ThrottleStatus{K: 2}, g.Snapshot().Throttle)
+	assert.Equal(t, throttle.Status{K: 2}, g.Snapshot().Throttle)
 }
 
 func TestReconfigureThrottle(t *testing.T) {
@@ -140,10 +142,10 @@ func TestReconfigureThrottle(t *testing.T) {
 	require.NoError(t, err)
 	ran := 0
 	_, _ = Execute(context.Background(), g, overloaded("get", &ran))
-	assert.Equal(t, ThrottleStatus{}, g.Snapshot().Throttle, "off")
+	assert.Equal(t, throttle.Status{}, g.Snapshot().Throttle, "off")
 
 	cfg := g.Config()
-	cfg.Throttle = ThrottleConfig{K: 2, Rand: always(0.999)}
+	cfg.Throttle = throttle.Config{K: 2, Rand: always(0.999)}
 	require.NoError(t, g.Reconfigure(cfg))
 	for range 3 {
 		_, _ = Execute(context.Background(), g, overloaded("get", &ran))
@@ -152,13 +154,13 @@ func TestReconfigureThrottle(t *testing.T) {
 
 	cfg.Throttle.K = 1
 	require.NoError(t, g.Reconfigure(cfg))
-	assert.Equal(t, ThrottleStatus{K: 1, Requests: 4, Probability: 0.8}, g.Snapshot().Throttle, "the counts stay")
+	assert.Equal(t, throttle.Status{K: 1, Requests: 4, Probability: 0.8}, g.Snapshot().Throttle, "the counts stay")
 
 	cfg.Throttle.K = 0.5
 	require.ErrorContains(t, g.Reconfigure(cfg), "Throttle.K 0.5 must be 0 (off) or at least 1")
-	cfg.Throttle = ThrottleConfig{}
+	cfg.Throttle = throttle.Config{}
 	require.NoError(t, g.Reconfigure(cfg))
-	assert.Equal(t, ThrottleStatus{}, g.Snapshot().Throttle)
+	assert.Equal(t, throttle.Status{}, g.Snapshot().Throttle)
 	_, info, _ := ExecuteInfo(context.Background(), g, overloaded("get", &ran))
 	assert.Equal(t, metrics.Failure, info.Event, "off: nothing is throttled")
 }
@@ -170,7 +172,7 @@ func TestConservationWithThrottle(t *testing.T) {
 	groups := chaosRegistry(t, circuit.Config{Mode: circuit.ForcedClosed}, nil)
 	for _, g := range groups {
 		cfg := g.Config()
-		cfg.Throttle = ThrottleConfig{K: 1.2}
+		cfg.Throttle = throttle.Config{K: 1.2}
 		require.NoError(t, g.Reconfigure(cfg))
 	}
 	const calls = chaosCalls / 4

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/fallback"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -22,7 +23,7 @@ func (saveOrder) Run(context.Context) (string, error)             { return "", e
 func (saveOrder) Fallback(context.Context, error) (string, error) { return "", command.ErrDeferred }
 
 // defaultList fails and serves a static default.
-type defaultList struct{ command.Static[string] }
+type defaultList struct{ fallback.Static[string] }
 
 func (defaultList) Name() string                        { return "List" }
 func (defaultList) Run(context.Context) (string, error) { return "", errors.New("down") }

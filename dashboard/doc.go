@@ -127,11 +127,11 @@
 //     tools show them as rejections; the pool's rollingCountCommandRejections
 //     does not (the pool refused nothing). The native event has them apart
 //     (rollingCountRateLimited, rollingCountThrottled). PRIORITY_REJECTED
-//     (priority shedding, see command.PriorityConfig) is counted there too,
+//     (priority shedding, see priority.Config) is counted there too,
 //     for the same reason, and apart in the native event
 //     (rollingCountPriorityRejected).
 //   - RETRIED, an attempt that failed and was retried (see
-//     command.RetryConfig), has no Hystrix key and is left out of the
+//     retry.Config), has no Hystrix key and is left out of the
 //     Hystrix event: its counts are of attempts, so each retried attempt is
 //     already in rollingCountFailure or rollingCountTimeout with its own
 //     outcome, and counting RETRIED in any key would count it twice. The

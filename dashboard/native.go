@@ -152,7 +152,7 @@ type bulwarkCommand struct {
 	// event.
 	RollingCountRateLimited int64 `json:"rollingCountRateLimited"`
 	// RollingCountRetried counts attempts that failed and were retried
-	// (RETRIED, see command.RetryConfig); each is also counted with its
+	// (RETRIED, see retry.Config); each is also counted with its
 	// own outcome (FAILURE or TIMEOUT). The Hystrix event has no key for it.
 	RollingCountRetried int64 `json:"rollingCountRetried"`
 	// RollingCountReadOnly counts writes that read-only mode refused
@@ -161,7 +161,7 @@ type bulwarkCommand struct {
 	RollingCountReadOnly int64 `json:"rollingCountReadOnly"`
 	// The fallback successes by kind of degradation (DEGRADED_STATIC,
 	// DEGRADED_LAST_GOOD, DEGRADED_FEATURE_OFF, DEGRADED_DEFERRED, see
-	// command.Degrader); the rest of rollingCountFallbackSuccess
+	// fallback.Degrader); the rest of rollingCountFallbackSuccess
 	// declared no kind.
 	RollingCountDegradedStatic     int64 `json:"rollingCountDegradedStatic"`
 	RollingCountDegradedLastGood   int64 `json:"rollingCountDegradedLastGood"`
@@ -175,11 +175,11 @@ type bulwarkCommand struct {
 	// call started (command.CommandSnapshot.Coalescing).
 	Coalescing int64 `json:"coalescing"`
 	// RollingCountThrottled counts calls the group's client-side throttle
-	// refused (THROTTLED, see command.ThrottleConfig), also counted as
+	// refused (THROTTLED, see throttle.Config), also counted as
 	// semaphore rejections in the Hystrix event.
 	RollingCountThrottled int64 `json:"rollingCountThrottled"`
 	// RollingCountPriorityRejected counts calls that priority shedding
-	// refused (PRIORITY_REJECTED, see command.PriorityConfig), also counted
+	// refused (PRIORITY_REJECTED, see priority.Config), also counted
 	// as semaphore rejections in the Hystrix event.
 	RollingCountPriorityRejected int64 `json:"rollingCountPriorityRejected"`
 	// RollingCountHedged counts the attempts of hedged calls whose answer
@@ -250,14 +250,14 @@ type bulwarkGroup struct {
 	ConfigGeneration uint64 `json:"configGeneration"` // accepted Reconfigure calls
 	ConfigAgeMs      int64  `json:"configAgeMs"`      // since the last one (or creation)
 
-	// The client-side throttle (command.ThrottleConfig; throttleK 0: off):
+	// The client-side throttle (throttle.Config; throttleK 0: off):
 	// its window's requests and accepts, and the share it refuses now.
 	ThrottleK           float64 `json:"throttleK"`
 	ThrottleRequests    int64   `json:"throttleRequests"`
 	ThrottleAccepts     int64   `json:"throttleAccepts"`
 	ThrottleProbability float64 `json:"throttleProbability"`
 
-	// The adaptive concurrency limit (command.AdaptiveConfig; adaptiveLimit
+	// The adaptive concurrency limit (adaptive.Config; adaptiveLimit
 	// 0: off): the limit in force (capacity too) and the no-load and last
 	// window's latencies it follows, in ms.
 	AdaptiveLimit     int     `json:"adaptiveLimit"`

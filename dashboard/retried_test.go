@@ -13,6 +13,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -36,7 +37,7 @@ func TestStreamRetriedOnlyInTheNativeEvent(t *testing.T) {
 	defer reg.Close(context.Background())
 	g, err := reg.NewGroup("api", command.GroupConfig{Strategy: command.Semaphore,
 		Breaker: circuit.Config{Mode: circuit.ObserveOnly}, CommandBreaker: circuit.Config{Mode: circuit.ObserveOnly},
-		Retry: command.RetryConfig{MaxAttempts: 3, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }}})
+		Retry: retry.Config{MaxAttempts: 3, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }}})
 	require.NoError(t, err)
 	for range 4 {
 		_, info, err := command.ExecuteInfo(context.Background(), g, idempotentFail{})

@@ -17,6 +17,8 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/adaptive"
+	"github.com/bulwark-go/bulwark/command/throttle"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -214,8 +216,8 @@ func sampleSnapshot() command.Snapshot {
 				Active: 4, Queued: 3, Detached: 2, LargestActive: 10, Completed: 1234, Rejected: 56},
 			Timeout: time.Second, FallbackLimit: 8,
 			Breaker: closed, Metrics: met,
-			Throttle: command.ThrottleStatus{K: 2, Requests: 100, Accepts: 30, Probability: 40.0 / 101},
-			Adaptive: command.AdaptiveStatus{Limit: 10, NoLoad: 2500 * time.Microsecond, Latency: 3200*time.Microsecond + 999},
+			Throttle: throttle.Status{K: 2, Requests: 100, Accepts: 30, Probability: 40.0 / 101},
+			Adaptive: adaptive.Status{Limit: 10, NoLoad: 2500 * time.Microsecond, Latency: 3200*time.Microsecond + 999},
 			Commands: []command.CommandSnapshot{
 				{Name: "GetUser", Group: "users", InFlight: 4, Detached: 3, Timeout: 250 * time.Millisecond,
 					Breaker: open, Metrics: met},

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/internal/wrap"
 )
 
 // Command returns cmd with faults injected into its Run by f: latency
@@ -31,12 +32,12 @@ func Command[T any](cmd command.Runner[T], f *Faults) command.Runner[T] {
 	if n, ok := cmd.(command.Namer); ok {
 		w.namer = n
 	} else {
-		w.name = command.NameOf(cmd)
+		w.name = wrap.Name(cmd)
 	}
 	if d, ok := cmd.(command.Discarder[T]); ok {
 		w.discarder = d
 	}
-	fb, ok := command.FallbackOf[T](cmd)
+	fb, ok := wrap.Fallback[T](cmd)
 	if !ok {
 		return wrappedNoFallback[T]{wrapped: w}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/retry"
 )
 
 // gauge and counter read the named metric of gm, failing the test if it
@@ -180,7 +181,7 @@ func TestRenamedNamesAreBounded(t *testing.T) {
 func TestRetriedCountsAndCallers(t *testing.T) {
 	reg, b, _ := newRegistry(t, quiet)
 	g, err := reg.NewGroup("deps", command.GroupConfig{Strategy: command.Semaphore,
-		Retry: command.RetryConfig{MaxAttempts: 3, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }}})
+		Retry: retry.Config{MaxAttempts: 3, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }}})
 	require.NoError(t, err)
 	_, err = command.Execute(context.Background(), g, idempotent{degrading("get")})
 	require.NoError(t, err)

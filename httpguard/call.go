@@ -82,7 +82,7 @@ func (c *call) Discard(resp *http.Response) {
 }
 
 // Idempotent makes the request retryable in a group with retries
-// (command.RetryConfig) when its method is safe (GET, HEAD, OPTIONS, TRACE)
+// (retry.Config) when its method is safe (GET, HEAD, OPTIONS, TRACE)
 // and it has no body to send again.
 func (c *call) Idempotent() bool {
 	switch c.req.Method {

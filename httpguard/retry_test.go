@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -40,7 +41,7 @@ func flakyServer(t *testing.T, fails int64, retryAfter string) (*httptest.Server
 // retrying returns a group config that retries 3 attempts without a budget
 // and records its waits instead of sleeping.
 func retrying(slept *[]time.Duration, mu *sync.Mutex) command.GroupConfig {
-	return command.GroupConfig{Strategy: command.Semaphore, Retry: command.RetryConfig{
+	return command.GroupConfig{Strategy: command.Semaphore, Retry: retry.Config{
 		MaxAttempts: 3, MaxRetryAfter: 2 * time.Second, NoBudget: true,
 		Sleep: func(ctx context.Context, d time.Duration) error {
 			mu.Lock()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/priority"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -58,7 +59,7 @@ type ServerConfig struct {
 	// Priority returns a request's priority for Group.Priority, such as
 	// PriorityHeader's. Default: none, every request has
 	// Group.Priority.Default.
-	Priority func(*http.Request) command.Priority
+	Priority func(*http.Request) priority.Level
 	// RetryAfter is the Retry-After of a refusal whose delay bulwark does
 	// not know (a full bulkhead, a shed request, a breaker half-open).
 	// Default 1 s; a rate limit's and an open breaker's own delays are
@@ -139,11 +140,11 @@ func RouteByPattern(r *http.Request) string { return r.Pattern }
 // name: "0" to "3" or "P0" to "P3"; a request without it, or with another
 // value, has the priority missing. A header is the caller's word: set it
 // at a gateway you trust, or derive the priority from the route.
-func PriorityHeader(name string, missing command.Priority) func(*http.Request) command.Priority {
-	return func(r *http.Request) command.Priority {
+func PriorityHeader(name string, missing priority.Level) func(*http.Request) priority.Level {
+	return func(r *http.Request) priority.Level {
 		v := strings.TrimPrefix(strings.TrimPrefix(r.Header.Get(name), "P"), "p")
-		if p, err := strconv.ParseUint(v, 10, 8); err == nil && p <= uint64(command.P3) {
-			return command.Priority(p)
+		if p, err := strconv.ParseUint(v, 10, 8); err == nil && p <= uint64(priority.P3) {
+			return priority.Level(p)
 		}
 		return missing
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/priority"
 	"github.com/bulwark-go/bulwark/metrics"
 	"github.com/bulwark-go/bulwark/ratelimit"
 )
@@ -148,8 +149,8 @@ func TestMiddlewareRateLimitPerCaller(t *testing.T) {
 
 func TestMiddlewarePriorityShedsLowerFirst(t *testing.T) {
 	s, err := NewServer(newTestRegistry(t, nil), ServerConfig{
-		Group:    command.GroupConfig{MaxConcurrent: 2, Priority: command.PriorityConfig{Reserve: [4]float64{0, 0.1, 0.25, 0.5}}},
-		Priority: PriorityHeader("X-Priority", command.P3),
+		Group:    command.GroupConfig{MaxConcurrent: 2, Priority: priority.Config{Reserve: [4]float64{0, 0.1, 0.25, 0.5}}},
+		Priority: PriorityHeader("X-Priority", priority.P3),
 	})
 	require.NoError(t, err)
 	b := newBlocker()
@@ -174,8 +175,8 @@ func TestMiddlewarePriorityShedsLowerFirst(t *testing.T) {
 }
 
 func TestPriorityHeader(t *testing.T) {
-	f := PriorityHeader("X-Priority", command.P2)
-	for v, want := range map[string]command.Priority{"0": command.P0, "P1": command.P1, "p3": command.P3, "": command.P2, "4": command.P2, "x": command.P2} {
+	f := PriorityHeader("X-Priority", priority.P2)
+	for v, want := range map[string]priority.Level{"0": priority.P0, "P1": priority.P1, "p3": priority.P3, "": priority.P2, "4": priority.P2, "x": priority.P2} {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.Header.Set("X-Priority", v)
 		assert.Equal(t, want, f(r), "%q", v)
@@ -330,8 +331,8 @@ func TestMiddlewareDeadline(t *testing.T) {
 // answers of each kind.
 func TestMiddlewareConservation(t *testing.T) {
 	closed := circuit.Config{Mode: circuit.ForcedClosed} // every request reaches the bulkhead
-	s, err := NewServer(newTestRegistry(t, nil), ServerConfig{Recover: true, Priority: PriorityHeader("X-Priority", command.P0),
-		Group: command.GroupConfig{MaxConcurrent: 4, Timeout: 10 * time.Millisecond, Priority: command.PriorityConfig{Reserve: [4]float64{0, 0.1, 0.25, 0.5}},
+	s, err := NewServer(newTestRegistry(t, nil), ServerConfig{Recover: true, Priority: PriorityHeader("X-Priority", priority.P0),
+		Group: command.GroupConfig{MaxConcurrent: 4, Timeout: 10 * time.Millisecond, Priority: priority.Config{Reserve: [4]float64{0, 0.1, 0.25, 0.5}},
 			Breaker: closed, CommandBreaker: closed}})
 	require.NoError(t, err)
 	srv := serve(t, s, "GET /", func(w http.ResponseWriter, r *http.Request) {
@@ -386,7 +387,7 @@ func TestNewServerValidation(t *testing.T) {
 		{ServerConfig{Group: command.GroupConfig{QueueSize: 3}}, "ServerConfig.Group.QueueSize 3 must be 0"},
 		{ServerConfig{RetryAfter: -time.Second}, "ServerConfig.RetryAfter -1s must not be negative"},
 		{ServerConfig{MaxRoutes: -1}, "ServerConfig.MaxRoutes -1 must not be negative"},
-		{ServerConfig{Group: command.GroupConfig{Priority: command.PriorityConfig{Default: 7}}}, "Priority.Default 7 must be P0..P3"},
+		{ServerConfig{Group: command.GroupConfig{Priority: priority.Config{Default: 7}}}, "Priority.Default 7 must be P0..P3"},
 	} {
 		_, err := NewServer(reg, tc.cfg)
 		assert.ErrorIs(t, err, command.ErrInvalidConfig, tc.want)
@@ -416,8 +417,8 @@ func ExampleServer_Middleware() {
 	defer reg.Close(context.Background())
 	s, err := NewServer(reg, ServerConfig{
 		Group: command.GroupConfig{MaxConcurrent: 64,
-			Priority: command.PriorityConfig{Reserve: [4]float64{0, 0.1, 0.25, 0.5}}},
-		Priority: PriorityHeader("X-Priority", command.P2),
+			Priority: priority.Config{Reserve: [4]float64{0, 0.1, 0.25, 0.5}}},
+		Priority: PriorityHeader("X-Priority", priority.P2),
 	})
 	if err != nil {
 		panic(err)

@@ -103,7 +103,7 @@ type Config struct {
 //
 // Retries: with Config.Group.Retry set, a request with a safe method (GET,
 // HEAD, OPTIONS, TRACE) and no body is idempotent, and its network errors,
-// timeouts and 5xx responses are retried as command.RetryConfig says,
+// timeouts and 5xx responses are retried as retry.Config says,
 // honouring a 5xx's Retry-After; the caller gets the last attempt's
 // response. Other requests are never retried.
 type Transport struct {
@@ -213,8 +213,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // statusError is the error of a response that the Transport counts as a
 // failure (5xx) or classifies as a bad request (4xx). It is the cause the
 // breakers and a fallback see; RoundTrip's caller gets the response itself.
-// A 5xx's Retry-After header is its RetryAfterDelay (command.RetryAfterer),
-// which a retry honours (command.RetryConfig) and command.Error.RetryAfter
+// A 5xx's Retry-After header is its RetryAfterDelay method,
+// which a retry honours (retry.Config) and command.Error.RetryAfter
 // reports.
 type statusError struct {
 	status     string

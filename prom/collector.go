@@ -18,15 +18,13 @@ var ErrNilSource = errors.New("prom: nil source")
 
 // Source is what the collector reads: *command.Registry satisfies it.
 type Source interface {
-	// Snapshot describes every group and command now.
+	// Snapshot describes every group and command now; each
+	// CommandSnapshot's Latencies gives its latencies since it was created.
 	Snapshot() command.Snapshot
-	// CumulativeLatencies returns every command's latency distributions
-	// since it was created.
-	CumulativeLatencies() []command.CommandLatency
 }
 
 // Collector is a prometheus.Collector over a Source: each scrape takes one
-// snapshot (and the cumulative latencies) and turns it into the metrics
+// snapshot (and each command's cumulative latencies) and turns it into the metrics
 // listed in the package doc. It is
 // safe for concurrent use (concurrent scrapes take a snapshot each).
 type Collector struct {
@@ -85,8 +83,8 @@ var (
 	cmdAlertDesc   = desc("command_alert_tier", "1, labelled with the alert tier the command's breaker has reached in its current outage; no series when none.", "group", "command", "tier")
 	grpAlertDesc   = desc("group_alert_tier", "1, labelled with the alert tier the group's breaker has reached in its current outage; no series when none.", "group", "tier")
 	alarmDesc      = desc("command_degraded_alarm", "1 while the command's degraded alarm is raised, else 0.", cmdLabels...)
-	throttleDesc   = desc("group_throttle_probability", "Share of the group's calls its client-side throttle refuses now (command.ThrottleConfig); no series with the throttle off.", "group")
-	adaptiveDesc   = desc("group_adaptive_limit", "The group's adaptive concurrency limit in force: its bulkhead's size (command.AdaptiveConfig); no series with the limit off.", "group")
+	throttleDesc   = desc("group_throttle_probability", "Share of the group's calls its client-side throttle refuses now (command/throttle.Config); no series with the throttle off.", "group")
+	adaptiveDesc   = desc("group_adaptive_limit", "The group's adaptive concurrency limit in force: its bulkhead's size (command/adaptive.Config); no series with the limit off.", "group")
 	generationDesc = desc("group_config_generation", "Accepted Reconfigure calls of the group since it was created.", "group")
 	activeDesc     = desc("bulkhead_active", "Bulkhead slots or permits taken.", "group")
 	queuedDesc     = desc("bulkhead_queued", "Calls waiting in the bulkhead's queue.", "group")
@@ -149,18 +147,10 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // never fails the whole scrape.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	o := out{ch: ch, dropped: &c.dropped, detail: c.detail}
-	lats := map[[2]string]command.CommandLatency{}
-	for _, l := range c.src.CumulativeLatencies() {
-		lats[[2]string{l.Group, l.Command}] = l
-		if c.detail {
-			o.histogram(l.Run, l.Group, l.Command, "run")
-			o.histogram(l.Total, l.Group, l.Command, "total")
-		}
-	}
 	for _, g := range c.src.Snapshot().Groups {
 		o.group(g)
 		for _, cmd := range g.Commands {
-			o.command(cmd, lats[[2]string{cmd.Group, cmd.Name}])
+			o.command(cmd)
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(c.dropped.Load()))
@@ -231,10 +221,15 @@ func (o out) group(g command.GroupSnapshot) {
 	o.tier(grpAlertDesc, g.AlertTier, g.Name)
 }
 
-// command sends the metrics of command c, whose latencies since it was
-// created are lat (zero when the source has none).
-func (o out) command(c command.CommandSnapshot, lat command.CommandLatency) {
+// command sends the metrics of command c, with its latencies since it was
+// created (none when the source has none).
+func (o out) command(c command.CommandSnapshot) {
 	m := c.Metrics
+	run, total := c.Latencies()
+	if o.detail {
+		o.histogram(run, c.Group, c.Name, "run")
+		o.histogram(total, c.Group, c.Name, "total")
+	}
 	for e := range metrics.NumEvents {
 		if n := m.Cumulative[e]; n > 0 || o.detail {
 			o.counter(eventsDesc, float64(n), c.Group, c.Name, e.Label())
@@ -243,7 +238,7 @@ func (o out) command(c command.CommandSnapshot, lat command.CommandLatency) {
 	o.counter(callsDesc, float64(command.Calls(m.Cumulative)), c.Group, c.Name)
 	o.gauge(inFlightDesc, float64(c.InFlight), c.Group, c.Name)
 	o.gauge(alarmDesc, oneIf(c.DegradedAlarm), c.Group, c.Name)
-	o.window(c, "total", m.Total, lat.Total)
+	o.window(c, "total", m.Total, total)
 	o.tier(cmdAlertDesc, c.AlertTier, c.Group, c.Name)
 	o.transitions(c.Breaker, c.Group, c.Name)
 	if !o.detail {
@@ -257,7 +252,7 @@ func (o out) command(c command.CommandSnapshot, lat command.CommandLatency) {
 	}
 	o.gauge(detachedDesc, float64(c.Detached), c.Group, c.Name)
 	o.gauge(degradedDesc, c.DegradedRate, c.Group, c.Name)
-	o.window(c, "run", m.Run, lat.Run)
+	o.window(c, "run", m.Run, run)
 	o.breaker(breakerDescs{cmdStateDesc, cmdSinceDesc, cmdModeDesc, cmdBoundDesc}, c.Breaker, c.Group, c.Name)
 }
 

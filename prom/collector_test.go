@@ -20,6 +20,9 @@ import (
 	"github.com/bulwark-go/bulwark/alert"
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/adaptive"
+	"github.com/bulwark-go/bulwark/command/retry"
+	"github.com/bulwark-go/bulwark/command/throttle"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -375,7 +378,7 @@ func TestCollectorExportsRetried(t *testing.T) {
 	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
 	g, err := reg.NewGroup("api", command.GroupConfig{Strategy: command.Semaphore, Timeout: command.NoTimeout,
-		Retry: command.RetryConfig{MaxAttempts: 3, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }}})
+		Retry: retry.Config{MaxAttempts: 3, NoBudget: true, Sleep: func(context.Context, time.Duration) error { return nil }}})
 	require.NoError(t, err)
 	for range 2 {
 		_, err := command.Execute(context.Background(), g, idemCall{call{name: "fetch", err: errors.New("down"), clock: clock}})
@@ -558,7 +561,7 @@ func TestCollectorExportsTheThrottle(t *testing.T) {
 	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
 	g, err := reg.NewGroup("g", command.GroupConfig{Strategy: command.Semaphore, Timeout: command.NoTimeout,
-		Throttle: command.ThrottleConfig{K: 2, Rand: func() float64 { return 0.95 }}})
+		Throttle: throttle.Config{K: 2, Rand: func() float64 { return 0.95 }}})
 	require.NoError(t, err)
 	for range 22 {
 		_, _ = command.Execute(context.Background(), g, call{name: "q", err: errors.New("overloaded"), clock: clock})
@@ -579,7 +582,7 @@ func TestCollectorExportsTheThrottle(t *testing.T) {
 func TestCollectorExportsTheAdaptiveLimit(t *testing.T) {
 	reg := command.NewRegistry(command.RegistryConfig{Clock: new(metrics.ManualClock), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
-	_, err := reg.NewGroup("adaptive", command.GroupConfig{Strategy: command.Semaphore, Adaptive: command.AdaptiveConfig{Max: 40, Initial: 12}})
+	_, err := reg.NewGroup("adaptive", command.GroupConfig{Strategy: command.Semaphore, Adaptive: adaptive.Config{Max: 40, Initial: 12}})
 	require.NoError(t, err)
 	_, err = reg.NewGroup("static", command.GroupConfig{Strategy: command.Semaphore})
 	require.NoError(t, err)

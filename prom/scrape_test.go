@@ -65,8 +65,7 @@ func TestInvalidUTF8NameDoesNotBreakTheScrape(t *testing.T) {
 // valid.
 type badSource struct{ snap command.Snapshot }
 
-func (b badSource) Snapshot() command.Snapshot                  { return b.snap }
-func (badSource) CumulativeLatencies() []command.CommandLatency { return nil }
+func (b badSource) Snapshot() command.Snapshot { return b.snap }
 
 // TestCollectorDropsSeriesItCannotBuild: a series whose label is not valid
 // UTF-8 is left out of the scrape and counted; the others are served.

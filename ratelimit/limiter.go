@@ -25,6 +25,12 @@ type Limiter interface {
 	Admit(ctx context.Context) error
 }
 
+// KeyedLimiter admits or refuses one call by its key (a caller, a
+// tenant): AdmitKey is Limiter.Admit for the quota of key. PerKey is one.
+type KeyedLimiter interface {
+	AdmitKey(ctx context.Context, key string) error
+}
+
 // LimitError is a limiter's refusal. It matches ErrLimited.
 type LimitError struct {
 	// RetryAfter is how long until a call could be admitted, as far as the

@@ -22,7 +22,7 @@ type PacerConfig struct {
 	// Sleep waits d, the time until the call's slot on Clock, or until ctx
 	// ends (then it returns ctx's error). Default: a timer of the runtime.
 	// Tests and simulations set it to move a metrics.ManualClock instead,
-	// as with command.RetryConfig.Sleep.
+	// as with the Sleep of package command/retry's Config.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 

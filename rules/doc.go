@@ -18,7 +18,7 @@
 //	}
 //
 // Group fields: preset, strategy ("thread" or "semaphore"), maxConcurrent,
-// queueSize, timeout, fallbackLimit, slowCallDuration, maxCommands,
+// queueSize, timeout, fallbackLimit, maxCommands,
 // noFallback, readOnly, deadlineReserve, retry, throttle {k}, priority
 // {reserve, default}, rateLimit, keyedRateLimit, breaker, commandBreaker,
 // commands. Breaker fields (breaker, commandBreaker, and a
@@ -30,12 +30,14 @@
 // with an error that names the new place of each such field.) Retry fields: maxAttempts, backoff,
 // maxBackoff, maxRetryAfter, budgetRatio, budgetMinPerSecond (a retry
 // object overrides the base's field by field; Sleep, Rand and NoBudget
-// are for code and come from the base). Command fields: timeout,
-// slowCallDuration, breaker, rateLimit. Durations are Go duration strings
+// are for code and come from the base). Command fields: timeout, breaker,
+// rateLimit. (A group's or a command's slowCallDuration of earlier
+// documents is refused with an error that names its place now: the
+// command breaker's.) Durations are Go duration strings
 // ("80ms", "1m30s"); only a timeout (a group's or a command's) may also be
 // "none" (command.NoTimeout: no timeout), any other duration refuses it. The
 // meaning of each field is that of command.GroupConfig,
-// command.RetryConfig and circuit.Config. warmUp counts from a breaker's
+// retry.Config and circuit.Config. warmUp counts from a breaker's
 // creation, so it takes effect for groups and commands the rules create; a
 // document that changes it for a breaker that runs already is rejected
 // whole, the error naming the breaker and WarmUp (Group.WarmUp starts a
@@ -50,8 +52,8 @@
 // matches them, case aside; group and command names when equal), at its
 // line and column: the decoder would silently keep the last one. So is an
 // explicit zero for a field whose zero would silently mean a default: a
-// group's maxConcurrent, timeout, fallbackLimit, slowCallDuration and
-// maxCommands; a command's timeout and slowCallDuration; a retry's
+// group's maxConcurrent, timeout, fallbackLimit and maxCommands; a
+// command's timeout; a retry's
 // backoff, maxBackoff, maxRetryAfter, budgetRatio and budgetMinPerSecond;
 // a breaker's window length and buckets, minRequests, failureRatio,
 // open.duration, open.max, halfOpen.probes, halfOpen.successes,
@@ -80,7 +82,7 @@
 // which starts full (a bucket) or empty (a window); so does a spec
 // removed and declared again. The limiters tell time by the registry's
 // clock (command.Registry.Clock), so Execute hands them its own clock
-// readings (see command.Limiter). A limiter set in code stays unless
+// readings (see command.Registry.Clock). A limiter set in code stays unless
 // the document declares one in its place; a document cannot remove it.
 //
 // What a group's settings become: the base is the preset when one is named,

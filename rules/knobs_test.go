@@ -15,6 +15,7 @@ import (
 	"github.com/bulwark-go/bulwark/alert"
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/metrics"
 	"github.com/bulwark-go/bulwark/ratelimit"
 )
@@ -154,7 +155,7 @@ func TestNewKnobsTakeEffect(t *testing.T) {
 	reg, clock := manualRegistry(t)
 	var slept []time.Duration
 	_, err := reg.NewGroup("retrying", command.GroupConfig{Strategy: command.Semaphore,
-		Retry: command.RetryConfig{Sleep: func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }}})
+		Retry: retry.Config{Sleep: func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }}})
 	require.NoError(t, err)
 	m := newManager(t, reg)
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {

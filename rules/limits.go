@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/bulwark-go/bulwark/command"
 	"github.com/bulwark-go/bulwark/metrics"
 	"github.com/bulwark-go/bulwark/ratelimit"
 )
@@ -106,7 +105,7 @@ type limits struct {
 }
 
 // limiter returns the limiter r declares for slot.
-func (l *limits) limiter(slot limitSlot, r *RateLimit) (command.Limiter, error) {
+func (l *limits) limiter(slot limitSlot, r *RateLimit) (ratelimit.Limiter, error) {
 	s, err := r.spec()
 	if err != nil {
 		return nil, err
@@ -119,7 +118,7 @@ func (l *limits) limiter(slot limitSlot, r *RateLimit) (command.Limiter, error) 
 }
 
 // keyed returns the per-key limiter r declares for slot.
-func (l *limits) keyed(slot limitSlot, r *KeyedRateLimit) (command.KeyedLimiter, error) {
+func (l *limits) keyed(slot limitSlot, r *KeyedRateLimit) (ratelimit.KeyedLimiter, error) {
 	s, err := r.spec()
 	if err != nil {
 		return nil, err

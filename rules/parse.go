@@ -99,6 +99,10 @@ func located(data []byte, err error) error {
 		if moved, ok := movedBreakerFields[name]; ok {
 			err = fmt.Errorf("%w (a breaker's open, halfOpen and ramp fields are objects now: write %s)", err, moved)
 		}
+		if name == "slowCallDuration" {
+			err = fmt.Errorf("%w (a group's or a command's slow-call threshold is its command breaker's now: write "+
+				`"commandBreaker" or the command's "breaker": {"slowCallDuration": …, "slowCallRatio": …})`, err)
+		}
 		if e, ok := find(data, func(e entry) bool { return e.unknown && e.key == name }); ok {
 			return fmt.Errorf("%w: %s: %w", ErrInvalid, position(data, e.keyAt), err)
 		}

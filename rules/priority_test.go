@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/priority"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -19,7 +20,7 @@ func TestPriorityKey(t *testing.T) {
 	m := newManager(t, reg)
 
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"orders": {"priority": {"reserve": [0, 0.25, 0.5, 0.75], "default": "P2"}}}}`)))
-	assert.Equal(t, command.PriorityConfig{Reserve: [4]float64{0, 0.25, 0.5, 0.75}, Default: command.P2}, g.Config().Priority)
+	assert.Equal(t, priority.Config{Reserve: [4]float64{0, 0.25, 0.5, 0.75}, Default: priority.P2}, g.Config().Priority)
 
 	// With 4 slots and P3's reserve 0.75, a P3 call is shed once one slot is held.
 	held := make(chan struct{})
@@ -30,12 +31,12 @@ func TestPriorityKey(t *testing.T) {
 			close(held)
 			<-release
 			return 1, nil
-		}, nil), command.WithPriority(command.P0))
+		}, nil), command.WithPriority(priority.P0))
 		done <- err
 	}()
 	<-held
 	_, err = command.Execute(t.Context(), g, command.Func("report", func(context.Context) (int, error) { return 1, nil }, nil),
-		command.WithPriority(command.P3))
+		command.WithPriority(priority.P3))
 	assert.ErrorIs(t, err, command.ErrRefused, "the rule's reserve is in force")
 	close(release)
 	require.NoError(t, <-done)
@@ -51,9 +52,9 @@ func TestPriorityKey(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalid, doc)
 		assert.ErrorContains(t, err, want, doc)
 		assert.ErrorContains(t, err, "orders", doc)
-		assert.Equal(t, command.P2, g.Config().Priority.Default, "a refused document changes nothing")
+		assert.Equal(t, priority.P2, g.Config().Priority.Default, "a refused document changes nothing")
 	}
 
 	require.NoError(t, m.ApplyJSON([]byte(`{"groups": {"orders": {}}}`)))
-	assert.Equal(t, command.PriorityConfig{}, g.Config().Priority, "back to the baseline: off")
+	assert.Equal(t, priority.Config{}, g.Config().Priority, "back to the baseline: off")
 }

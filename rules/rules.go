@@ -12,6 +12,8 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/priority"
+	"github.com/bulwark-go/bulwark/command/retry"
 )
 
 // ErrInvalid is wrapped by every error about a rules document: its syntax,
@@ -26,42 +28,40 @@ type Document struct {
 // Group is the rule of one group. Every field is optional: a nil field keeps
 // the base's value (see the package doc).
 type Group struct {
-	Preset           string             `json:"preset"`
-	Strategy         *string            `json:"strategy"`
-	MaxConcurrent    *int               `json:"maxConcurrent" rules:"nonzero"`
-	QueueSize        *int               `json:"queueSize"`
-	Timeout          *Timeout           `json:"timeout" rules:"nonzero"`
-	FallbackLimit    *int               `json:"fallbackLimit" rules:"nonzero"`
-	SlowCallDuration *Duration          `json:"slowCallDuration" rules:"nonzero"`
-	MaxCommands      *int               `json:"maxCommands" rules:"nonzero"`
-	NoFallback       *bool              `json:"noFallback"`
-	ReadOnly         *bool              `json:"readOnly"`
-	DeadlineReserve  *Duration          `json:"deadlineReserve"`
-	Retry            *Retry             `json:"retry"`
-	Throttle         *Throttle          `json:"throttle"`
-	Priority         *Priority          `json:"priority"`
-	RateLimit        *RateLimit         `json:"rateLimit"`
-	KeyedRateLimit   *KeyedRateLimit    `json:"keyedRateLimit"`
-	Breaker          *Breaker           `json:"breaker"`
-	CommandBreaker   *Breaker           `json:"commandBreaker"`
-	Commands         map[string]Command `json:"commands"`
+	Preset          string             `json:"preset"`
+	Strategy        *string            `json:"strategy"`
+	MaxConcurrent   *int               `json:"maxConcurrent" rules:"nonzero"`
+	QueueSize       *int               `json:"queueSize"`
+	Timeout         *Timeout           `json:"timeout" rules:"nonzero"`
+	FallbackLimit   *int               `json:"fallbackLimit" rules:"nonzero"`
+	MaxCommands     *int               `json:"maxCommands" rules:"nonzero"`
+	NoFallback      *bool              `json:"noFallback"`
+	ReadOnly        *bool              `json:"readOnly"`
+	DeadlineReserve *Duration          `json:"deadlineReserve"`
+	Retry           *Retry             `json:"retry"`
+	Throttle        *Throttle          `json:"throttle"`
+	Priority        *Priority          `json:"priority"`
+	RateLimit       *RateLimit         `json:"rateLimit"`
+	KeyedRateLimit  *KeyedRateLimit    `json:"keyedRateLimit"`
+	Breaker         *Breaker           `json:"breaker"`
+	CommandBreaker  *Breaker           `json:"commandBreaker"`
+	Commands        map[string]Command `json:"commands"`
 }
 
 // Command is the rule of one command of a group.
 type Command struct {
-	Timeout          *Timeout   `json:"timeout" rules:"nonzero"`
-	SlowCallDuration *Duration  `json:"slowCallDuration" rules:"nonzero"`
-	Breaker          *Breaker   `json:"breaker"`
-	RateLimit        *RateLimit `json:"rateLimit"`
+	Timeout   *Timeout   `json:"timeout" rules:"nonzero"`
+	Breaker   *Breaker   `json:"breaker"`
+	RateLimit *RateLimit `json:"rateLimit"`
 }
 
-// Throttle overrides the fields of a command.ThrottleConfig it sets. Rand
+// Throttle overrides the fields of a throttle.Config it sets. Rand
 // is code's: it comes from the base.
 type Throttle struct {
 	K *float64 `json:"k"`
 }
 
-// Priority overrides the fields of a command.PriorityConfig it sets:
+// Priority overrides the fields of a priority.Config it sets:
 // reserve, the four shares [P0, P1, P2, P3], and default, the priority of a
 // call that gives none, written "P0" to "P3".
 type Priority struct {
@@ -70,7 +70,7 @@ type Priority struct {
 }
 
 // apply sets the fields of cfg that p sets; the error names the field.
-func (p *Priority) apply(cfg *command.PriorityConfig) error {
+func (p *Priority) apply(cfg *priority.Config) error {
 	if p == nil {
 		return nil
 	}
@@ -84,7 +84,7 @@ func (p *Priority) apply(cfg *command.PriorityConfig) error {
 	if p.Default == nil {
 		return nil
 	}
-	for q := command.P0; q <= command.P3; q++ {
+	for q := priority.P0; q <= priority.P3; q++ {
 		if *p.Default == q.String() {
 			cfg.Default = q
 			return nil
@@ -93,7 +93,7 @@ func (p *Priority) apply(cfg *command.PriorityConfig) error {
 	return fmt.Errorf("priority.default %q: want \"P0\", \"P1\", \"P2\" or \"P3\"", *p.Default)
 }
 
-// Retry overrides the fields of a command.RetryConfig it sets. Sleep, Rand
+// Retry overrides the fields of a retry.Config it sets. Sleep, Rand
 // and NoBudget are code's: they come from the base.
 type Retry struct {
 	MaxAttempts        *int      `json:"maxAttempts"`
@@ -239,7 +239,6 @@ func (r Group) config(name string, base command.GroupConfig, lim *limits) (comma
 	set(&cfg.QueueSize, r.QueueSize)
 	setDuration(&cfg.Timeout, r.Timeout)
 	set(&cfg.FallbackLimit, r.FallbackLimit)
-	setDuration(&cfg.SlowCallDuration, r.SlowCallDuration)
 	set(&cfg.MaxCommands, r.MaxCommands)
 	set(&cfg.NoFallback, r.NoFallback)
 	set(&cfg.ReadOnly, r.ReadOnly)
@@ -306,7 +305,6 @@ func keepCode(p, base command.GroupConfig) command.GroupConfig {
 // were cc, its limiter built by lim for slot. The error names the field.
 func (c Command) config(cc command.CommandConfig, slot limitSlot, lim *limits) (command.CommandConfig, error) {
 	setDuration(&cc.Timeout, c.Timeout)
-	setDuration(&cc.SlowCallDuration, c.SlowCallDuration)
 	if c.Breaker != nil {
 		var b circuit.Config
 		if cc.Breaker != nil {
@@ -326,7 +324,7 @@ func (c Command) config(cc command.CommandConfig, slot limitSlot, lim *limits) (
 }
 
 // apply overrides the fields of c that r sets. A nil r sets none.
-func (r *Retry) apply(c *command.RetryConfig) {
+func (r *Retry) apply(c *retry.Config) {
 	if r == nil {
 		return
 	}

@@ -246,8 +246,6 @@ func TestNoneIsOnlyForTimeouts(t *testing.T) {
 			`line 2, column 22: field groups.deadlineReserve: "none" is only for a timeout: write a duration such as "250ms"`},
 		"retry backoff": {"{\"groups\": {\"a\": {\n  \"retry\": {\"backoff\": \"none\"}}}}",
 			`line 2, column 24: field groups.retry.backoff: "none" is only for a timeout`},
-		"command slow call": {"{\"groups\": {\"a\": {\"commands\": {\"c\": {\"timeout\": \"none\",\n  \"slowCallDuration\": \"none\"}}}}}",
-			`line 2, column 23: field groups.commands.slowCallDuration: "none" is only for a timeout`},
 	} {
 		_, err := Parse([]byte(tc.doc))
 		require.ErrorIs(t, err, ErrInvalid, name)
@@ -278,6 +276,21 @@ func TestFlatBreakerFieldNamesItsNewPlace(t *testing.T) {
 	_, err := Parse([]byte("{\"groups\": {\"a\": {\"breaker\": {\"minRequests\": 5,\n  \"halfOpenProbes\": 2}}}}"))
 	require.ErrorIs(t, err, ErrInvalid)
 	assert.ErrorContains(t, err, `line 2, column 3: json: unknown field "halfOpenProbes" (a breaker's open, halfOpen and ramp fields are objects now: write "halfOpen": {"probes": …})`)
+}
+
+// A group's or a command's slowCallDuration, of earlier documents, is
+// refused, located, with its place now: the command breaker's.
+func TestGroupSlowCallDurationNamesItsNewPlace(t *testing.T) {
+	for _, doc := range []string{
+		"{\"groups\": {\"a\": {\"timeout\": \"1s\",\n  \"slowCallDuration\": \"1s\"}}}",
+		"{\"groups\": {\"a\": {\"commands\": {\"c\": {\"timeout\": \"1s\",\n  \"slowCallDuration\": \"1s\"}}}}}",
+	} {
+		_, err := Parse([]byte(doc))
+		require.ErrorIs(t, err, ErrInvalid)
+		assert.ErrorContains(t, err, `line 2, column 3: json: unknown field "slowCallDuration" (a group's or a command's slow-call threshold is its command breaker's now`)
+	}
+	_, err := Parse([]byte(`{"groups": {"a": {"commandBreaker": {"slowCallDuration": "1s", "slowCallRatio": 0.5}}}}`))
+	assert.NoError(t, err, "a breaker's slowCallDuration stays")
 }
 
 // TestDuplicateKeyIsRefusedWithLineAndColumn: a key repeated in an object
@@ -321,10 +334,8 @@ func TestExplicitZeroThatMeansDefaultIsRefused(t *testing.T) {
 		{`{"maxConcurrent": 0}`, "groups.maxConcurrent"},
 		{`{"timeout": "0s"}`, "groups.timeout"},
 		{`{"fallbackLimit": 0}`, "groups.fallbackLimit"},
-		{`{"slowCallDuration": "0ms"}`, "groups.slowCallDuration"},
 		{`{"maxCommands": 0}`, "groups.maxCommands"},
 		{`{"commands": {"q": {"timeout": "0"}}}`, "groups.commands.timeout"},
-		{`{"commands": {"q": {"slowCallDuration": "0s"}}}`, "groups.commands.slowCallDuration"},
 		{`{"retry": {"backoff": "0s"}}`, "groups.retry.backoff"},
 		{`{"retry": {"maxBackoff": "0s"}}`, "groups.retry.maxBackoff"},
 		{`{"retry": {"maxRetryAfter": "0s"}}`, "groups.retry.maxRetryAfter"},

@@ -26,6 +26,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/fallback"
 	"github.com/bulwark-go/bulwark/gmbridge"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -90,7 +91,7 @@ func (s *inventory) Stock(ctx context.Context, sku string) (int, error) {
 type checkStock struct {
 	inv  *inventory
 	sku  string
-	last *command.LastGood[int]
+	last *fallback.LastGood[int]
 }
 
 func (c checkStock) Run(ctx context.Context) (int, error) {
@@ -127,7 +128,7 @@ func run(w io.Writer, p params) error {
 	if err != nil {
 		return err
 	}
-	last, err := command.NewLastGood[int](2*time.Second, nil)
+	last, err := fallback.NewLastGood[int](2*time.Second, nil)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/fallback"
+	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/ratelimit"
 )
 
@@ -97,7 +99,7 @@ func (c generated) Run(ctx context.Context) (int, error) {
 // withFallback is a generated command with a static fallback (-1).
 type withFallback struct {
 	generated
-	command.Static[int]
+	fallback.Static[int]
 }
 
 // generatedLoad is one generated command and its calls per second.
@@ -123,7 +125,7 @@ func addGenerated(reg *command.Registry, n int, start time.Time) ([]generatedLoa
 			cfg.Strategy = command.Semaphore
 		}
 		if j%4 == 1 {
-			cfg.Retry = command.RetryConfig{MaxAttempts: 2}
+			cfg.Retry = retry.Config{MaxAttempts: 2}
 		}
 		var cmds []generatedLoad
 		for k := 0; k < groupSize && j*groupSize+k < n; k++ {
@@ -143,7 +145,7 @@ func addGenerated(reg *command.Registry, n int, start time.Time) ([]generatedLoa
 				}
 				cfg.Commands[c.name] = command.CommandConfig{RateLimit: bucket}
 			case outage:
-				call = withFallback{generated: c, Static: command.Static[int]{Value: -1}}
+				call = withFallback{generated: c, Static: fallback.Static[int]{Value: -1}}
 			}
 			cmds = append(cmds, generatedLoad{call: call, rate: rate})
 		}

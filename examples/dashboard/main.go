@@ -65,6 +65,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/fallback"
 	"github.com/bulwark-go/bulwark/dashboard"
 	"github.com/bulwark-go/bulwark/dashboard/control"
 	"github.com/bulwark-go/bulwark/rules"
@@ -193,7 +194,7 @@ type service struct {
 
 	users, payments, search, inventory, reports, recs *command.Group
 
-	lastRecs *command.LastGood[[]string] // last good recommendations, up to a minute old
+	lastRecs *fallback.LastGood[[]string] // last good recommendations, up to a minute old
 
 	generated []generatedLoad // the commands -commands adds
 }
@@ -201,7 +202,7 @@ type service struct {
 func newService(reg *command.Registry, start time.Time) (*service, error) {
 	s := &service{start: start}
 	var err error
-	if s.lastRecs, err = command.NewLastGood[[]string](time.Minute, nil); err != nil {
+	if s.lastRecs, err = fallback.NewLastGood[[]string](time.Minute, nil); err != nil {
 		return nil, err
 	}
 	// A breaker that trips after 20 calls in a 10 s window at 50 % errors,
@@ -307,7 +308,7 @@ func (query) Run(ctx context.Context) ([]string, error) {
 // checkStock: down from second 35 to second 55 of every minute; a static
 // fallback (-1: "unknown") answers while it fails or its breaker is open.
 type checkStock struct {
-	command.Static[int]
+	fallback.Static[int]
 	s *service
 }
 
@@ -345,7 +346,7 @@ func (generate) Run(ctx context.Context) ([]byte, error) {
 // forUser: recommendations with bursts of errors (40 % from second 30 to 55
 // of every minute), answered with the last good value.
 type forUser struct {
-	*command.LastGood[[]string]
+	*fallback.LastGood[[]string]
 	s *service
 }
 
@@ -367,7 +368,7 @@ func (f forUser) Run(ctx context.Context) ([]string, error) {
 // drive starts one load generator per command; each stops with ctx and is
 // counted in wg.
 func (s *service) drive(ctx context.Context, wg *sync.WaitGroup, load float64) {
-	stock := checkStock{Static: command.Static[int]{Value: -1}, s: s}
+	stock := checkStock{Static: fallback.Static[int]{Value: -1}, s: s}
 	recs := forUser{LastGood: s.lastRecs, s: s}
 	loads := []struct {
 		rate float64 // calls per second

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/fallback"
 	"github.com/bulwark-go/bulwark/faultinject"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -189,7 +190,7 @@ func backendHandler(rec *recorder) http.Handler {
 // backendCmd calls one backend route; the embedded Static answers the
 // fallback (the zero struct: "served from the fallback").
 type backendCmd struct {
-	command.Static[struct{}]
+	fallback.Static[struct{}]
 	name   string
 	client *http.Client
 	url    string

@@ -36,6 +36,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/httpguard"
 	"github.com/bulwark-go/bulwark/metrics"
 	"github.com/bulwark-go/bulwark/ratelimit"
@@ -237,7 +238,7 @@ func run(w io.Writer, p params) error {
 			Breaker: breaker,
 			// GETs are idempotent: up to 3 attempts, within the budget
 			// (retries at most 20% of calls over the window, plus 1/s).
-			Retry: command.RetryConfig{MaxAttempts: 3, Backoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond},
+			Retry: retry.Config{MaxAttempts: 3, Backoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond},
 		},
 	})
 	if err != nil {

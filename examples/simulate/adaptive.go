@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/adaptive"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -37,7 +38,7 @@ type AdaptiveParams struct {
 	Phases   []AdaptivePhase
 	Statics  []int
 	TooLarge int
-	Adaptive command.AdaptiveConfig
+	Adaptive adaptive.Config
 	Band     float64 // "near capacity": within Band × the workers
 	Seed     uint64
 }
@@ -59,7 +60,7 @@ func DefaultAdaptiveParams() AdaptiveParams {
 		},
 		Statics:  []int{30, 45, 60, 75, 90, 120},
 		TooLarge: 600,
-		Adaptive: command.AdaptiveConfig{Max: 600},
+		Adaptive: adaptive.Config{Max: 600},
 		Band:     0.25,
 		Seed:     1,
 	}
@@ -85,8 +86,8 @@ const adaptiveSlice = 5 * time.Second
 // adaptiveSlice, the calls that succeeded, their p99 latency and the
 // bulkhead's limit at the slice's end; and over the whole run.
 type AdaptiveRun struct {
-	Limit     int                    // the static limit; 0: adaptive
-	Config    command.AdaptiveConfig // the adaptive limit's, defaults applied
+	Limit     int             // the static limit; 0: adaptive
+	Config    adaptive.Config // the adaptive limit's, defaults applied
 	Succeeded []int
 	P99       []time.Duration
 	Limits    []int // at each slice's end

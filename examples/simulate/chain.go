@@ -11,6 +11,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -434,9 +435,9 @@ func (s *chainSim) group(caller, callee int, stream uint64, eps ...endpoint) (*c
 		}
 	}
 	jitter := rand.New(rand.NewPCG(p.Seed, stream))
-	retry := command.RetryConfig{}
+	rc := retry.Config{}
 	if p.Retries > 0 {
-		retry = command.RetryConfig{
+		rc = retry.Config{
 			MaxAttempts: 1 + p.Retries, Backoff: max(p.RetryBackoff, 1), MaxBackoff: time.Second,
 			BudgetRatio: p.RetryBudget, NoBudget: p.RetryBudget == 0,
 			Sleep: func(ctx context.Context, d time.Duration) error {
@@ -457,7 +458,7 @@ func (s *chainSim) group(caller, callee int, stream uint64, eps ...endpoint) (*c
 	g, err := reg.NewGroup(name, command.GroupConfig{
 		Strategy: command.Semaphore, MaxConcurrent: p.Workers, Timeout: command.NoTimeout,
 		Window: bc.Window, Breaker: bc, CommandBreaker: bc, Commands: cmds,
-		NoFallback: !p.Breakers || !p.Fallback, Retry: retry,
+		NoFallback: !p.Breakers || !p.Fallback, Retry: rc,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)

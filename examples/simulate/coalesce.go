@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/fallback"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -95,7 +96,7 @@ func (r read) Run(context.Context) (int, error) {
 // cachedRead is read with a LastGood fallback that Run keeps up to date.
 type cachedRead struct {
 	read
-	*command.LastGood[int]
+	*fallback.LastGood[int]
 }
 
 func (c cachedRead) Run(ctx context.Context) (int, error) {
@@ -142,7 +143,7 @@ func replayStampede(p CoalesceParams, mode string) (CoalesceResult, error) {
 		return CoalesceResult{}, err
 	}
 	s := &stampede{started: make(chan chan struct{}), keyed: make(chan struct{})}
-	cache := map[string]*command.LastGood[int]{}
+	cache := map[string]*fallback.LastGood[int]{}
 	res := CoalesceResult{Mode: mode}
 	var latencies []time.Duration
 	inFlight := map[string]*flightRun{} // by key, when coalescing
@@ -195,7 +196,7 @@ func replayStampede(p CoalesceParams, mode string) (CoalesceResult, error) {
 		var cmd command.Runner[int] = read{key, s}
 		if mode == coalesceStale {
 			if cache[key] == nil {
-				cache[key], _ = command.NewLastGood[int](p.MaxAge, clock)
+				cache[key], _ = fallback.NewLastGood[int](p.MaxAge, clock)
 			}
 			cmd = cachedRead{read{key, s}, cache[key]}
 		}

@@ -33,13 +33,13 @@
 //
 // -scenario throttle offers a dependency twice what it can take, through a
 // bulwark group without and with the client-side throttle
-// (command.ThrottleConfig), and tells the load that reaches it and the
+// (throttle.Config), and tells the load that reaches it and the
 // breakers' trips. See ThrottleParams and docs/throttle.md.
 //
 // -scenario adaptive offers a queueing dependency half, then twice its
 // capacity, and changes that capacity meanwhile, through a semaphore
 // bulkhead at static limits and with the adaptive concurrency limit
-// (command.AdaptiveConfig): goodput, p99 and the limit over time. See
+// (adaptive.Config): goodput, p99 and the limit over time. See
 // AdaptiveParams and docs/adaptive-limit.md.
 //
 //	go run ./examples/simulate                 # the outage table

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/priority"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -138,7 +139,7 @@ func parseReserve(s string) ([4]float64, error) {
 }
 
 // pick draws a priority with the weights mix.
-func pick(r *rand.Rand, mix [4]float64) command.Priority {
+func pick(r *rand.Rand, mix [4]float64) priority.Level {
 	var total float64
 	for _, w := range mix {
 		total += w
@@ -146,11 +147,11 @@ func pick(r *rand.Rand, mix [4]float64) command.Priority {
 	x := r.Float64() * total
 	for p, w := range mix {
 		if x < w {
-			return command.Priority(p)
+			return priority.Level(p)
 		}
 		x -= w
 	}
-	return command.P3
+	return priority.P3
 }
 
 // runPriority replays p with and without priority shedding and prints a
@@ -171,7 +172,7 @@ func runPriority(p PriorityParams, stdout io.Writer) error {
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "priority\toffered\tplain: ok\tplain: rejected\tplain: ok %\tshedding: ok\tshed\trejected\tshedding: ok %\t")
 	var tp, ts PriorityRun
-	for pr := range command.P3 + 1 {
+	for pr := range priority.P3 + 1 {
 		a, b := plain[pr], shed[pr]
 		fmt.Fprintf(tw, "%v\t%d\t%d\t%d\t%.1f\t%d\t%d\t%d\t%.1f\t\n", pr, a.Offered, a.Succeeded, a.Rejected, a.SuccessPct(),
 			b.Succeeded, b.Shed, b.Rejected, b.SuccessPct())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/throttle"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -84,7 +85,7 @@ func (p ThrottleParams) run(k float64) (ThrottleRow, error) {
 	cfg := command.GroupConfig{Strategy: command.Semaphore, MaxConcurrent: 1, Timeout: command.NoTimeout,
 		Breaker: circuit.Config{OnTransition: trip}, CommandBreaker: circuit.Config{OnTransition: trip}}
 	if k > 0 {
-		cfg.Throttle = command.ThrottleConfig{K: k, Rand: rand.New(rand.NewPCG(p.Seed, 7)).Float64}
+		cfg.Throttle = throttle.Config{K: k, Rand: rand.New(rand.NewPCG(p.Seed, 7)).Float64}
 	}
 	g, err := reg.NewGroup("dependency", cfg)
 	if err != nil {

@@ -20,7 +20,7 @@ type Class uint8
 const (
 	// Failure: the dependency failed the call. It is a FAILURE, counted
 	// against the dependency's health, and retried when the group retries
-	// (command.RetryConfig) and the method is idempotent.
+	// (retry.Config) and the method is idempotent.
 	Failure Class = iota
 	// BadRequest: the caller's fault, or no evidence about the dependency
 	// either way. It is a BAD_REQUEST: returned as is, not counted by the

@@ -19,6 +19,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -184,7 +185,7 @@ func TestClientHonoursPushbackInRetries(t *testing.T) {
 			var waits []time.Duration
 			client, _, _ := guarded(t, reg, addr, ClientConfig{
 				Idempotent: func(method string) bool { return method == unaryMethod },
-				Group: command.GroupConfig{Retry: command.RetryConfig{
+				Group: command.GroupConfig{Retry: retry.Config{
 					MaxAttempts: 2, MaxBackoff: 2 * time.Second, NoBudget: true,
 					Sleep: func(_ context.Context, d time.Duration) error {
 						mu.Lock()
@@ -217,7 +218,7 @@ func TestClientNeverRetriesMethodsNotIdempotent(t *testing.T) {
 	addr := serve(t, srv)
 	client, _, _ := guarded(t, reg, addr, ClientConfig{
 		Idempotent: func(method string) bool { return method == emptyMethod },
-		Group:      command.GroupConfig{Retry: command.RetryConfig{MaxAttempts: 3, NoBudget: true}},
+		Group:      command.GroupConfig{Retry: retry.Config{MaxAttempts: 3, NoBudget: true}},
 	})
 	_, err := client.UnaryCall(context.Background(), failWith(codes.Unavailable, "busy"))
 	assert.Equal(t, codes.Unavailable, status.Code(err))

@@ -44,7 +44,7 @@
 //
 // Pushback: the trailer grpc-retry-pushback-ms (PushbackMetadata) of a
 // failed call is its Retry-After: Error.RetryAfter reports it, and in a
-// group with retries (command.RetryConfig, for the methods
+// group with retries (retry.Config, for the methods
 // ClientConfig.Idempotent names) the retry waits exactly that long; a
 // pushback of "do not retry" (negative, malformed) ends the retries. A
 // half-open probe is sent with the metadata x-breaker-probe: 1

@@ -44,8 +44,8 @@ func (e *rpcError) Unwrap() error { return e.err }
 
 // RetryAfterDelay returns the server's pushback (see PushbackMetadata):
 // its delay, the largest time.Duration for "do not retry" (so that a retry
-// never waits for it: command.RetryConfig.MaxRetryAfter), or 0 when the
-// trailer had none. It makes rpcError a command.RetryAfterer.
+// never waits for it: retry.Config.MaxRetryAfter), or 0 when the
+// trailer had none. command.Error.RetryAfter reads it.
 func (e *rpcError) RetryAfterDelay() time.Duration {
 	if e.recv == nil {
 		return 0

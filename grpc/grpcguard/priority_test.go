@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/priority"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -26,8 +27,8 @@ func TestServerShedsByPriority(t *testing.T) {
 	reg := newTestRegistry(t, nil)
 	srv := &echoServer{gate: make(chan struct{})}
 	client, s := protected(t, reg, srv, ServerConfig{
-		Group:    command.GroupConfig{MaxConcurrent: 2, Priority: command.PriorityConfig{Reserve: [4]float64{0, 0.1, 0.25, 0.5}}},
-		Priority: PriorityByMetadata("x-priority", command.P3),
+		Group:    command.GroupConfig{MaxConcurrent: 2, Priority: priority.Config{Reserve: [4]float64{0, 0.1, 0.25, 0.5}}},
+		Priority: PriorityByMetadata("x-priority", priority.P3),
 		Pushback: 250 * time.Millisecond,
 	})
 	held := make(chan error)
@@ -63,8 +64,8 @@ func TestServerStreamShedsByPriority(t *testing.T) {
 	reg := newTestRegistry(t, nil)
 	srv := &echoServer{gate: make(chan struct{})}
 	client, _ := protected(t, reg, srv, ServerConfig{
-		Group:    command.GroupConfig{MaxConcurrent: 2, Priority: command.PriorityConfig{Reserve: [4]float64{0, 0, 0, 0.5}}},
-		Priority: PriorityByMetadata("x-priority", command.P0),
+		Group:    command.GroupConfig{MaxConcurrent: 2, Priority: priority.Config{Reserve: [4]float64{0, 0, 0, 0.5}}},
+		Priority: PriorityByMetadata("x-priority", priority.P0),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -85,10 +86,10 @@ func TestServerStreamShedsByPriority(t *testing.T) {
 }
 
 func TestPriorityByMetadata(t *testing.T) {
-	f := PriorityByMetadata("x-priority", command.P2)
-	for v, want := range map[string]command.Priority{"0": command.P0, "P1": command.P1, "p3": command.P3, "9": command.P2, "x": command.P2} {
+	f := PriorityByMetadata("x-priority", priority.P2)
+	for v, want := range map[string]priority.Level{"0": priority.P0, "P1": priority.P1, "p3": priority.P3, "9": priority.P2, "x": priority.P2} {
 		ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-priority", v))
 		assert.Equal(t, want, f(ctx, unaryMethod), "%q", v)
 	}
-	assert.Equal(t, command.P2, f(context.Background(), unaryMethod), "no metadata")
+	assert.Equal(t, priority.P2, f(context.Background(), unaryMethod), "no metadata")
 }

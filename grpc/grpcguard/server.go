@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/priority"
 )
 
 // ServerConfig configures a Server. Every field is optional.
@@ -47,7 +48,7 @@ type ServerConfig struct {
 	// calls are refused first, answered Unavailable) from its ctx and
 	// method: PriorityByMetadata or your own. Default: none, every call has
 	// Group.Priority.Default.
-	Priority func(ctx context.Context, method string) command.Priority
+	Priority func(ctx context.Context, method string) priority.Level
 	// Pushback, when positive, is the pushback (PushbackMetadata) of the
 	// refusals whose delay bulwark does not know: a full bulkhead, a call
 	// shed by priority, a breaker half-open. Default 0: those refusals
@@ -82,7 +83,7 @@ type ServerConfig struct {
 type Server struct {
 	groups   *groups
 	key      func(ctx context.Context, method string) string
-	priority func(ctx context.Context, method string) command.Priority
+	priority func(ctx context.Context, method string) priority.Level
 	pushback time.Duration
 	classes  classes
 }
@@ -286,15 +287,15 @@ func KeyByMetadata(name string) func(ctx context.Context, method string) string 
 // "3" or "P0" to "P3"; a call without it, or with another value, has the
 // priority missing. Metadata is the caller's word: set it at a gateway you
 // trust, or derive the priority from the method.
-func PriorityByMetadata(name string, missing command.Priority) func(ctx context.Context, method string) command.Priority {
-	return func(ctx context.Context, _ string) command.Priority {
+func PriorityByMetadata(name string, missing priority.Level) func(ctx context.Context, method string) priority.Level {
+	return func(ctx context.Context, _ string) priority.Level {
 		v := metadata.ValueFromIncomingContext(ctx, name)
 		if len(v) == 0 {
 			return missing
 		}
 		s := strings.TrimPrefix(strings.TrimPrefix(v[0], "P"), "p")
-		if p, err := strconv.ParseUint(s, 10, 8); err == nil && p <= uint64(command.P3) {
-			return command.Priority(p)
+		if p, err := strconv.ParseUint(s, 10, 8); err == nil && p <= uint64(priority.P3) {
+			return priority.Level(p)
 		}
 		return missing
 	}

@@ -8,8 +8,8 @@ import (
 
 // An outside party takes part in a breaker's judgment through one small
 // interface: it implements Party, joins with Breaker.Join, and acts through
-// the Member it gets back. Package circuit's Party, Join, Member and Look
-// are these, documented for users (the fleet of module redis uses them).
+// the Member it gets back. Package circuit/party's Party, Join, Member and
+// Look are these, documented for users (the fleet of module redis uses them).
 // A closed breaker's Allow and a successful Record read nothing of it: the
 // party's probe gate is asked only in the half-open slow path, its status
 // only by Snapshot.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -63,7 +64,7 @@ func (f flaky) Fallback(context.Context, error) (int, error) { return 0, nil }
 func retrying(t *testing.T, reg *command.Registry, clock *metrics.ManualClock) *command.Group {
 	t.Helper()
 	g, err := reg.NewGroup("deps", command.GroupConfig{Strategy: command.Semaphore, Timeout: command.NoTimeout,
-		Retry: command.RetryConfig{MaxAttempts: 3, NoBudget: true, Sleep: func(ctx context.Context, d time.Duration) error {
+		Retry: retry.Config{MaxAttempts: 3, NoBudget: true, Sleep: func(ctx context.Context, d time.Duration) error {
 			clock.Advance(d)
 			return ctx.Err()
 		}}})

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/circuit/party"
 )
 
 // ErrClosed is returned by Attach and Start after Close.
@@ -41,18 +42,18 @@ type Fleet struct {
 const (
 	// ReasonOpen: closed → open because the fleet opened; no local failure
 	// is counted.
-	ReasonOpen = circuit.ReasonFleetOpen
+	ReasonOpen = party.ReasonOpen
 	// ReasonClose: open or half-open → closed because the fleet's probes
 	// found the dependency healthy.
-	ReasonClose = circuit.ReasonFleetClose
+	ReasonClose = party.ReasonClose
 )
 
-// member is one attached breaker: the party (circuit.Party) the fleet
+// member is one attached breaker: the party (party.Party) the fleet
 // joins it as. The fields under "sync state" belong to the sync goroutine alone.
 type member struct {
 	f          *Fleet
 	b          *circuit.Breaker
-	h          *circuit.Member
+	h          *party.Member
 	stop       func() // ends the observation of b's transitions
 	group, cmd string
 	base       string // key prefix of its keys
@@ -114,7 +115,7 @@ func (f *Fleet) Attach(b *circuit.Breaker, group, cmd string) error {
 	}
 	m := &member{f: f, b: b, group: group, cmd: cmd,
 		base: f.cfg.Prefix + ":" + key(f.cfg.Service) + ":" + key(group) + ":" + key(cmd)}
-	h, err := b.Join(m)
+	h, err := party.Join(b, m)
 	if err != nil {
 		return fmt.Errorf("fleet: attach %q/%q: %w", group, cmd, err)
 	}
@@ -124,7 +125,7 @@ func (f *Fleet) Attach(b *circuit.Breaker, group, cmd string) error {
 	return nil
 }
 
-// MayProbe is the breaker's probe gate (circuit.Party): while the fleet
+// MayProbe is the breaker's probe gate (party.Party): while the fleet
 // coordinates probes, only the holder of the probe lease sends them;
 // otherwise (before the first sync, degraded, a broken key) the breaker
 // probes alone. Being asked tells the next sync that this instance has
@@ -136,7 +137,7 @@ func (m *member) MayProbe() bool {
 	return !m.coordinated.Load() || m.prober.Load()
 }
 
-// Status is the breaker's shared-state status (circuit.Party), shown by
+// Status is the breaker's shared-state status (party.Party), shown by
 // dashboards beside it.
 func (m *member) Status() string {
 	s := m.f.Status().String()

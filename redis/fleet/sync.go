@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/circuit/party"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -109,7 +110,7 @@ const (
 // plan is one breaker's part of a sync: what was read of it before the
 // round trip, and the round trip's commands.
 type plan struct {
-	look  circuit.Look
+	look  party.Look
 	op    string
 	hset  *redis.IntCmd
 	all   *redis.MapStringStringCmd

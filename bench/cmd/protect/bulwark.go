@@ -7,6 +7,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/fallback"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -20,7 +21,7 @@ const presetName = "bulwark (preset)"
 // backendCmd is the bulwark command of one endpoint: Run calls the backend route; the embedded
 // Static answers the fallback.
 type backendCmd struct {
-	command.Static[struct{}]
+	fallback.Static[struct{}]
 	name string
 	do   func(context.Context) error
 }

@@ -38,6 +38,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/metrics"
 	"github.com/bulwark-go/bulwark/otel/bulwarkotel"
 )
@@ -113,7 +114,7 @@ func run(w io.Writer, p params) error {
 	trips := circuit.Config{Window: metrics.Window{Length: time.Second, Buckets: 10}, MinRequests: 10,
 		Open: circuit.OpenConfig{Duration: 200 * time.Millisecond}}
 	g, err := reg.NewGroup("inventory", command.GroupConfig{Strategy: command.Semaphore, Timeout: 100 * time.Millisecond,
-		Retry: command.RetryConfig{MaxAttempts: 2, Backoff: time.Millisecond}, Breaker: trips, CommandBreaker: trips,
+		Retry: retry.Config{MaxAttempts: 2, Backoff: time.Millisecond}, Breaker: trips, CommandBreaker: trips,
 		Commands: map[string]command.CommandConfig{"stock": {}}}) // declared: its breaker exists before its first call
 	if err != nil {
 		return err

@@ -50,6 +50,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/fallback"
 	"github.com/bulwark-go/bulwark/dashboard"
 	"github.com/bulwark-go/bulwark/prom"
 )
@@ -159,8 +160,8 @@ func newService(reg *command.Registry, start time.Time) ([]load, error) {
 		}
 		groups[name] = g
 	}
-	stock := checkStock{Static: command.Static[int]{Value: -1}, start: start}
-	recs := forUser{Static: command.Static[[]string]{Value: []string{"bestsellers"}}}
+	stock := checkStock{Static: fallback.Static[int]{Value: -1}, start: start}
+	recs := forUser{Static: fallback.Static[[]string]{Value: []string{"bestsellers"}}}
 	return []load{
 		{40, func(ctx context.Context) { _, _ = command.Execute(ctx, groups["users"], getUser{}) }},
 		{25, func(ctx context.Context) { _, _ = command.Execute(ctx, groups["inventory"], stock) }},
@@ -197,7 +198,7 @@ func (getUser) Run(ctx context.Context) (string, error) {
 
 // checkStock: down from second 35 to 55 of every minute since start.
 type checkStock struct {
-	command.Static[int]
+	fallback.Static[int]
 	start time.Time
 }
 
@@ -213,7 +214,7 @@ func (c checkStock) Run(ctx context.Context) (int, error) {
 }
 
 // forUser: 10 % errors, served by a static fallback.
-type forUser struct{ command.Static[[]string] }
+type forUser struct{ fallback.Static[[]string] }
 
 func (forUser) Name() string { return "ForUser" }
 func (forUser) Run(ctx context.Context) ([]string, error) {

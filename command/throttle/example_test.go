@@ -1,4 +1,4 @@
-package command_test
+package throttle_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/throttle"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -18,7 +19,7 @@ import (
 // itself (THROTTLED: never sent, never counted by the breakers), and what
 // it sends settles near K × the 50 the dependency accepts, instead of all
 // 200. The draws come from a seeded source: the same run every time.
-func ExampleThrottleConfig() {
+func Example() {
 	clock := new(metrics.ManualClock)
 	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
 	defer reg.Close(context.Background())
@@ -27,7 +28,7 @@ func ExampleThrottleConfig() {
 		Strategy:       command.Semaphore,
 		Breaker:        circuit.Config{Mode: circuit.ObserveOnly}, // overload, not outage: the breakers only watch
 		CommandBreaker: circuit.Config{Mode: circuit.ObserveOnly},
-		Throttle:       command.ThrottleConfig{K: 2, Rand: draws.Float64},
+		Throttle:       throttle.Config{K: 2, Rand: draws.Float64},
 	})
 	if err != nil {
 		panic(err)

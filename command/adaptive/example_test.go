@@ -1,4 +1,4 @@
-package command_test
+package adaptive_test
 
 import (
 	"context"
@@ -8,21 +8,22 @@ import (
 	"sync"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/adaptive"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // A group whose bulkhead follows the dependency: it starts at Initial
 // calls, and moves within [Min, Max] by the latency of the calls (see
-// AdaptiveConfig). A call beyond the limit in force is a bulkhead
+// Config). A call beyond the limit in force is a bulkhead
 // rejection, ErrRejected, as for any bulkhead; the snapshot tells the
 // limit.
-func ExampleAdaptiveConfig() {
+func Example() {
 	reg := command.NewRegistry(command.RegistryConfig{Clock: new(metrics.ManualClock), Logger: slog.New(slog.DiscardHandler)})
 	defer reg.Close(context.Background())
 	g, err := reg.NewGroup("search", command.GroupConfig{
 		Strategy: command.Semaphore,
 		Timeout:  command.NoTimeout,
-		Adaptive: command.AdaptiveConfig{Min: 1, Max: 50, Initial: 2},
+		Adaptive: adaptive.Config{Min: 1, Max: 50, Initial: 2},
 	})
 	if err != nil {
 		panic(err)
