@@ -96,12 +96,8 @@ func located(data []byte, err error) error {
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		// The decoder gives neither offset nor field path: find the key.
 		name, _ = strconv.Unquote(name)
-		if moved, ok := movedBreakerFields[name]; ok {
-			err = fmt.Errorf("%w (a breaker's open, halfOpen and ramp fields are objects now: write %s)", err, moved)
-		}
-		if name == "slowCallDuration" {
-			err = fmt.Errorf("%w (a group's or a command's slow-call threshold is its command breaker's now: write "+
-				`"commandBreaker" or the command's "breaker": {"slowCallDuration": …, "slowCallRatio": …})`, err)
+		if hint, ok := movedFields[name]; ok {
+			err = fmt.Errorf("%w (%s)", err, hint)
 		}
 		if e, ok := find(data, func(e entry) bool { return e.unknown && e.key == name }); ok {
 			return fmt.Errorf("%w: %s: %w", ErrInvalid, position(data, e.keyAt), err)
@@ -110,17 +106,24 @@ func located(data []byte, err error) error {
 	return fmt.Errorf("%w: %w", ErrInvalid, err)
 }
 
-// movedBreakerFields maps the breaker fields of the first format, flat, to
-// where they are now, for the error of a document written for it.
-var movedBreakerFields = map[string]string{
-	"openDuration":      `"open": {"duration": …}`,
-	"backoffMultiplier": `"open": {"backoff": …}`,
-	"maxOpenDuration":   `"open": {"max": …}`,
-	"halfOpenProbes":    `"halfOpen": {"probes": …}`,
-	"halfOpenSuccesses": `"halfOpen": {"successes": …}`,
-	"halfOpenMaxWait":   `"halfOpen": {"maxWait": …}`,
-	"rampUp":            `"ramp": {"duration": …}`,
-	"rampUpFloor":       `"ramp": {"floor": …}`,
+// movedFields maps the fields of earlier formats to the hint that says
+// where they are now, for the error of a document written for one.
+var movedFields = map[string]string{
+	"openDuration":      breakerMoved(`"open": {"duration": …}`),
+	"backoffMultiplier": breakerMoved(`"open": {"backoff": …}`),
+	"maxOpenDuration":   breakerMoved(`"open": {"max": …}`),
+	"halfOpenProbes":    breakerMoved(`"halfOpen": {"probes": …}`),
+	"halfOpenSuccesses": breakerMoved(`"halfOpen": {"successes": …}`),
+	"halfOpenMaxWait":   breakerMoved(`"halfOpen": {"maxWait": …}`),
+	"rampUp":            breakerMoved(`"ramp": {"duration": …}`),
+	"rampUpFloor":       breakerMoved(`"ramp": {"floor": …}`),
+	"slowCallDuration": `a group's or a command's slow-call threshold is its command breaker's now: write ` +
+		`"commandBreaker" or the command's "breaker": {"slowCallDuration": …, "slowCallRatio": …}`,
+}
+
+// breakerMoved is the hint of a breaker field of the first, flat format.
+func breakerMoved(now string) string {
+	return "a breaker's open, halfOpen and ramp fields are objects now: write " + now
 }
 
 // durationError says where in data the duration typ refuses is, and why
