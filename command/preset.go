@@ -111,12 +111,12 @@ func neverDegradePreset() GroupConfig {
 // the dependency healing, with a bounded cost while it stays sick. Both
 // breakers judge a 500 ms window at a 0.5 failure ratio over at least 20
 // calls: old successes dilute a fresh outage for half a second at most,
-// so it trips about 400 ms into a full one (a peer with a 1 s window,
-// about 800 ms); a dependency called fewer than 40 times a second never
+// so it trips about twice as early as a 1 s window (docs/recommended.md
+// has the figures); a dependency called fewer than 40 times a second never
 // gathers the minimum, so raise Window for such one. A trip opens for
 // 200 ms; each failed trial doubles that up to a cap of 400 ms, so a
 // healed dependency is found within about 400 ms plus the last probe's
-// timeout, and a sick one sees about two probes a second. One probe at a
+// timeout, and a sick one sees a few probes a second. One probe at a
 // time; any failed probe reopens it and three successes close it. The
 // timeout is the default 1 s: set it from the dependency's p99.
 func dependencyPreset() GroupConfig {
