@@ -117,15 +117,17 @@ func neverDegradePreset() GroupConfig {
 // 200 ms; each failed trial doubles that up to a cap of 400 ms, so a
 // healed dependency is found within about 400 ms plus the last probe's
 // timeout, and a sick one sees a few probes a second. One probe at a
-// time; any failed probe reopens it and three successes close it. The
-// timeout is the default 1 s: set it from the dependency's p99.
+// time; any failed probe reopens it and five successes in a row close it
+// (a dependency failing 70% of calls passes a trial of five by chance in
+// 0.24% of trials, one of three in 2.7%). The timeout is the default 1 s:
+// set it from the dependency's p99.
 func dependencyPreset() GroupConfig {
 	b := circuit.Config{
 		Window:       metrics.Window{Length: 500 * time.Millisecond, Buckets: 10},
 		MinRequests:  20,
 		FailureRatio: 0.5,
 		Open:         circuit.OpenConfig{Duration: 200 * time.Millisecond, Backoff: 2, Max: 400 * time.Millisecond},
-		HalfOpen:     circuit.HalfOpenConfig{Probes: 1, Successes: 3, Failures: 1},
+		HalfOpen:     circuit.HalfOpenConfig{Probes: 1, Successes: 5, Failures: 1},
 	}
 	return GroupConfig{Timeout: defaultTimeout, Breaker: b, CommandBreaker: b}
 }

@@ -78,7 +78,7 @@ func TestNoFallbackFailsLoudly(t *testing.T) {
 // a virtual clock: it trips on 20 calls at 50% failures, its open period
 // doubles from 200 ms to a cap of 400 ms while trials fail, a failed probe
 // reopens it, and once the dependency heals it closes
-// within one capped open period plus three probes.
+// within one capped open period plus five probes.
 func TestPresetDependencyRecoversFast(t *testing.T) {
 	cfg, err := Preset(presetDependency)
 	require.NoError(t, err)
@@ -113,11 +113,13 @@ func TestPresetDependencyRecoversFast(t *testing.T) {
 		require.Equal(t, circuit.Open, b.State(), "a failed probe reopens it")
 	}
 
-	// Healed: after at most the cap, three probes close it.
+	// Healed: after at most the cap, five probes close it, four do not.
 	clock.Advance(400 * time.Millisecond)
-	for range 3 {
+	for range 4 {
 		require.NoError(t, call(metrics.Success))
 	}
+	require.Equal(t, circuit.HalfOpen, b.State(), "four successes: still on trial")
+	require.NoError(t, call(metrics.Success))
 	require.Equal(t, circuit.Closed, b.State())
 }
 
