@@ -7,7 +7,7 @@ import "github.com/bulwark-go/bulwark/metrics"
 // TIMEOUT, BAD_REQUEST, SHORT_CIRCUITED, the rejections, CANCELLED,
 // QUEUE_TIMEOUT, RATE_LIMITED), less its RETRIED and HEDGED attempts: a
 // call retried twice made three attempts and counts once (see package retry),
-// and so does a call that made two hedges (see HedgeConfig). An attempt and
+// and so does a call that made two hedges (see package hedge). An attempt and
 // its RETRIED or HEDGED are recorded together, so a window never holds
 // more of them than attempts. Given a snapshot's Cumulative counts it is the
 // number of calls since the command was created, a counter that never

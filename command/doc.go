@@ -172,7 +172,7 @@
 //
 // # Hedged requests
 //
-// CommandConfig.Hedge (a HedgeConfig) hedges the calls of an Idempotent
+// CommandConfig.Hedge (a hedge.Config) hedges the calls of an Idempotent
 // command against a long tail: when an attempt has not answered after a
 // delay (fixed, or a percentile of the command's own Run latency, clamped),
 // another attempt of the same call starts beside it, up to MaxHedges more.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command/adaptive"
+	"github.com/bulwark-go/bulwark/command/hedge"
 	"github.com/bulwark-go/bulwark/command/priority"
 	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/command/throttle"
@@ -235,8 +236,8 @@ type CommandConfig struct {
 	// false.
 	Coalesce bool
 	// Hedge, if its MaxHedges is set, hedges the calls of this command
-	// when it is Idempotent: see HedgeConfig. Default: off.
-	Hedge HedgeConfig
+	// when it is Idempotent: see package hedge. Default: off.
+	Hedge hedge.Config
 }
 
 // withDefaults returns c with every zero field replaced by its default: the
@@ -327,7 +328,7 @@ func (c GroupConfig) Validate() error {
 			return invalid("Commands[%q].Breaker.Mode %v must be unset: command breakers start in CommandBreaker.Mode (SetMode changes one)",
 				name, cc.Breaker.Mode)
 		}
-		if err := cc.Hedge.withDefaults().validate(name); err != nil {
+		if err := validateHedge(hedgeDefaults(cc.Hedge), name); err != nil {
 			return err
 		}
 		if cc.Breaker != nil {

@@ -6,56 +6,22 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bulwark-go/bulwark/command/hedge"
 	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/internal/breaker"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
-// defaultHedgeBudgetRatio is HedgeConfig.BudgetRatio's default.
+// defaultHedgeBudgetRatio is hedge.Config.BudgetRatio's default.
 const defaultHedgeBudgetRatio = 0.05
 
-// HedgeConfig turns on hedged requests for a command (CommandConfig.Hedge):
-// when an attempt of an Idempotent command has not answered after a delay,
-// another attempt of the same call is started beside it, up to MaxHedges
-// more; the first to succeed answers the caller, the others are cancelled
-// and their late values go to Discard. Its zero value is off. See "Hedged
-// requests" in the package documentation.
-type HedgeConfig struct {
-	// MaxHedges is the most attempts a call starts beside its first: 0 is
-	// off, at most maxRetryAttempts-1. Hedge i starts i delays after the
-	// first attempt.
-	MaxHedges int
-	// Delay is how long an attempt may go unanswered before the next hedge
-	// starts, when Percentile is 0. It must then be positive.
-	Delay time.Duration
-	// Percentile, if not 0, makes the delay that percentile of the
-	// command's Run latency over its metrics window (one of the
-	// percentiles the window keeps: 25, 50, 75, 90, 95, 99 or 99.5),
-	// clamped to [MinDelay, MaxDelay], and MaxDelay while the window holds
-	// no latency. It is read again once per window bucket.
-	Percentile float64
-	// MinDelay and MaxDelay clamp a Percentile's delay; MaxDelay must be
-	// positive and not below MinDelay when Percentile is set.
-	MinDelay, MaxDelay time.Duration
-	// BudgetRatio caps the group's hedges and retries together (the retry
-	// budget, retry.Config.BudgetRatio, which counts both) at this share of
-	// its calls over the group's window, plus one a second: a hedge is
-	// started only while the extra attempts stay under it. It must be in
-	// (0, 1]. Default 0.05: at most about 5% more load.
-	BudgetRatio float64
-	// Sleep waits d before a hedge, or until ctx ends (the call was
-	// answered first). Default: a timer. Tests and simulations set it to
-	// move a metrics.ManualClock instead.
-	Sleep func(ctx context.Context, d time.Duration) error
-}
+// hedgeOn reports whether c turns hedging on.
+func hedgeOn(c hedge.Config) bool { return c.MaxHedges > 0 }
 
-// enabled reports whether c turns hedging on.
-func (c HedgeConfig) enabled() bool { return c.MaxHedges > 0 }
-
-// withDefaults returns c with its zero fields defaulted, when hedging is
+// hedgeDefaults returns c with its zero fields defaulted, when hedging is
 // on.
-func (c HedgeConfig) withDefaults() HedgeConfig {
-	if !c.enabled() {
+func hedgeDefaults(c hedge.Config) hedge.Config {
+	if !hedgeOn(c) {
 		return c
 	}
 	if c.BudgetRatio == 0 {
@@ -67,13 +33,13 @@ func (c HedgeConfig) withDefaults() HedgeConfig {
 	return c
 }
 
-// validate reports the first invalid field of c (defaults applied), named
-// as the Hedge of the command name's.
-func (c HedgeConfig) validate(name string) error {
+// validateHedge reports the first invalid field of c (defaults applied),
+// named as the Hedge of the command name's.
+func validateHedge(c hedge.Config, name string) error {
 	switch {
 	case c.MaxHedges < 0 || c.MaxHedges > maxRetryAttempts-1:
 		return invalid("Commands[%q].Hedge.MaxHedges %d must be between 0 and %d (0: no hedging)", name, c.MaxHedges, maxRetryAttempts-1)
-	case !c.enabled():
+	case !hedgeOn(c):
 		return nil
 	case c.Percentile == 0 && c.Delay <= 0:
 		return invalid("Commands[%q].Hedge.Delay %v must be positive (or set Percentile)", name, c.Delay)
@@ -129,7 +95,7 @@ type race[T any, C Runner[T]] struct {
 // command that is not Idempotent is made as any (isolate, classify). Any
 // other runs on a goroutine of its own, and the caller waits for it; while
 // it goes unanswered for the delay, and the breakers are both closed, and
-// the budget allows (see HedgeConfig), the caller starts another attempt of
+// the budget allows (see hedge.Config), the caller starts another attempt of
 // the call beside it, up to MaxHedges more, each through both breakers and
 // the bulkhead, with what is left of the first attempt's timeout. The first
 // attempt to succeed (or to end as BAD_REQUEST) is the call's attempt, as
@@ -190,7 +156,7 @@ func (k *commandCall[T, C]) hedge() bool {
 // budget has room for it (then it is pending there until recorded, or until
 // disarmed): it returns the function that calls it off, or nil if the
 // budget has no room. The hedge's wake-up comes on wake.
-func (k *call) arm(ctx context.Context, hc *HedgeConfig, delay time.Duration, wake chan<- struct{}) context.CancelFunc {
+func (k *call) arm(ctx context.Context, hc *hedge.Config, delay time.Duration, wake chan<- struct{}) context.CancelFunc {
 	budget := retry.Config{BudgetRatio: hc.BudgetRatio, BudgetMinPerSecond: defaultRetryBudgetMinRate}
 	if !k.g.retries.admit(k.g, &budget, k.g.clock.Now()) {
 		return nil
@@ -205,9 +171,9 @@ func (k *call) arm(ctx context.Context, hc *HedgeConfig, delay time.Duration, wa
 	return stop
 }
 
-// hedgeDelay returns the delay before a hedge of the call: HedgeConfig's
+// hedgeDelay returns the delay before a hedge of the call: hedge.Config's
 // Delay, or its Percentile of the command's Run latency, clamped.
-func (k *call) hedgeDelay(hc *HedgeConfig) time.Duration {
+func (k *call) hedgeDelay(hc *hedge.Config) time.Duration {
 	if hc.Percentile == 0 {
 		return hc.Delay
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command/hedge"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -65,7 +66,7 @@ func (o hedgeOp) Discard(v int) {
 	o.mu.Unlock()
 }
 
-// hedgeGate is a HedgeConfig.Sleep under the test's control: each delay armed
+// hedgeGate is a hedge.Config.Sleep under the test's control: each delay armed
 // is handed here with its wake-up; the test moves the clock and wakes it.
 type hedgeGate struct {
 	delays chan gateSleep
@@ -112,7 +113,7 @@ type hedgeFixture struct {
 // newHedgeFixture returns a group of strategy s whose command "op" hedges
 // with hc (its Sleep the fixture's gate), breakers forced closed unless
 // edit changes them.
-func newHedgeFixture(t *testing.T, s Strategy, hc HedgeConfig, edit func(*GroupConfig)) *hedgeFixture {
+func newHedgeFixture(t *testing.T, s Strategy, hc hedge.Config, edit func(*GroupConfig)) *hedgeFixture {
 	t.Helper()
 	reg, clock := newTestRegistry(t)
 	f := &hedgeFixture{clock: clock, dep: &dep{runs: make(chan depRun)}}
@@ -161,7 +162,7 @@ func bothStrategies(t *testing.T, test func(t *testing.T, s Strategy)) {
 // call counts once, and the caller's latency counts from the call's start.
 func TestHedgeFirstSuccessWins(t *testing.T) {
 	bothStrategies(t, func(t *testing.T, s Strategy) {
-		f := newHedgeFixture(t, s, HedgeConfig{MaxHedges: 1, Delay: 50 * time.Millisecond, BudgetRatio: 1}, nil)
+		f := newHedgeFixture(t, s, hedge.Config{MaxHedges: 1, Delay: 50 * time.Millisecond, BudgetRatio: 1}, nil)
 		done := f.call(context.Background())
 		first := receive(t, f.dep.runs, "the first attempt")
 		armed := receive(t, f.gate.delays, "the hedge's delay")
@@ -191,7 +192,7 @@ func TestHedgeFirstSuccessWins(t *testing.T) {
 // returns a value later hands it to Discard.
 func TestHedgeLateValueDiscarded(t *testing.T) {
 	bothStrategies(t, func(t *testing.T, s Strategy) {
-		f := newHedgeFixture(t, s, HedgeConfig{MaxHedges: 1, Delay: time.Millisecond, BudgetRatio: 1}, nil)
+		f := newHedgeFixture(t, s, hedge.Config{MaxHedges: 1, Delay: time.Millisecond, BudgetRatio: 1}, nil)
 		f.dep.stubborn = true
 		done := f.call(context.Background())
 		first := receive(t, f.dep.runs, "the first attempt")
@@ -219,7 +220,7 @@ func TestHedgeLateValueDiscarded(t *testing.T) {
 // TestHedgeNotNeeded: an attempt that answers before the delay starts no
 // hedge, and gives back the budget it held.
 func TestHedgeNotNeeded(t *testing.T) {
-	f := newHedgeFixture(t, Semaphore, HedgeConfig{MaxHedges: 2, Delay: 50 * time.Millisecond}, nil)
+	f := newHedgeFixture(t, Semaphore, hedge.Config{MaxHedges: 2, Delay: 50 * time.Millisecond}, nil)
 	done := f.call(context.Background())
 	first := receive(t, f.dep.runs, "the first attempt")
 	armed := receive(t, f.gate.delays, "the hedge's delay")
@@ -238,7 +239,7 @@ func TestHedgeNotNeeded(t *testing.T) {
 // is lost; the last attempt's answer stands; with two hedges, the second
 // starts two delays after the first attempt.
 func TestHedgeFailuresWaitForTheRest(t *testing.T) {
-	f := newHedgeFixture(t, Thread, HedgeConfig{MaxHedges: 2, Delay: 10 * time.Millisecond, BudgetRatio: 1}, nil)
+	f := newHedgeFixture(t, Thread, hedge.Config{MaxHedges: 2, Delay: 10 * time.Millisecond, BudgetRatio: 1}, nil)
 	done := f.call(context.Background())
 	first := receive(t, f.dep.runs, "the first attempt")
 	f.gate.fire(receive(t, f.gate.delays, "the first hedge's delay"))
@@ -261,7 +262,7 @@ func TestHedgeFailuresWaitForTheRest(t *testing.T) {
 
 // TestHedgeOnlyIdempotent: a command that is not Idempotent never hedges.
 func TestHedgeOnlyIdempotent(t *testing.T) {
-	f := newHedgeFixture(t, Semaphore, HedgeConfig{MaxHedges: 1, Delay: time.Millisecond}, nil)
+	f := newHedgeFixture(t, Semaphore, hedge.Config{MaxHedges: 1, Delay: time.Millisecond}, nil)
 	f.op.idem = false
 	done := f.call(context.Background())
 	first := receive(t, f.dep.runs, "the attempt")
@@ -278,7 +279,7 @@ func TestHedgeOnlyIdempotent(t *testing.T) {
 // first attempt runs stops the hedge (no extra load on a dependency
 // judged sick); a probe of a half-open breaker is never hedged.
 func TestHedgeNeverWhileBreakerNotClosed(t *testing.T) {
-	f := newHedgeFixture(t, Semaphore, HedgeConfig{MaxHedges: 1, Delay: time.Millisecond, BudgetRatio: 1}, func(c *GroupConfig) {
+	f := newHedgeFixture(t, Semaphore, hedge.Config{MaxHedges: 1, Delay: time.Millisecond, BudgetRatio: 1}, func(c *GroupConfig) {
 		c.CommandBreaker = circuit.Config{MinRequests: 1, FailureRatio: 0.5, Open: circuit.OpenConfig{Duration: time.Second},
 			HalfOpen: circuit.HalfOpenConfig{Probes: 1, Successes: 1}}
 	})
@@ -317,7 +318,7 @@ func TestHedgeNeverWhileBreakerNotClosed(t *testing.T) {
 // TestHedgeBudget: hedges stay within BudgetRatio of the calls (plus one a
 // second over the window), however slow every first attempt is.
 func TestHedgeBudget(t *testing.T) {
-	f := newHedgeFixture(t, Semaphore, HedgeConfig{MaxHedges: 1, Delay: time.Millisecond, BudgetRatio: 0.05}, nil)
+	f := newHedgeFixture(t, Semaphore, hedge.Config{MaxHedges: 1, Delay: time.Millisecond, BudgetRatio: 0.05}, nil)
 	const calls = 1000
 	for range calls {
 		done := f.call(context.Background())
@@ -342,7 +343,7 @@ func TestHedgeBudget(t *testing.T) {
 // TestHedgePercentileDelay: the delay is the command's p90 Run latency,
 // clamped, and MaxDelay before the window holds any.
 func TestHedgePercentileDelay(t *testing.T) {
-	f := newHedgeFixture(t, Semaphore, HedgeConfig{MaxHedges: 1, Percentile: 90, MinDelay: 5 * time.Millisecond,
+	f := newHedgeFixture(t, Semaphore, hedge.Config{MaxHedges: 1, Percentile: 90, MinDelay: 5 * time.Millisecond,
 		MaxDelay: 200 * time.Millisecond, BudgetRatio: 1}, nil)
 	var delays []time.Duration
 	for i := range 20 {
@@ -362,30 +363,30 @@ func TestHedgePercentileDelay(t *testing.T) {
 // TestHedgeConfigValidation: every bad field is named with its value.
 func TestHedgeConfigValidation(t *testing.T) {
 	for _, tc := range []struct {
-		hc   HedgeConfig
+		hc   hedge.Config
 		want string
 	}{
-		{HedgeConfig{MaxHedges: -1}, `Commands["op"].Hedge.MaxHedges -1`},
-		{HedgeConfig{MaxHedges: 10, Delay: time.Millisecond}, `Commands["op"].Hedge.MaxHedges 10`},
-		{HedgeConfig{MaxHedges: 1}, `Commands["op"].Hedge.Delay 0s must be positive`},
-		{HedgeConfig{MaxHedges: 1, Percentile: 100, MaxDelay: time.Second}, `Commands["op"].Hedge.Percentile 100`},
-		{HedgeConfig{MaxHedges: 1, Percentile: 90, MinDelay: -1, MaxDelay: time.Second}, `Commands["op"].Hedge.MinDelay -1ns`},
-		{HedgeConfig{MaxHedges: 1, Percentile: 90, MinDelay: time.Second, MaxDelay: time.Millisecond}, `Commands["op"].Hedge.MaxDelay 1ms`},
-		{HedgeConfig{MaxHedges: 1, Delay: time.Millisecond, BudgetRatio: 1.5}, `Commands["op"].Hedge.BudgetRatio 1.5`},
+		{hedge.Config{MaxHedges: -1}, `Commands["op"].Hedge.MaxHedges -1`},
+		{hedge.Config{MaxHedges: 10, Delay: time.Millisecond}, `Commands["op"].Hedge.MaxHedges 10`},
+		{hedge.Config{MaxHedges: 1}, `Commands["op"].Hedge.Delay 0s must be positive`},
+		{hedge.Config{MaxHedges: 1, Percentile: 100, MaxDelay: time.Second}, `Commands["op"].Hedge.Percentile 100`},
+		{hedge.Config{MaxHedges: 1, Percentile: 90, MinDelay: -1, MaxDelay: time.Second}, `Commands["op"].Hedge.MinDelay -1ns`},
+		{hedge.Config{MaxHedges: 1, Percentile: 90, MinDelay: time.Second, MaxDelay: time.Millisecond}, `Commands["op"].Hedge.MaxDelay 1ms`},
+		{hedge.Config{MaxHedges: 1, Delay: time.Millisecond, BudgetRatio: 1.5}, `Commands["op"].Hedge.BudgetRatio 1.5`},
 	} {
 		err := GroupConfig{Commands: map[string]CommandConfig{"op": {Hedge: tc.hc}}}.Validate()
 		require.ErrorIs(t, err, ErrInvalidConfig, tc.want)
 		assert.Contains(t, err.Error(), tc.want)
 	}
-	assert.NoError(t, GroupConfig{Commands: map[string]CommandConfig{"op": {Hedge: HedgeConfig{Delay: -1}}}}.Validate(),
+	assert.NoError(t, GroupConfig{Commands: map[string]CommandConfig{"op": {Hedge: hedge.Config{Delay: -1}}}}.Validate(),
 		"off: the other fields are not read")
 }
 
 // TestHedgeReconfigure: Reconfigure turns hedging on and off.
 func TestHedgeReconfigure(t *testing.T) {
-	f := newHedgeFixture(t, Semaphore, HedgeConfig{}, nil)
+	f := newHedgeFixture(t, Semaphore, hedge.Config{}, nil)
 	cfg := f.g.Config()
-	cfg.Commands = map[string]CommandConfig{"op": {Hedge: HedgeConfig{MaxHedges: 1, Delay: time.Millisecond, BudgetRatio: 1, Sleep: f.gate.sleep}}}
+	cfg.Commands = map[string]CommandConfig{"op": {Hedge: hedge.Config{MaxHedges: 1, Delay: time.Millisecond, BudgetRatio: 1, Sleep: f.gate.sleep}}}
 	done := f.call(context.Background())
 	first := receive(t, f.dep.runs, "an attempt without hedging")
 	first.release <- 1
@@ -407,7 +408,7 @@ func TestHedgeReconfigure(t *testing.T) {
 func TestConservationWithHedges(t *testing.T) {
 	bothStrategies(t, func(t *testing.T, s Strategy) {
 		reg, _ := newTestRegistry(t)
-		hc := HedgeConfig{MaxHedges: 2, Delay: time.Millisecond, BudgetRatio: 1,
+		hc := hedge.Config{MaxHedges: 2, Delay: time.Millisecond, BudgetRatio: 1,
 			Sleep: func(ctx context.Context, d time.Duration) error { runtime.Gosched(); return ctx.Err() }}
 		g, err := reg.NewGroup("deps", GroupConfig{Strategy: s, MaxConcurrent: 64, Timeout: NoTimeout,
 			Breaker: circuit.Config{Mode: circuit.ForcedClosed}, CommandBreaker: circuit.Config{Mode: circuit.ForcedClosed},

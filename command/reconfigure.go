@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/command/hedge"
 	"github.com/bulwark-go/bulwark/command/priority"
 	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/internal/confdiff"
@@ -53,7 +54,7 @@ type commandSettings struct {
 
 	instanceWarmUp time.Duration  // the group's InstanceWarmUp; 0: off; sets limited
 	coalesce       bool           // the command's Coalesce
-	hedge          *HedgeConfig   // the command's Hedge, defaults applied; nil: off; sets limited
+	hedge          *hedge.Config  // the command's Hedge, defaults applied; nil: off; sets limited
 	throttle       *throttler     // the group's client-side throttle; nil: off
 	adaptive       *adaptiveLimit // the group's adaptive concurrency limit; nil: off; sets limited
 }
@@ -95,8 +96,8 @@ func (c *GroupConfig) commandSettings(name string, clock metrics.Clock, readOnly
 		s.slowCall = cc.Breaker.SlowCallDuration
 	}
 	s.coalesce = cc.Coalesce
-	if cc.Hedge.enabled() {
-		h := cc.Hedge.withDefaults()
+	if hedgeOn(cc.Hedge) {
+		h := hedgeDefaults(cc.Hedge)
 		s.hedge, s.limited = &h, true
 	}
 	return s

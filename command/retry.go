@@ -213,7 +213,7 @@ func (b *retryBudget) admit(g *Group, rc *retry.Config, now time.Duration) bool 
 	for _, c := range g.commands.Load().names.all() {
 		n := c.metrics.CountsOf(now, callEvents)
 		calls += Calls(n)
-		retries += n[metrics.Retried] + n[metrics.Hedged] // hedges share the budget (HedgeConfig)
+		retries += n[metrics.Retried] + n[metrics.Hedged] // hedges share the budget (hedge.Config)
 	}
 	// The attempt that failed is recorded after this decision: it is one
 	// more call. The pending retries are recorded after it too: each is one

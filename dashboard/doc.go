@@ -142,7 +142,7 @@
 //     event's rollingCountCoalesced. Hystrix counts no other outcome for
 //     such a call, nor does bulwark: its one primary outcome is COALESCED.
 //   - HEDGED, an attempt of a hedged call whose answer the caller did not
-//     take (see command.HedgeConfig), is left out of the Hystrix event as
+//     take (see package command/hedge), is left out of the Hystrix event as
 //     RETRIED is: the attempt is already in the key of its own outcome. The
 //     native event has it (rollingCountHedged).
 //   - both timeout keys carry the command's timeout (0 when it has none);

@@ -183,7 +183,7 @@ type bulwarkCommand struct {
 	// as semaphore rejections in the Hystrix event.
 	RollingCountPriorityRejected int64 `json:"rollingCountPriorityRejected"`
 	// RollingCountHedged counts the attempts of hedged calls whose answer
-	// the caller did not take (HEDGED, see command.HedgeConfig): the extra
+	// the caller did not take (HEDGED, see package command/hedge): the extra
 	// load hedging put on the dependency. Each is also counted with its
 	// own outcome.
 	RollingCountHedged int64 `json:"rollingCountHedged"`

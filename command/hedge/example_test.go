@@ -1,4 +1,4 @@
-package command_test
+package hedge_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/command/hedge"
 )
 
 // replicaRead is an idempotent read whose first call hangs (a slow replica)
@@ -25,11 +26,11 @@ func (l replicaRead) Run(ctx context.Context) (string, error) {
 
 // A command hedged after 10 ms: its first attempt hangs, the hedge answers,
 // and the first attempt is cancelled.
-func ExampleHedgeConfig() {
+func Example() {
 	reg := command.NewRegistry(command.RegistryConfig{})
 	defer reg.Close(context.Background())
 	g, err := reg.NewGroup("replicas", command.GroupConfig{Strategy: command.Semaphore, Timeout: command.NoTimeout,
-		Commands: map[string]command.CommandConfig{"lookup": {Hedge: command.HedgeConfig{MaxHedges: 1, Delay: 10 * time.Millisecond}}}})
+		Commands: map[string]command.CommandConfig{"lookup": {Hedge: hedge.Config{MaxHedges: 1, Delay: 10 * time.Millisecond}}}})
 	if err != nil {
 		fmt.Println(err)
 		return
