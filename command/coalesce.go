@@ -12,8 +12,11 @@ import (
 
 // Keyer is implemented by a command that says which of its calls may
 // share a Run (CommandConfig.Coalesce): calls of the same command with the
-// same key get the same answer. WithKey, when given, overrides it. A Key
-// that returns "" or panics (logged) leaves the call to run alone.
+// same Key get the same answer, so the Key must name everything the answer
+// depends on (getProfile{id: 7} returns "7"). A Key that returns "" or
+// panics (logged), or a command without one, leaves the call to run alone.
+// WithKey does not change it: WithKey is the caller's key for the rate
+// limit, and two requests of one caller must not share an answer.
 type Keyer interface {
 	Key() string
 }
@@ -77,10 +80,7 @@ func (k *commandCall[T, C]) coalesce(opts []Option) bool {
 	if _, own := k.ctx.(flightContext); own {
 		return false
 	}
-	key := keyOf(opts)
-	if key == "" {
-		key = k.g.keyOf(any(k.cmd))
-	}
+	key := k.g.keyOf(any(k.cmd))
 	if key == "" {
 		return false
 	}
@@ -120,7 +120,7 @@ func (k *commandCall[T, C]) coalesce(opts []Option) bool {
 	return true
 }
 
-// keyOf returns the key of a call of cmd without WithKey: its Key method's
+// keyOf returns the coalescing key of a call of cmd: its Key method's
 // (Keyer), or "". A panic in Key is logged and leaves "".
 func (g *Group) keyOf(cmd any) (key string) {
 	kr, ok := cmd.(Keyer)

@@ -14,6 +14,7 @@ import (
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command/fallback"
 	"github.com/bulwark-go/bulwark/metrics"
+	"github.com/bulwark-go/bulwark/ratelimit"
 )
 
 // gate is a dependency whose calls block until it opens, counting them.
@@ -82,7 +83,7 @@ func TestCoalesceThousandCallsOneRun(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			vals[i], infos[i], errs[i] = ExecuteInfo(context.Background(), g, op[int]{"get", dep.run(42)}, WithKey("user:7"))
+			vals[i], infos[i], errs[i] = ExecuteInfo(context.Background(), g, keyedOp{op[int]{"get", dep.run(42)}, "user:7"})
 		}()
 	}
 	waitFor(t, "1,000 callers waiting", func() bool { return waiting[int](g, "get", "user:7") == n })
@@ -129,8 +130,31 @@ func (k keyed) Key() string                                  { return k.id }
 func (k keyed) Run(ctx context.Context) (int, error)         { return k.dep.run(len(k.id))(ctx) }
 func (k keyed) Fallback(context.Context, error) (int, error) { return -1, nil }
 
-// TestCoalesceByKey: calls share a Run only with calls of the same key
-// (WithKey, else Key), and a call without any key runs alone.
+// keyedOp, keyedFB and keyedDiscards are the tests' commands with a Key.
+type keyedOp struct {
+	op[int]
+	key string
+}
+
+func (k keyedOp) Key() string { return k.key }
+
+type keyedFB struct {
+	opFB[int]
+	key string
+}
+
+func (k keyedFB) Key() string { return k.key }
+
+type keyedDiscards struct {
+	countDiscards
+	key string
+}
+
+func (k keyedDiscards) Key() string { return k.key }
+
+// TestCoalesceByKey: calls share a Run only with calls of the same Key,
+// WithKey (the rate-limit key) does not change it, and a call without a Key
+// runs alone.
 func TestCoalesceByKey(t *testing.T) {
 	g := coalescingGroup(t)
 	dep := newGate()
@@ -149,21 +173,21 @@ func TestCoalesceByKey(t *testing.T) {
 	call(keyed{"a", dep})
 	call(keyed{"a", dep})
 	call(keyed{"bb", dep})
-	call(keyed{"cc", dep}, WithKey("bb")) // WithKey wins over Key (and both answer 2)
-	waitFor(t, "two flights of two", func() bool {
-		return waiting[int](g, "get", "a") == 2 && waiting[int](g, "get", "bb") == 2
+	call(keyed{"cc", dep}, WithKey("bb")) // its own Key, not WithKey's: a flight of its own
+	waitFor(t, "flights of two, one and one", func() bool {
+		return waiting[int](g, "get", "a") == 2 && waiting[int](g, "get", "bb") == 1 && waiting[int](g, "get", "cc") == 1
 	})
-	call(op[int]{"get", dep.run(9)}) // no key: alone
-	waitFor(t, "three Runs", func() bool { return dep.runs.Load() == 3 })
+	call(op[int]{"get", dep.run(9)}, WithKey("a")) // no Key: alone, whatever its WithKey
+	waitFor(t, "four Runs", func() bool { return dep.runs.Load() == 4 })
 	close(dep.open)
 	got := map[int]int{}
 	for range 5 {
 		a := receive(t, out, "an answer")
 		got[a.v]++
 	}
-	assert.Equal(t, map[int]int{1: 2, 2: 2, 9: 1}, got, "key a answers 1, key bb 2 (both calls), the keyless call 9")
-	assert.EqualValues(t, 3, dep.runs.Load())
-	assert.EqualValues(t, 2, counts(t, g, "get")[metrics.Coalesced])
+	assert.Equal(t, map[int]int{1: 2, 2: 2, 9: 1}, got, "key a answers 1 (both calls), keys bb and cc 2 each, the keyless call 9")
+	assert.EqualValues(t, 4, dep.runs.Load())
+	assert.EqualValues(t, 1, counts(t, g, "get")[metrics.Coalesced])
 }
 
 // TestCoalesceWaiterDeadlineHolds: a call that joins a flight keeps its own
@@ -174,7 +198,7 @@ func TestCoalesceWaiterDeadlineHolds(t *testing.T) {
 	dep := newGate()
 	leader := make(chan error, 1)
 	go func() {
-		_, err := Execute(context.Background(), g, op[int]{"get", dep.run(5)}, WithKey("k"))
+		_, err := Execute(context.Background(), g, keyedOp{op[int]{"get", dep.run(5)}, "k"})
 		leader <- err
 	}()
 	waitFor(t, "the flight", func() bool { return waiting[int](g, "get", "k") == 1 })
@@ -182,7 +206,7 @@ func TestCoalesceWaiterDeadlineHolds(t *testing.T) {
 		assert.ErrorIs(t, err, ErrTimeout)
 		return -1, nil
 	}}
-	v, info, err := ExecuteInfo(context.Background(), g, impatient, WithKey("k"), WithTimeout(20*time.Millisecond))
+	v, info, err := ExecuteInfo(context.Background(), g, keyedFB{impatient, "k"}, WithTimeout(20*time.Millisecond))
 	require.NoError(t, err)
 	assert.Equal(t, -1, v, "its own fallback")
 	assert.Equal(t, metrics.Timeout, info.Event)
@@ -211,14 +235,14 @@ func TestCoalesceLeaderLeaves(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	leader := make(chan Info, 1)
 	go func() {
-		_, info, err := ExecuteInfo(ctx, g, op[int]{"get", dep.run(5)}, WithKey("k"))
+		_, info, err := ExecuteInfo(ctx, g, keyedOp{op[int]{"get", dep.run(5)}, "k"})
 		assert.ErrorIs(t, err, context.Canceled)
 		leader <- info
 	}()
 	waitFor(t, "the flight", func() bool { return waiting[int](g, "get", "k") == 1 })
 	joined := make(chan int, 1)
 	go func() {
-		v, err := Execute(context.Background(), g, op[int]{"get", dep.run(5)}, WithKey("k"))
+		v, err := Execute(context.Background(), g, keyedOp{op[int]{"get", dep.run(5)}, "k"})
 		assert.NoError(t, err)
 		joined <- v
 	}()
@@ -318,7 +342,7 @@ func TestCoalesceSharesAFailedAnswer(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v, info, err := ExecuteInfo(context.Background(), g, cmd, WithKey("k"))
+			v, info, err := ExecuteInfo(context.Background(), g, keyedFB{cmd, "k"})
 			assert.NoError(t, err)
 			assert.Equal(t, -1, v)
 			if info.Degraded && info.Events.Has(metrics.FallbackSuccess) {
@@ -357,7 +381,7 @@ func TestCoalesceDiscardsAnUntakenValue(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	cmd := countDiscards{op[int]{"get", dep.run(3)}, &discarded}
-	_, err := Execute(ctx, g, cmd, WithKey("k"))
+	_, err := Execute(ctx, g, keyedDiscards{cmd, "k"})
 	require.ErrorIs(t, err, context.Canceled, "the caller had left")
 	close(dep.open)
 	waitFor(t, "the flight's end", func() bool { return Calls(counts(t, g, "get")) == 1 })
@@ -410,14 +434,15 @@ func TestCoalesceConservation(t *testing.T) {
 			defer wg.Done()
 			for i := range each {
 				ctx, cancel := context.WithCancel(context.Background())
-				opts := []Option{WithKey(string(rune('a' + (w+i)%4)))}
+				key := string(rune('a' + (w+i)%4))
+				var opts []Option
 				switch i % 5 {
 				case 1:
 					opts = append(opts, WithTimeout(time.Millisecond)) // a waiter that may time out
 				case 2:
 					time.AfterFunc(time.Millisecond, cancel) // a caller that leaves
 				}
-				_, info, _ := ExecuteInfo(ctx, g, cmd, opts...)
+				_, info, _ := ExecuteInfo(ctx, g, keyedFB{cmd, key}, opts...)
 				cancel()
 				if info.Event == metrics.Coalesced {
 					coalesced.Add(1)
@@ -435,4 +460,42 @@ func TestCoalesceConservation(t *testing.T) {
 	h := c.breaker.Snapshot().Health
 	assert.Equal(t, runs.Load(), h.Requests, "the breaker counted each Run once")
 	assert.Zero(t, c.hot.inFlight.Load())
+}
+
+// TestCoalesceIgnoresTheRateLimitKey: two different requests of one
+// caller (one WithKey, the caller's quota key) each run: WithKey is not a
+// coalescing key, while the caller's quota still counts both.
+func TestCoalesceIgnoresTheRateLimitKey(t *testing.T) {
+	reg, clock := newTestRegistry(t)
+	perKey, err := ratelimit.NewPerKey(ratelimit.PerKeyConfig{New: func(string) (ratelimit.Limiter, error) {
+		return ratelimit.NewTokenBucket(ratelimit.TokenBucketConfig{Rate: 1, Burst: 2, Clock: clock})
+	}})
+	require.NoError(t, err)
+	g, err := reg.NewGroup("inbound", GroupConfig{Strategy: Semaphore, MaxConcurrent: 10, Timeout: NoTimeout,
+		KeyedRateLimit: perKey, Commands: map[string]CommandConfig{"get": {Coalesce: true}}})
+	require.NoError(t, err)
+	dep := newGate()
+	answers := make(chan int, 2)
+	for _, v := range []int{1, 2} { // two requests of alice, for different things
+		go func() {
+			got, err := Execute(context.Background(), g, op[int]{"get", dep.run(v)}, WithKey("alice"))
+			assert.NoError(t, err)
+			answers <- got
+		}()
+	}
+	defer func() { // a failed waitFor must not leave the Runs blocking the registry's Close
+		select {
+		case <-dep.open:
+		default:
+			close(dep.open)
+		}
+	}()
+	waitFor(t, "both Runs", func() bool { return dep.runs.Load() == 2 })
+	assert.Zero(t, waiting[int](g, "get", "alice"), "no flight under the caller's key")
+	close(dep.open)
+	assert.ElementsMatch(t, []int{1, 2}, []int{receive(t, answers, "an answer"), receive(t, answers, "an answer")},
+		"each request its own answer")
+	_, info, _ := ExecuteInfo(context.Background(), g, op[int]{"get", succeed(3)}, WithKey("alice"))
+	assert.Equal(t, metrics.RateLimited, info.Event, "both requests used alice's burst of 2")
+	assert.Zero(t, counts(t, g, "get")[metrics.Coalesced])
 }

@@ -191,8 +191,8 @@
 // # Request coalescing
 //
 // A command with CommandConfig.Coalesce shares one Run among its
-// concurrent calls of the same key (WithKey, else its Key method, Keyer;
-// a call without a key runs alone): the singleflight pattern, Hystrix's
+// concurrent calls of the same key (its Key method, Keyer; a call without
+// a key runs alone, and WithKey, the rate limit's key, plays no part): the singleflight pattern, Hystrix's
 // collapser idea, against a stampede of identical reads. The first call
 // of a key starts a flight: its own call, made on a goroutine of its own
 // with the caller's context values but not its cancellation, through

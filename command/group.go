@@ -229,7 +229,7 @@ type CommandConfig struct {
 	// group's limiters (see GroupConfig.RateLimit). Default: none.
 	RateLimit ratelimit.Limiter
 	// Coalesce makes concurrent calls of this command with the same key
-	// (WithKey, else the command's Key method: Keyer) share one Run, its
+	// (the command's Key method: Keyer; not WithKey) share one Run, its
 	// answer handed to each of them: see "Request coalescing" in the
 	// package documentation. Calls without a key run alone. Only for
 	// commands whose answer depends on nothing but the key. Default

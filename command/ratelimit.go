@@ -75,7 +75,9 @@ func sameClock(a, b metrics.Clock) bool {
 
 // WithKey gives the call's key for the group's KeyedRateLimit (a caller, a
 // tenant). A call without WithKey has the key "": all such calls share one
-// quota, so a caller cannot escape its quota by leaving the key out.
+// quota, so a caller cannot escape its quota by leaving the key out. It is
+// only the rate limit's key: coalescing reads the command's own Key
+// (Keyer), so two requests of one caller never share an answer.
 func WithKey(key string) Option { return Option{key: key} }
 
 // limit is the first stage of an attempt: it refuses a call whose
