@@ -80,7 +80,7 @@ func (k *commandCall[T, C]) coalesce(opts []Option) bool {
 	if _, own := k.ctx.(flightContext); own {
 		return false
 	}
-	key := k.g.keyOf(any(k.cmd))
+	key := k.g.coalesceKey(any(k.cmd))
 	if key == "" {
 		return false
 	}
@@ -120,9 +120,10 @@ func (k *commandCall[T, C]) coalesce(opts []Option) bool {
 	return true
 }
 
-// keyOf returns the coalescing key of a call of cmd: its Key method's
-// (Keyer), or "". A panic in Key is logged and leaves "".
-func (g *Group) keyOf(cmd any) (key string) {
+// coalesceKey returns the coalescing key of a call of cmd: its Key
+// method's (Keyer), or "". A panic in Key is logged and leaves "". (The
+// rate limit's key is WithKey's: keyOf.)
+func (g *Group) coalesceKey(cmd any) (key string) {
 	kr, ok := cmd.(Keyer)
 	if !ok {
 		return ""

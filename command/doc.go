@@ -192,12 +192,12 @@
 //
 // A command with CommandConfig.Coalesce shares one Run among its
 // concurrent calls of the same key (its Key method, Keyer; a call without
-// a key runs alone, and WithKey, the rate limit's key, plays no part): the singleflight pattern, Hystrix's
-// collapser idea, against a stampede of identical reads. The first call
-// of a key starts a flight: its own call, made on a goroutine of its own
-// with the caller's context values but not its cancellation, through
-// every stage (limiters, breakers, bulkhead, retries, fallback) and
-// recorded once, with its own outcome, as that caller's call. Every call
+// a key runs alone, and WithKey, the rate limit's key, plays no part): the
+// singleflight pattern, Hystrix's collapser idea, against a stampede of
+// identical reads. The first call of a key starts a flight: its own call,
+// made on a goroutine of its own with the caller's context values but not
+// its cancellation, through every stage (limiters, breakers, bulkhead,
+// retries, fallback) and recorded once, with its own outcome, as that caller's call. Every call
 // of the key that comes while it runs waits for its answer (value, error,
 // degraded mark) and gets it as its own, with its own Info: its primary
 // outcome is COALESCED (and the fallback event of the answer it shares,
