@@ -197,8 +197,9 @@
 // identical reads. The first call of a key starts a flight: its own call,
 // made on a goroutine of its own with the caller's context values but not
 // its cancellation, through every stage (limiters, breakers, bulkhead,
-// retries, fallback) and recorded once, with its own outcome, as that caller's call. Every call
-// of the key that comes while it runs waits for its answer (value, error,
+// retries, fallback) and recorded once, with its own outcome, as that
+// caller's call. Every call of the key that comes while it runs waits for
+// its answer (value, error,
 // degraded mark) and gets it as its own, with its own Info: its primary
 // outcome is COALESCED (and the fallback event of the answer it shares,
 // if any), not counted by the breakers, so for N identical calls the
