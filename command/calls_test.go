@@ -24,7 +24,7 @@ func TestCallsCountsPrimaryOutcomesOnly(t *testing.T) {
 	require.NoError(t, err)
 
 	s := g.Snapshot().Commands[0].Metrics
-	assert.Equal(t, int64(2), Calls(s.Cumulative))
-	assert.Equal(t, int64(2), Calls(s.Counts))
+	assert.Equal(t, int64(2), s.Cumulative.Calls())
+	assert.Equal(t, int64(2), s.Counts.Calls())
 	assert.Equal(t, int64(1), s.Cumulative[metrics.FallbackSuccess])
 }

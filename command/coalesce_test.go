@@ -112,7 +112,7 @@ func TestCoalesceThousandCallsOneRun(t *testing.T) {
 	c := counts(t, g, "get")
 	assert.EqualValues(t, 1, c[metrics.Success])
 	assert.EqualValues(t, n-1, c[metrics.Coalesced])
-	assert.EqualValues(t, n, Calls(c), "one primary outcome per call")
+	assert.EqualValues(t, n, c.Calls(), "one primary outcome per call")
 	b, _ := g.CommandBreaker("get")
 	assert.EqualValues(t, 1, b.Snapshot().Health.Requests, "the command's breaker saw one call")
 	assert.EqualValues(t, 1, g.Breaker().Snapshot().Health.Requests, "the group's breaker saw one call")
@@ -219,7 +219,7 @@ func TestCoalesceWaiterDeadlineHolds(t *testing.T) {
 	assert.EqualValues(t, 1, c[metrics.Success])
 	assert.EqualValues(t, 1, c[metrics.Timeout])
 	assert.EqualValues(t, 1, c[metrics.FallbackSuccess])
-	assert.EqualValues(t, 2, Calls(c))
+	assert.EqualValues(t, 2, c.Calls())
 	b, _ := g.CommandBreaker("get")
 	h := b.Snapshot().Health
 	assert.EqualValues(t, 1, h.Requests, "the breaker saw the Run, not the waiter's timeout")
@@ -253,7 +253,7 @@ func TestCoalesceLeaderLeaves(t *testing.T) {
 	assert.True(t, info.Events.Has(metrics.ExceptionThrown))
 	close(dep.open)
 	assert.Equal(t, 5, receive(t, joined, "the joined call's answer"))
-	waitFor(t, "the flight recorded", func() bool { return Calls(counts(t, g, "get")) == 2 })
+	waitFor(t, "the flight recorded", func() bool { return counts(t, g, "get").Calls() == 2 })
 	c := counts(t, g, "get")
 	assert.EqualValues(t, 1, c[metrics.Success], "the Run, as the leader's call")
 	assert.EqualValues(t, 1, c[metrics.Coalesced])
@@ -320,7 +320,7 @@ func TestCoalesceStaleWhileRevalidate(t *testing.T) {
 	c := g.commands.Load().names.get("get").metrics.Cumulative() // the clock has left the window
 	assert.EqualValues(t, 51, c[metrics.Coalesced])
 	assert.EqualValues(t, 50, c[metrics.FallbackSuccess])
-	assert.EqualValues(t, 52, Calls(c))
+	assert.EqualValues(t, 52, c.Calls())
 }
 
 // TestCoalesceSharesAFailedAnswer: a Run that fails is retried or falls
@@ -384,7 +384,7 @@ func TestCoalesceDiscardsAnUntakenValue(t *testing.T) {
 	_, err := Execute(ctx, g, keyedDiscards{cmd, "k"})
 	require.ErrorIs(t, err, context.Canceled, "the caller had left")
 	close(dep.open)
-	waitFor(t, "the flight's end", func() bool { return Calls(counts(t, g, "get")) == 1 })
+	waitFor(t, "the flight's end", func() bool { return counts(t, g, "get").Calls() == 1 })
 	waitFor(t, "the value discarded", func() bool { return discarded.Load() == 1 })
 }
 
@@ -452,9 +452,9 @@ func TestCoalesceConservation(t *testing.T) {
 	}
 	wg.Wait()
 	c := g.commands.Load().names.get("get")
-	waitFor(t, "every flight recorded", func() bool { return Calls(c.metrics.Counts(0)) == goroutines*each })
+	waitFor(t, "every flight recorded", func() bool { return c.metrics.Counts(0).Calls() == goroutines*each })
 	n := c.metrics.Counts(0)
-	assert.EqualValues(t, goroutines*each, primaryCount(n), "one primary outcome per call")
+	assert.EqualValues(t, goroutines*each, n.Attempts(), "one primary outcome per call")
 	assert.Equal(t, coalesced.Load(), n[metrics.Coalesced])
 	assert.Positive(t, n[metrics.Coalesced])
 	h := c.breaker.Snapshot().Health

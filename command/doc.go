@@ -180,8 +180,8 @@
 // cancelled, and a value one returns anyway goes to Discard. Each attempt
 // goes through both breakers and the bulkhead and is recorded with its own
 // outcome (the breakers see it); the attempts whose answer the caller did
-// not take also carry HEDGED, so Calls counts the call once. Hedges share
-// the group's retry budget (RETRIED and HEDGED count together) under their
+// not take also carry HEDGED, so metrics.Counts.Calls counts the call
+// once. Hedges share the group's retry budget (RETRIED and HEDGED count together) under their
 // own BudgetRatio (default 5%), start only while both breakers are closed
 // (never beside a half-open probe, never on an open breaker), and are not
 // asked of the rate limiters. A hedged attempt runs on a goroutine of its

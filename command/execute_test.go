@@ -44,7 +44,7 @@ func TestExecuteSuccess(t *testing.T) {
 		assert.Equal(t, Info{Command: "get", Group: "deps", Event: metrics.Success, Events: events(metrics.Success), Attempts: 1}, info)
 		c := counts(t, g, "get")
 		assert.Equal(t, int64(1), c[metrics.Success])
-		assert.Equal(t, int64(1), primaryCount(c))
+		assert.Equal(t, int64(1), c.Attempts())
 		assert.Equal(t, int64(1), g.commands.Load().names.get("get").breaker.Snapshot().Health.Requests)
 		assert.Equal(t, int64(1), g.breaker.Snapshot().Health.Requests)
 	})

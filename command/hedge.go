@@ -271,8 +271,8 @@ func (k *commandCall[T, C]) answer(rc *race[T, C], a *commandCall[T, C], made in
 
 // lost records the attempt a of a hedged call whose answer the caller did
 // not take: its outcome in both breakers (record), and in the command's
-// metrics with HEDGED, an attempt of its own that Calls does not count as
-// a call; it is then no longer pending in the group's budget. A value it
+// metrics with HEDGED, an attempt of its own that metrics.Counts.Calls
+// does not count as a call; it is then no longer pending in the group's budget. A value it
 // returned goes to Discard.
 func (a *commandCall[T, C]) lost() {
 	a.record()

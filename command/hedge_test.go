@@ -182,8 +182,8 @@ func TestHedgeFirstSuccessWins(t *testing.T) {
 		n := f.counts()
 		assert.Equal(t, int64(1), n[metrics.Success])
 		assert.Equal(t, int64(1), n[metrics.Cancelled], "the loser, cancelled")
-		assert.Equal(t, int64(1), Calls(n), "one call")
-		assert.Equal(t, int64(2), primaryCount(n), "two attempts")
+		assert.Equal(t, int64(1), n.Calls(), "one call")
+		assert.Equal(t, int64(2), n.Attempts(), "two attempts")
 		assert.Zero(t, f.g.retries.pending.Load(), "nothing pending in the budget")
 	})
 }
@@ -213,7 +213,7 @@ func TestHedgeLateValueDiscarded(t *testing.T) {
 		f.mu.Unlock()
 		n := f.counts()
 		assert.Equal(t, int64(1), n[metrics.Cancelled], "a success after its cancellation is CANCELLED")
-		assert.Equal(t, int64(1), Calls(n))
+		assert.Equal(t, int64(1), n.Calls())
 	})
 }
 
@@ -231,7 +231,7 @@ func TestHedgeNotNeeded(t *testing.T) {
 	<-armed.ctx.Done() // the delay is called off
 	n := f.counts()
 	assert.Zero(t, n[metrics.Hedged])
-	assert.Equal(t, int64(1), primaryCount(n))
+	assert.Equal(t, int64(1), n.Attempts())
 	assert.Zero(t, f.g.retries.pending.Load())
 }
 
@@ -256,7 +256,7 @@ func TestHedgeFailuresWaitForTheRest(t *testing.T) {
 	require.Eventually(t, func() bool { return f.counts()[metrics.Hedged] == 2 }, 10*time.Second, time.Millisecond)
 	n := f.counts()
 	assert.Equal(t, int64(3), n[metrics.Failure])
-	assert.Equal(t, int64(1), Calls(n))
+	assert.Equal(t, int64(1), n.Calls())
 	assert.Equal(t, int64(3), f.g.Snapshot().Commands[0].Breaker.Health.Failures, "the breaker sees each attempt")
 }
 
@@ -334,7 +334,7 @@ func TestHedgeBudget(t *testing.T) {
 	}
 	n := f.counts()
 	window := f.g.Snapshot().Metrics.Window.Length.Seconds()
-	assert.Equal(t, int64(calls), Calls(n))
+	assert.Equal(t, int64(calls), n.Calls())
 	assert.LessOrEqual(t, float64(n[metrics.Hedged]), 0.05*calls+window+1)
 	assert.Positive(t, n[metrics.Hedged])
 	t.Logf("%d hedges for %d calls", n[metrics.Hedged], calls)
@@ -439,13 +439,13 @@ func TestConservationWithHedges(t *testing.T) {
 			10*time.Second, time.Millisecond)
 		n := g.Snapshot().Commands[0].Metrics.Cumulative
 		assert.Equal(t, int64(callers*each), outcomes.Load())
-		assert.Equal(t, int64(callers*each), Calls(n), "one outcome per call")
+		assert.Equal(t, int64(callers*each), n.Calls(), "one outcome per call")
 		// An attempt cancelled before its Run started (the call was
 		// answered) is recorded, CANCELLED, without a Run.
-		ran := primaryCount(n) - n[metrics.SemaphoreRejected] - n[metrics.ThreadPoolRejected] - n[metrics.QueueTimeout]
+		ran := n.Attempts() - n[metrics.SemaphoreRejected] - n[metrics.ThreadPoolRejected] - n[metrics.QueueTimeout]
 		assert.LessOrEqual(t, runs.Load(), ran, "a record per attempt: %v", n)
 		assert.GreaterOrEqual(t, runs.Load(), ran-n[metrics.Cancelled], "a record per attempt: %v", n)
-		assert.Equal(t, primaryCount(n)-int64(callers*each), n[metrics.Hedged], "every attempt but the call's is HEDGED")
+		assert.Equal(t, n.Attempts()-int64(callers*each), n[metrics.Hedged], "every attempt but the call's is HEDGED")
 		h := g.Snapshot().Commands[0].Breaker.Health
 		assert.Equal(t, n[metrics.Success]+n[metrics.Failure]+n[metrics.Timeout], h.Requests, "the breaker sees each attempt")
 		assert.Equal(t, valued.Load()-delivered.Load(), discards.Load(), "every value no caller got is discarded")

@@ -13,32 +13,10 @@ import (
 // tells our deadline from the caller's own cancellation or deadline.
 var errDeadline = errors.New("command: timeout")
 
-// primaries lists the primary outcomes: exactly one per attempt (per call
-// when it is not retried).
-var primaries = [...]metrics.Event{
-	metrics.Success, metrics.Failure, metrics.Timeout, metrics.BadRequest, metrics.ShortCircuited,
-	metrics.ThreadPoolRejected, metrics.SemaphoreRejected, metrics.Cancelled, metrics.QueueTimeout,
-	metrics.RateLimited, metrics.ReadOnly, metrics.Coalesced, metrics.Throttled, metrics.PriorityRejected,
-}
-
-// callEvents are the events Calls reads: the primary outcomes, RETRIED and
-// HEDGED.
-var callEvents = metrics.SetOf(append(primaries[:], metrics.Retried, metrics.Hedged)...)
-
-// primaryCount returns the number of attempts in c: the sum of its primary
-// outcomes (Calls leaves the retried ones out).
-func primaryCount(c metrics.Counts) int64 {
-	var n int64
-	for _, e := range primaries {
-		n += c[e]
-	}
-	return n
-}
-
-// degradedRate returns the number of calls in c (Calls: a retried call
+// degradedRate returns the number of calls in c (Counts.Calls: a retried call
 // once) and the share of them answered by a fallback (0 without calls).
 func degradedRate(c metrics.Counts) (calls int64, rate float64) {
-	if calls = Calls(c); calls > 0 {
+	if calls = c.Calls(); calls > 0 {
 		rate = float64(c[metrics.FallbackSuccess]) / float64(calls)
 	}
 	return calls, rate

@@ -205,7 +205,7 @@ func TestConservationUnderReconfigure(t *testing.T) {
 			seen := res.tallies[g.name+"/"+name]
 			require.NotNil(t, seen, name)
 			assert.Equal(t, seen.events, c.metrics.Counts(now), "%s/%s: window == what callers saw", g.name, name)
-			assert.Equal(t, seen.calls, primaryCount(seen.events), "%s/%s: one primary outcome per call", g.name, name)
+			assert.Equal(t, seen.calls, seen.events.Attempts(), "%s/%s: one primary outcome per call", g.name, name)
 			assert.Zero(t, c.hot.inFlight.Load())
 			assert.Zero(t, c.hot.detached.Load())
 			addCounts(&groupSeen, seen.events)

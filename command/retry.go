@@ -211,8 +211,8 @@ func (b *retryBudget) admit(g *Group, rc *retry.Config, now time.Duration) bool 
 	defer b.mu.Unlock()
 	var calls, retries int64
 	for _, c := range g.commands.Load().names.all() {
-		n := c.metrics.CountsOf(now, callEvents)
-		calls += Calls(n)
+		n := c.metrics.CountsOf(now, metrics.CallEvents)
+		calls += n.Calls()
 		retries += n[metrics.Retried] + n[metrics.Hedged] // hedges share the budget (hedge.Config)
 	}
 	// The attempt that failed is recorded after this decision: it is one
@@ -230,8 +230,8 @@ func (b *retryBudget) admit(g *Group, rc *retry.Config, now time.Duration) bool 
 
 // retried records in the command's metrics the attempt k.attempt, which
 // is being retried: its primary outcome (and probe events) and RETRIED: an
-// attempt of its own in the windows, which Calls does not count as a call;
-// the caller never sees it (no fallback, no EXCEPTION_THROWN). The retry is
+// attempt of its own in the windows, which metrics.Counts.Calls does not
+// count as a call; the caller never sees it (no fallback, no EXCEPTION_THROWN). The retry is
 // then no longer pending in the group's budget. It begins the next attempt,
 // whole and new, at a clock reading taken after the backoff retryAgain
 // waited. Only a failed attempt gets here, so a call that succeeds pays

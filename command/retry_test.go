@@ -178,7 +178,7 @@ func TestRetryPanicInIdempotentMeansNoRetry(t *testing.T) {
 	assert.Equal(t, 1, info.Attempts)
 	assert.Empty(t, sl.slept)
 	c := counts(t, g, "get")
-	assert.EqualValues(t, 1, primaryCount(c), "the call is counted")
+	assert.EqualValues(t, 1, c.Attempts(), "the call is counted")
 	assert.EqualValues(t, 1, c[metrics.ExceptionThrown])
 	assert.Zero(t, g.commands.Load().names.get("get").hot.inFlight.Load())
 }
@@ -314,7 +314,7 @@ func TestRetryNeverRetriesRefusalsBadRequestsOrCancellations(t *testing.T) {
 			assert.Equal(t, 1, info.Attempts)
 			assert.LessOrEqual(t, runs.Load(), int64(1))
 			assert.Empty(t, sl.slept, "no backoff: no retry")
-			assert.EqualValues(t, 1, primaryCount(counts(t, g, "get")), "one attempt counted")
+			assert.EqualValues(t, 1, counts(t, g, "get").Attempts(), "one attempt counted")
 		})
 	}
 }
@@ -395,7 +395,7 @@ func TestRetryCountsOneRetriedEventPerRetriedAttempt(t *testing.T) {
 		c = counts(t, g, "get")
 		assert.EqualValues(t, 4, c[metrics.Retried], "two more: the third attempt was the last")
 		assert.EqualValues(t, 5, c[metrics.Failure])
-		assert.EqualValues(t, primaryCount(c)-2, c[metrics.Retried], "attempts − calls == RETRIED")
+		assert.EqualValues(t, c.Attempts()-2, c[metrics.Retried], "attempts − calls == RETRIED")
 
 		_, _, err = ExecuteInfo(context.Background(), g, retryOp{name: "put", run: failing(100, errDep, &runs)})
 		require.ErrorIs(t, err, errDep)
@@ -611,8 +611,8 @@ func TestRetryCallsCountCallersNotAttempts(t *testing.T) {
 	require.Equal(t, 3, info.Attempts)
 
 	c := counts(t, g, "get")
-	assert.EqualValues(t, 3, primaryCount(c), "three attempts")
-	assert.EqualValues(t, 1, Calls(c), "one call")
+	assert.EqualValues(t, 3, c.Attempts(), "three attempts")
+	assert.EqualValues(t, 1, c.Calls(), "one call")
 	s := g.Snapshot()
 	require.Len(t, s.Commands, 1)
 	assert.InDelta(t, 1.0, s.Commands[0].DegradedRate, 1e-9, "the one call was degraded")

@@ -96,8 +96,8 @@ type CommandSnapshot struct {
 	Metrics metrics.Snapshot
 
 	// DegradedRate is the share of the window's calls answered with a
-	// fallback value: FALLBACK_SUCCESS / Calls (0 when the window is
-	// empty).
+	// fallback value: FALLBACK_SUCCESS / metrics.Counts.Calls (0 when the
+	// window is empty).
 	DegradedRate float64
 
 	// AlertTier is the alert tier the command's breaker has reached in its

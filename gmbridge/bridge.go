@@ -160,7 +160,7 @@ func commandMetrics(p string, g *command.Group, cmd string, c *snapshotCache, at
 			}
 			return int64(b.State())
 		}),
-		p + ".calls":    counterFunc(read(func(s *command.CommandSnapshot) int64 { return command.Calls(s.Metrics.Cumulative) })),
+		p + ".calls":    counterFunc(read(func(s *command.CommandSnapshot) int64 { return s.Metrics.Cumulative.Calls() })),
 		p + ".degraded": counterFunc(read(func(s *command.CommandSnapshot) int64 { return s.Metrics.Cumulative[metrics.FallbackSuccess] })),
 	}
 }

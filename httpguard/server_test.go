@@ -362,7 +362,7 @@ func TestMiddlewareConservation(t *testing.T) {
 	}
 	wg.Wait()
 	c := routeCounts(t, s, "GET /")
-	assert.EqualValues(t, requests, command.Calls(c), "one primary outcome per request: %v", c)
+	assert.EqualValues(t, requests, c.Calls(), "one primary outcome per request: %v", c)
 	assert.Equal(t, requests, seen[http.StatusOK]+seen[http.StatusInternalServerError]+seen[http.StatusServiceUnavailable], "%v", seen)
 	// A handler that answered after its deadline (on a loaded machine) is
 	// a TIMEOUT whose client got the handler's own answer; the slow ones

@@ -138,6 +138,36 @@ func (e Event) Label() string {
 // Counts holds one count per Event, indexed by the event.
 type Counts [NumEvents]int64
 
+// primaries are the primary outcomes: exactly one per attempt.
+var primaries = [...]Event{
+	Success, Failure, Timeout, BadRequest, ShortCircuited, ThreadPoolRejected, SemaphoreRejected,
+	Cancelled, QueueTimeout, RateLimited, ReadOnly, Coalesced, Throttled, PriorityRejected,
+}
+
+// CallEvents are the events Counts.Calls reads: the primary outcomes,
+// Retried and Hedged. Rolling.CountsOf with it counts what Calls needs.
+var CallEvents = SetOf(append(primaries[:], Retried, Hedged)...)
+
+// Attempts returns the number of attempts counted in c: the sum of its
+// primary outcomes, the one outcome each attempt has.
+func (c Counts) Attempts() int64 {
+	var n int64
+	for _, e := range primaries {
+		n += c[e]
+	}
+	return n
+}
+
+// Calls returns the number of callers' calls counted in c: its Attempts
+// less its Retried and Hedged ones. A call retried twice made three attempts
+// and counts once (see package command/retry), and so does a call that made
+// two hedges (see package command/hedge). An attempt and its Retried or
+// Hedged are recorded together, so a window never holds more of them than
+// attempts. Given a snapshot's Cumulative counts it is the number of calls
+// since the command was created, a counter that never decreases (what an
+// exporter such as the prom module publishes as calls_total).
+func (c Counts) Calls() int64 { return c.Attempts() - c[Retried] - c[Hedged] }
+
 // EventSet is a set of events: bit e stands for Event e. A call's events (its
 // primary outcome, Slow, a fallback event, ExceptionThrown) travel as one
 // EventSet, and Rolling.Record counts them in one bucket lookup. The zero

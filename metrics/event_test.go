@@ -15,3 +15,19 @@ func TestEventLabels(t *testing.T) {
 	}
 	assert.Equal(t, strings.ToLower(NumEvents.String()), NumEvents.Label())
 }
+
+// Attempts sums the primary outcomes only; Calls leaves out the attempts
+// marked RETRIED or HEDGED, and CallEvents holds every event they read.
+func TestCountsCallsAndAttempts(t *testing.T) {
+	var c Counts
+	c[Success], c[Failure], c[Timeout], c[ShortCircuited] = 3, 2, 1, 4
+	c[Retried], c[Hedged] = 2, 1
+	c[FallbackSuccess], c[ExceptionThrown], c[Slow], c[Probe] = 5, 1, 2, 1
+	assert.Equal(t, int64(10), c.Attempts(), "3+2+1+4 primary outcomes")
+	assert.Equal(t, int64(7), c.Calls(), "10 attempts, 3 of them retried or hedged")
+	for e := range NumEvents {
+		var one Counts
+		one[e] = 1
+		assert.Equal(t, one.Attempts() == 1 || e == Retried || e == Hedged, CallEvents.Has(e), "%v", e)
+	}
+}

@@ -235,7 +235,7 @@ func (o out) command(c command.CommandSnapshot) {
 			o.counter(eventsDesc, float64(n), c.Group, c.Name, e.Label())
 		}
 	}
-	o.counter(callsDesc, float64(command.Calls(m.Cumulative)), c.Group, c.Name)
+	o.counter(callsDesc, float64(m.Cumulative.Calls()), c.Group, c.Name)
 	o.gauge(inFlightDesc, float64(c.InFlight), c.Group, c.Name)
 	o.gauge(alarmDesc, oneIf(c.DegradedAlarm), c.Group, c.Name)
 	o.window(c, "total", m.Total, total)

@@ -67,7 +67,7 @@ func TestClientPassesTheServersAnswersThrough(t *testing.T) {
 			assert.Equal(t, int64(1), n[metrics.Success])
 			assert.Equal(t, int64(1), n[metrics.Failure])
 			assert.Equal(t, int64(1), n[metrics.BadRequest])
-			assert.Equal(t, int64(3), command.Calls(n))
+			assert.Equal(t, int64(3), n.Calls())
 			b, _ := g.CommandBreaker(unaryMethod)
 			assert.Equal(t, int64(2), b.Snapshot().Health.Requests, "the bad request is not counted by the breaker")
 		})
@@ -279,8 +279,8 @@ func TestClientGroups(t *testing.T) {
 	_, err = byTarget.EmptyCall(context.Background(), &testgrpc.Empty{})
 	require.NoError(t, err)
 	g := group(t, reg, "dns:///"+addr)
-	assert.Equal(t, int64(1), command.Calls(counts(t, g, unaryMethod)))
-	assert.Equal(t, int64(1), command.Calls(counts(t, g, emptyMethod)))
+	assert.Equal(t, int64(1), counts(t, g, unaryMethod).Calls())
+	assert.Equal(t, int64(1), counts(t, g, emptyMethod).Calls())
 	assert.Equal(t, "dns:///"+addr, c.GroupName(conn.CanonicalTarget(), emptyMethod))
 
 	// A group created beforehand is used as is.
@@ -289,13 +289,13 @@ func TestClientGroups(t *testing.T) {
 	passthrough := testgrpc.NewTestServiceClient(dial(t, "passthrough:///"+addr, grpc.WithUnaryInterceptor(c2.Unary)))
 	_, err = passthrough.UnaryCall(context.Background(), &testgrpc.SimpleRequest{})
 	require.NoError(t, err)
-	assert.Equal(t, int64(1), command.Calls(counts(t, mine, unaryMethod)))
+	assert.Equal(t, int64(1), counts(t, mine, unaryMethod).Calls())
 
 	byMethod, c3, conn3 := guarded(t, reg, addr, ClientConfig{GroupBy: ByMethod})
 	_, err = byMethod.EmptyCall(context.Background(), &testgrpc.Empty{})
 	require.NoError(t, err)
 	assert.Equal(t, "dns:///"+addr+emptyMethod, c3.GroupName(conn3.CanonicalTarget(), emptyMethod))
-	assert.Equal(t, int64(1), command.Calls(counts(t, group(t, reg, "dns:///"+addr+emptyMethod), emptyMethod)))
+	assert.Equal(t, int64(1), counts(t, group(t, reg, "dns:///"+addr+emptyMethod), emptyMethod).Calls())
 }
 
 func TestClientBoundsItsGroups(t *testing.T) {

@@ -130,7 +130,7 @@ func conserve(t *testing.T, strategy command.Strategy) {
 		}
 	}
 	assert.Equal(t, int64(goroutines*calls), total, "every call returned once")
-	assert.Equal(t, total, command.Calls(n), "and has one outcome")
+	assert.Equal(t, total, n.Calls(), "and has one outcome")
 	for _, ev := range []metrics.Event{metrics.Success, metrics.Failure, metrics.Timeout, metrics.BadRequest, metrics.Cancelled} {
 		assert.Positive(t, seen[ev].Load(), "the mix produced %v", ev)
 	}
@@ -140,6 +140,6 @@ func conserve(t *testing.T, strategy command.Strategy) {
 	sg, err := s.Group(unaryMethod)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		return command.Calls(counts(t, sg, unaryMethod)) == reached.Load()
-	}, 10*time.Second, time.Millisecond, "server calls %d, reached %d", command.Calls(counts(t, sg, unaryMethod)), reached.Load())
+		return counts(t, sg, unaryMethod).Calls() == reached.Load()
+	}, 10*time.Second, time.Millisecond, "server calls %d, reached %d", counts(t, sg, unaryMethod).Calls(), reached.Load())
 }

@@ -69,7 +69,7 @@ func TestStreamOutlivesTheGroupTimeout(t *testing.T) {
 
 			g := group(t, reg, conn.CanonicalTarget())
 			assert.Equal(t, int64(2), counts(t, g, outputMethod)[metrics.Success], "two establishments")
-			assert.Equal(t, int64(2), command.Calls(counts(t, g, outputMethod)), "the stream's end is no second outcome")
+			assert.Equal(t, int64(2), counts(t, g, outputMethod).Calls(), "the stream's end is no second outcome")
 			assert.Equal(t, int64(1), counts(t, g, duplexMethod)[metrics.Success])
 		})
 	}

@@ -158,7 +158,7 @@ func (m *Metrics) observeGroup(o metric.Observer, g command.GroupSnapshot, gattr
 		for e := range metrics.NumEvents {
 			o.ObserveInt64(i.events, c.Metrics.Cumulative[e], with(ca, KeyEvent.String(e.Label())))
 		}
-		o.ObserveInt64(i.calls, command.Calls(c.Metrics.Cumulative), cs)
+		o.ObserveInt64(i.calls, c.Metrics.Cumulative.Calls(), cs)
 		o.ObserveInt64(i.inFlight, c.InFlight, cs)
 		o.ObserveInt64(i.detached, c.Detached, cs)
 		o.ObserveFloat64(i.degraded, c.DegradedRate, cs)
