@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -100,16 +101,26 @@ func TestFleetQuorumFollowOpensHealthyInstances(t *testing.T) {
 }
 
 // Two failing instances are not enough when the fleet's calls, summed,
-// are mostly healthy: the quorum's ratio is over the whole fleet.
+// are mostly healthy: the quorum's ratio is over the whole fleet. c's
+// successes are in Redis before a and b fail: a sync that read c's window
+// while c was still calling would rightly open on the failures beside a
+// few of c's successes (TestFleetTripsOnSharedWindow's case).
 func TestFleetQuorumRatioIsOverTheWholeFleet(t *testing.T) {
-	ins := fleetOf(t, redistest.Shared(t), 3, breakerConfig(time.Minute), nil)
+	addr := redistest.Shared(t)
+	ins := fleetOf(t, addr, 3, breakerConfig(time.Minute), nil)
 	a, b, c := ins[0], ins[1], ins[2]
+	for range 100 {
+		c.call(false)
+	}
+	rc, base := client(t, addr), c.member().base
+	eventually(t, 5*time.Second, func() bool {
+		s, err := rc.HGet(context.Background(), base+":w", c.name).Result()
+		f := strings.Fields(s) // "v2 epoch at success failure timeout slow"
+		return err == nil && len(f) == 7 && f[3] == "100"
+	}, "c's 100 successes never reached Redis")
 	for range 8 {
 		a.call(true) // 16 failures in all, below MinRequests alone
 		b.call(true)
-	}
-	for range 100 {
-		c.call(false)
 	}
 	time.Sleep(5 * testInterval)
 	for _, in := range ins {
