@@ -231,8 +231,9 @@ func (b *retryBudget) admit(g *Group, rc *retry.Config, now time.Duration) bool 
 // retried records in the command's metrics the attempt k.attempt, which
 // is being retried: its primary outcome (and probe events) and RETRIED: an
 // attempt of its own in the windows, which metrics.Counts.Calls does not
-// count as a call; the caller never sees it (no fallback, no EXCEPTION_THROWN). The retry is
-// then no longer pending in the group's budget. It begins the next attempt,
+// count as a call; the caller never sees it (no fallback, no
+// EXCEPTION_THROWN). The retry is then no longer pending in the group's
+// budget. It begins the next attempt,
 // whole and new, at a clock reading taken after the backoff retryAgain
 // waited. Only a failed attempt gets here, so a call that succeeds pays
 // nothing for retries.
