@@ -31,9 +31,18 @@ func (l *latencies) moveTo(t *latencyTotals) {
 
 // take empties h into a, and into also when it is not nil. Each bin is
 // swapped out, so a record racing the move is counted once, here or in h.
+// The sum goes first: a record adds its bin, then its sum, so a record
+// racing the move can leave its sum behind (taken by the next move, and
+// seen by add), never a bin without a sum, which add and the next take
+// would skip as empty.
 func (a *histAccumulator) take(h *Histogram, also *histAccumulator) {
 	if h.sum.Load() == 0 && h.bins[0].Load() == 0 {
 		return // empty: see add
+	}
+	sum := h.sum.Swap(0)
+	a.addSum(sum)
+	if also != nil {
+		also.addSum(sum)
 	}
 	for i := range h.bins {
 		if c := h.bins[i].Swap(0); c != 0 {
@@ -44,11 +53,25 @@ func (a *histAccumulator) take(h *Histogram, also *histAccumulator) {
 			}
 		}
 	}
-	sum := h.sum.Swap(0)
-	a.addSum(sum)
-	if also != nil {
-		also.addSum(sum)
+}
+
+// record adds one call's latencies to t as Rolling.Record adds them to a
+// bucket (a negative latency is not recorded). The ring's mutex must be
+// held.
+func (t *latencyTotals) record(run, total time.Duration) {
+	if run >= 0 {
+		t.run.record(int64(run))
 	}
+	if total >= 0 {
+		t.total.record(int64(total))
+	}
+}
+
+// record adds the latency v (v >= 0), in nanoseconds, to a.
+func (a *histAccumulator) record(v int64) {
+	v = min(v, maxValue)
+	a.bins[binOf(v)]++
+	a.addSum(v)
 }
 
 // Distribution is the distribution of every latency a ring recorded since it

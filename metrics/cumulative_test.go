@@ -65,6 +65,25 @@ func TestDistributionCountsAtOrBelow(t *testing.T) {
 	}
 }
 
+// TestCumulativeLatencyKeepsLateCalls: a call recorded at an instant older
+// than the window (its writer read the clock a whole window ago) counts
+// since creation, latencies included, and not in the window.
+func TestCumulativeLatencyKeepsLateCalls(t *testing.T) {
+	r := newRing(t, true)
+	r.Record(2*time.Second, SetOf(Success), 3*time.Millisecond, 3*time.Millisecond)
+	r.Record(0, SetOf(Failure), 5*time.Millisecond, 7*time.Millisecond) // too late for any bucket
+	r.Record(0, SetOf(ShortCircuited), NoLatency, time.Millisecond)
+	s := r.Snapshot(2 * time.Second)
+	assert.Equal(t, Counts{Success: 1}, s.Counts)
+	assert.Equal(t, Counts{Success: 1, Failure: 1, ShortCircuited: 1}, s.Cumulative)
+	assert.EqualValues(t, 1, s.Run.Count, "the window holds the timely call only")
+	run, total := r.CumulativeLatency()
+	assert.EqualValues(t, 2, run.Count())
+	assert.Equal(t, 8*time.Millisecond, run.Sum())
+	assert.EqualValues(t, 3, total.Count())
+	assert.Equal(t, 11*time.Millisecond, total.Sum())
+}
+
 // TestCumulativeLatencyExactUnderRotation: writers racing rotations and
 // Resets lose no latency and the cumulative count never goes down.
 func TestCumulativeLatencyExactUnderRotation(t *testing.T) {

@@ -121,8 +121,9 @@ type Rolling struct {
 	mu     sync.Mutex // serialises bucket rotation, Reset and Cumulative
 
 	// foldedLat holds the latencies rotation and Reset moved out of the
-	// buckets, as folded does the counts (see CumulativeLatency); nil on a
-	// ring without latency. Guarded by mu.
+	// buckets, and those of calls too late for any bucket, as folded does
+	// the counts (see CumulativeLatency); nil on a ring without latency.
+	// Guarded by mu.
 	foldedLat *latencyTotals
 
 	// sums holds the running sums of the window's latencies (see
@@ -243,11 +244,13 @@ const NoLatency time.Duration = -1
 // event in events (in the window and cumulatively), and, on a ring created
 // with latency, the run latency and the total latency. A negative latency
 // (NoLatency) is not recorded: pass NoLatency as run for a call whose Run did
-// not return before the caller was answered.
+// not return before the caller was answered. A call at an instant older than
+// the window's oldest bucket counts cumulatively only (Cumulative,
+// CumulativeLatency), as if its bucket had already left the window.
 func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Duration) {
 	b := r.at(now)
 	if b == nil {
-		r.late(events)
+		r.late(events, run, total)
 		return
 	}
 	for s := uint32(events); s != 0; s &= s - 1 {
@@ -268,10 +271,17 @@ func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Dur
 	}
 }
 
-// late counts events too old for any bucket: cumulatively only.
-func (r *Rolling) late(events EventSet) {
+// late counts events too old for any bucket, and on a ring with latency
+// their latencies (NoLatency: none), cumulatively only: a call whose
+// instant has left the window still counts since creation.
+func (r *Rolling) late(events EventSet, run, total time.Duration) {
 	for s := uint32(events); s != 0; s &= s - 1 {
 		r.folded[bits.TrailingZeros32(s)].Add(1)
+	}
+	if r.foldedLat != nil && (run >= 0 || total >= 0) {
+		r.mu.Lock()
+		r.foldedLat.record(run, total)
+		r.mu.Unlock()
 	}
 }
 
