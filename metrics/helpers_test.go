@@ -7,13 +7,7 @@ import "time"
 // Record.
 
 // Add counts one event at instant now, in the window and cumulatively.
-func (r *Rolling) Add(now time.Duration, e Event) {
-	if b := r.at(now); b != nil {
-		b.counts[e].Add(1)
-	} else {
-		r.folded[e].Add(1)
-	}
-}
+func (r *Rolling) Add(now time.Duration, e Event) { r.RecordCounts(now, SetOf(e)) }
 
 // ObserveRun records a run-time latency at instant now, as Histogram.Record
 // does (a negative d counts as zero). It does nothing on a ring created

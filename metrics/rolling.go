@@ -253,9 +253,7 @@ func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Dur
 		r.late(events, run, total)
 		return
 	}
-	for s := uint32(events); s != 0; s &= s - 1 {
-		b.counts[bits.TrailingZeros32(s)].Add(1)
-	}
+	b.add(events)
 	if l := b.lat; l != nil {
 		switch {
 		case run >= 0 && run == total:
@@ -268,6 +266,26 @@ func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Dur
 		case total >= 0:
 			apart(&l.total).record(int64(total))
 		}
+	}
+}
+
+// RecordCounts counts one call at instant now, every event in events (in
+// the window and cumulatively), and no latency: Record with NoLatency for
+// both, without the latency path, for the rings that keep none (a
+// breaker's window, a sliding-window limit).
+func (r *Rolling) RecordCounts(now time.Duration, events EventSet) {
+	b := r.at(now)
+	if b == nil {
+		r.late(events, NoLatency, NoLatency)
+		return
+	}
+	b.add(events)
+}
+
+// add counts every event in events in b.
+func (b *bucket) add(events EventSet) {
+	for s := uint32(events); s != 0; s &= s - 1 {
+		b.counts[bits.TrailingZeros32(s)].Add(1)
 	}
 }
 

@@ -370,7 +370,7 @@ func (c *settings) add(now time.Duration, o metrics.Event, latency time.Duration
 	if slow {
 		events.Add(metrics.Slow)
 	}
-	c.window.Record(now, events, metrics.NoLatency, metrics.NoLatency)
+	c.window.RecordCounts(now, events)
 	return slow
 }
 

@@ -53,7 +53,7 @@ func (w *Window) AdmitAt(now time.Duration) error {
 	if w.ring.Count(now, metrics.Success) >= w.limit {
 		return w.refuse(w.width - mod(now, w.width))
 	}
-	w.ring.Record(now, admitted, metrics.NoLatency, metrics.NoLatency)
+	w.ring.RecordCounts(now, admitted)
 	return nil
 }
 
