@@ -213,7 +213,10 @@ func TestHealthCheckScheduled(t *testing.T) {
 	r.run("=open")
 	p.healthy.Store(true)
 	require.Eventually(t, func() bool { return r.b.State() == HalfOpen }, 10*time.Second, time.Millisecond)
-	assert.Equal(t, ReasonHealthCheck, r.reasons()[1])
+	// The checker's goroutine reports the transition after applying it:
+	// State can show it first.
+	require.Eventually(t, func() bool { return len(r.reasons()) == 2 }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, []Reason{ReasonErrorRatio, ReasonHealthCheck}, r.reasons())
 	require.Eventually(t, r.checkerGone, 10*time.Second, time.Millisecond, "the goroutine leaves with the open state")
 	assert.False(t, p.overlap.Load(), "checks never overlap")
 
