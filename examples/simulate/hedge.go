@@ -485,10 +485,19 @@ func (p HedgeParams) replay(mode string, hc hedge.Config, outage string) (HedgeR
 }
 
 // quiescence tells when every goroutine of the process but the caller's
-// is blocked: none is running, runnable or in a system call (but the
-// ones os/signal and a CPU profile keep waiting there), as runtime.Stack
-// shows them.
+// is blocked: waiting on a channel, a lock, a timer or the network (the
+// states of blocked, listed below), as runtime.Stack shows them. Any
+// other state, running, runnable, in a system call (but the ones os/signal
+// and a CPU profile keep waiting there), preempted or waiting for the
+// garbage collector, means a goroutine that goes on by itself.
 type quiescence struct{ buf []byte }
+
+// blocked is the goroutine states (runtime.Stack's wait reasons) that
+// only another goroutine, a timer or the network ends.
+var blocked = map[string]bool{"chan receive": true, "chan send": true, "chan receive (nil chan)": true,
+	"chan send (nil chan)": true, "select": true, "select (no cases)": true, "sync.Mutex.Lock": true,
+	"sync.RWMutex.RLock": true, "sync.RWMutex.Lock": true, "sync.WaitGroup.Wait": true, "sync.Cond.Wait": true,
+	"semacquire": true, "sleep": true, "IO wait": true, "finalizer wait": true, "cleanup wait": true}
 
 func newQuiescence() *quiescence { return &quiescence{buf: make([]byte, 1<<16)} }
 
@@ -521,13 +530,12 @@ func (q *quiescence) quiet() bool {
 		}
 		state, _, _ := bytes.Cut(rest, []byte("]"))
 		state, _, _ = bytes.Cut(state, []byte(","))
-		switch string(state) {
-		case "running", "runnable", "preempted", "copystack", "idle":
+		switch {
+		case blocked[string(state)]:
+		case string(state) == "syscall" &&
+			(bytes.Contains(b, []byte("os/signal.signal_recv")) || bytes.Contains(b, []byte("runtime/pprof.readProfile"))):
+		default:
 			return false
-		case "syscall":
-			if !bytes.Contains(b, []byte("os/signal.signal_recv")) && !bytes.Contains(b, []byte("runtime/pprof.readProfile")) {
-				return false
-			}
 		}
 	}
 	return true
