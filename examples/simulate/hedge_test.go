@@ -64,3 +64,14 @@ func TestHedgeScenarioIsDeterministic(t *testing.T) {
 	assert.Equal(t, a.String(), b.String())
 	assert.Contains(t, a.String(), "hedge p95")
 }
+
+// TestHedgeScenarioFlags: -scenario hedge takes -duration, refuses a bad
+// one and the other scenarios' flags, before running anything.
+func TestHedgeScenarioFlags(t *testing.T) {
+	for _, args := range [][]string{{"-duration", "0s"}, {"-duration", "2h"}, {"-rate", "10"}, {"-qps", "10"}} {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, 2, run(append([]string{"-scenario", "hedge"}, args...), &stdout, &stderr), args)
+		assert.Empty(t, stdout.String(), args)
+		assert.Contains(t, stderr.String(), args[0], args)
+	}
+}
