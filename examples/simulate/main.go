@@ -42,6 +42,13 @@
 // (adaptive.Config): goodput, p99 and the limit over time. See
 // AdaptiveParams and docs/adaptive-limit.md.
 //
+// -scenario hedge offers a dependency with a long tail (2% of attempts
+// take 20 times the median) calls through a bulwark group without and
+// with hedged requests (hedge.Config), and tells the callers' latency
+// percentiles and the extra load; then an outage, and the hedges started
+// during it, before and after the breakers opened. See HedgeParams and
+// docs/hedging.md.
+//
 //	go run ./examples/simulate                 # the outage table
 //	go run ./examples/simulate -json           # one JSON object, run with the breaker
 //	go run ./examples/simulate -json -breaker=false
@@ -52,6 +59,7 @@
 //	go run ./examples/simulate -scenario confidence -confidence 0.99
 //	go run ./examples/simulate -scenario throttle
 //	go run ./examples/simulate -scenario adaptive
+//	go run ./examples/simulate -scenario hedge
 //
 // Operating policies (see Policies): -halfopen-failures, -ramp and
 // -ramp-up, -warmup and -health-check, and the open duration's backoff
@@ -95,6 +103,7 @@ const (
 	scenarioThrottle   = "throttle"
 	scenarioPriority   = "priority"
 	scenarioAdaptive   = "adaptive"
+	scenarioHedge      = "hedge"
 )
 
 // run is the command: it parses args, simulates and prints. It returns the
@@ -114,8 +123,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			owner[n] = scenario
 		}
 	}
-	scenario := fs.String("scenario", scenarioOutage, "`NAME` of the scenario: outage, chain, coalesce, confidence, throttle, priority or adaptive")
-	duration := fs.Duration("duration", 0, "length of the simulated run (default 10s for outage, 60s for chain, 5s for coalesce)")
+	scenario := fs.String("scenario", scenarioOutage, "`NAME` of the scenario: outage, chain, coalesce, confidence, throttle, priority, adaptive or hedge")
+	duration := fs.Duration("duration", 0, "length of the simulated run (default 10s for outage, 60s for chain, 5s for coalesce, 60s for the tail runs of hedge)")
 	fs.DurationVar(&p.Window, "window", p.Window, "breaker window length (chain: default 5s)")
 	fs.IntVar(&p.Buckets, "buckets", p.Buckets, "breaker window buckets")
 	fs.IntVar(&p.MinRequests, "min-requests", p.MinRequests, "calls in the window before the breaker may trip")
@@ -186,8 +195,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return fail(fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0)))
 	}
-	if !slices.Contains([]string{scenarioOutage, scenarioChain, scenarioCoalesce, scenarioConfidence, scenarioThrottle, scenarioPriority, scenarioAdaptive}, *scenario) {
-		return fail(fmt.Errorf("%w: -scenario %q must be outage, chain, coalesce, confidence, throttle, priority or adaptive", errUsage, *scenario))
+	if !slices.Contains([]string{scenarioOutage, scenarioChain, scenarioCoalesce, scenarioConfidence, scenarioThrottle, scenarioPriority, scenarioAdaptive, scenarioHedge}, *scenario) {
+		return fail(fmt.Errorf("%w: -scenario %q must be outage, chain, coalesce, confidence, throttle, priority, adaptive or hedge", errUsage, *scenario))
 	}
 	var misplaced error
 	set := map[string]bool{}
@@ -209,6 +218,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return fail(fmt.Errorf("%w: -duration does not apply to -scenario adaptive (its phases are fixed: see AdaptiveParams)", errUsage))
 		}
 		err = runAdaptive(DefaultAdaptiveParams(), stdout)
+	} else if *scenario == scenarioHedge {
+		hp := DefaultHedgeParams()
+		if set["duration"] {
+			hp.Duration = *duration
+		}
+		err = runHedge(hp, stdout)
 	} else if *scenario == scenarioCoalesce {
 		coal := DefaultCoalesceParams()
 		if set["duration"] {
