@@ -67,7 +67,9 @@
 // then also tells the recovery lag and the calls forwarded in the 30 s
 // after the outage. The chain scenario's breakers default to the source's
 // configuration (window 5s, open 30s doubling to at most 60s) unless these
-// flags say otherwise:
+// flags say otherwise. The breaker flags (-window to -probe-successes) and
+// these apply to the outage, chain and confidence scenarios; the others set
+// their own breakers and refuse them:
 //
 //	go run ./examples/simulate -open 5s -outage 2s-10s -duration 20s -health-check 500ms
 //	go run ./examples/simulate -duration 40s -ramp-up 30s -ramp doubling
@@ -198,11 +200,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if !slices.Contains([]string{scenarioOutage, scenarioChain, scenarioCoalesce, scenarioConfidence, scenarioThrottle, scenarioPriority, scenarioAdaptive, scenarioHedge}, *scenario) {
 		return fail(fmt.Errorf("%w: -scenario %q must be outage, chain, coalesce, confidence, throttle, priority, adaptive or hedge", errUsage, *scenario))
 	}
+	// The breaker and policy flags configure the breakers of the scenarios
+	// that take them from the command line; the others use their own.
+	breakerFlags := []string{"window", "buckets", "min-requests", "failure-ratio", "open", "backoff", "max-open",
+		"probes", "probe-successes", "halfopen-failures", "ramp", "ramp-up", "warmup", "health-check"}
+	breakerScenarios := []string{scenarioOutage, scenarioChain, scenarioConfidence}
 	var misplaced error
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) {
-		if o := owner[f.Name]; o != "" && o != *scenario && misplaced == nil {
+		switch o := owner[f.Name]; {
+		case misplaced != nil:
+		case o != "" && o != *scenario:
 			misplaced = fmt.Errorf("%w: -%s applies to -scenario %s only", errUsage, f.Name, o)
+		case slices.Contains(breakerFlags, f.Name) && !slices.Contains(breakerScenarios, *scenario):
+			misplaced = fmt.Errorf("%w: -%s applies to -scenario outage, chain or confidence only (-scenario %s sets its own breakers)",
+				errUsage, f.Name, *scenario)
 		}
 		set[f.Name] = true
 	})

@@ -231,3 +231,16 @@ func TestPriorityScenarioFlags(t *testing.T) {
 	assert.Equal(t, 2, run([]string{"-scenario", "outage", "-reserve", "0,0.1,0.2,0.3"}, &out, &errs))
 	assert.Contains(t, errs.String(), "-reserve applies to -scenario priority only")
 }
+
+// TestBreakerFlagsOnlyWhereTheyApply: the scenarios that set their own
+// breakers refuse the breaker and policy flags instead of ignoring them.
+func TestBreakerFlagsOnlyWhereTheyApply(t *testing.T) {
+	for _, sc := range []string{"coalesce", "throttle", "priority", "adaptive", "hedge"} {
+		for _, args := range [][]string{{"-window", "5s"}, {"-min-requests", "5"}, {"-health-check", "1s"}} {
+			var out, errs bytes.Buffer
+			assert.Equal(t, 2, run(append([]string{"-scenario", sc}, args...), &out, &errs), "%s %v", sc, args)
+			assert.Contains(t, errs.String(), args[0]+" applies to -scenario outage, chain or confidence only", "%s %v", sc, args)
+			assert.Empty(t, out.String())
+		}
+	}
+}
