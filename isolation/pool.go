@@ -7,8 +7,11 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/panjf2000/ants/v2"
+
+	"github.com/bulwark-go/bulwark/internal/deadline"
 )
 
 // DefaultPoolSize is the Pool size used when PoolConfig.Size is 0 (Hystrix's coreSize).
@@ -176,7 +179,6 @@ func (p *Pool) Execute(ctx context.Context, work func(ctx context.Context)) erro
 // orphaned runs as part of the work: it keeps the worker's slot until it returns, and a panic
 // in it is logged as a detached work's. A nil orphaned makes ExecuteOwned Execute.
 func (p *Pool) ExecuteOwned(ctx context.Context, work func(ctx context.Context), orphaned func()) error {
-	done := ctx.Done()
 	if p.acquire(false) {
 		j := p.newJob(ctx, work, orphaned)
 		if p.workers.Submit(j.task) != nil { // only once Close released the ants pool
@@ -184,7 +186,7 @@ func (p *Pool) ExecuteOwned(ctx context.Context, work func(ctx context.Context),
 			p.recycle(j)
 			return ErrClosed
 		}
-		return p.wait(done, j, false)
+		return p.wait(ctx, j, false)
 	}
 	if p.slots.Load()&(slotsClosing|slotsSealed) != 0 {
 		return ErrClosed
@@ -205,7 +207,7 @@ func (p *Pool) ExecuteOwned(ctx context.Context, work func(ctx context.Context),
 	if p.acquire(true) {
 		p.startWorker()
 	}
-	return p.wait(done, j, true)
+	return p.wait(ctx, j, true)
 }
 
 // acquire takes a slot if one is free. Execute's own calls (draining false) are refused once
@@ -379,7 +381,11 @@ func (p *Pool) finish(j *job, from int32, err error) {
 }
 
 // wait waits for the job's result or for the caller's context to end.
-func (p *Pool) wait(done <-chan struct{}, j *job, queued bool) error {
+func (p *Pool) wait(ctx context.Context, j *job, queued bool) error {
+	if dl, ok := ctx.(*deadline.Context); ok {
+		return p.waitDeadline(dl, j, queued)
+	}
+	done := ctx.Done()
 	if done == nil { // the context never ends
 		<-j.done
 		return p.collect(j)
@@ -388,6 +394,32 @@ func (p *Pool) wait(done <-chan struct{}, j *job, queued bool) error {
 	case <-j.done:
 		return p.collect(j)
 	case <-done:
+		return p.abandon(j, queued)
+	}
+}
+
+// waitDeadline is wait for a context with a deadline of bulwark's own, without asking for its
+// Done channel (which would arm a timer of its own, and allocate): the caller times the
+// deadline with the job's timer, reused from call to call, and watches the parent's Done.
+// When the timer fires it ends the context (Expire), so that work that selects on it wakes.
+// The timer is stopped, or has fired and been drained, before the job can change hands.
+func (p *Pool) waitDeadline(dl *deadline.Context, j *job, queued bool) error {
+	t := j.timer
+	if t == nil {
+		t = time.NewTimer(dl.Left())
+		j.timer = t
+	} else {
+		t.Reset(dl.Left())
+	}
+	select {
+	case <-j.done:
+		t.Stop()
+		return p.collect(j)
+	case <-dl.ParentDone():
+		t.Stop()
+		return p.abandon(j, queued)
+	case <-t.C:
+		dl.Expire()
 		return p.abandon(j, queued)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Job states. A job is owned by its caller and by the worker (or queue flush) that takes it;
@@ -33,6 +34,7 @@ type job struct {
 	err      error         // written by the worker before jobFinished, read by the caller after done
 	done     chan struct{} // capacity 1; signalled once on jobFinished; empty when recycled
 	task     func()        // serve(this job), bound once so that submitting it allocates nothing
+	timer    *time.Timer   // the caller's, for a *deadline.Context (see Pool.waitDeadline); made once
 	state    atomic.Int32
 
 	// Queue links and membership, guarded by queue.mu.
