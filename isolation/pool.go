@@ -7,7 +7,6 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/panjf2000/ants/v2"
 
@@ -87,6 +86,7 @@ type Pool struct {
 	slots      atomic.Int64 // workers holding a slot | slotsClosing | slotsSealed
 	size       atomic.Int64
 	queue      queue
+	watch      watch // wakes callers at their deadline.Context's deadline
 	workers    *ants.Pool
 	shared     *Workers  // PoolConfig.Workers: workers is theirs; nil when it is the Pool's own
 	startQueue func()    // serve(nil): a worker that starts with the queue
@@ -126,7 +126,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	p.size.Store(int64(cfg.Size))
 	p.queue.capacity = cfg.Queue
 	p.jobs.New = func() any {
-		j := &job{done: make(chan struct{}, 1)}
+		j := &job{done: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
 		j.task = func() { p.serve(j) }
 		return j
 	}
@@ -399,28 +399,29 @@ func (p *Pool) wait(ctx context.Context, j *job, queued bool) error {
 }
 
 // waitDeadline is wait for a context with a deadline of bulwark's own, without asking for its
-// Done channel (which would arm a timer of its own, and allocate): the caller times the
-// deadline with the job's timer, reused from call to call, and watches the parent's Done.
-// When the timer fires it ends the context (Expire), so that work that selects on it wakes.
-// The timer is stopped, or has fired and been drained, before the job can change hands.
+// Done channel (which would arm a timer of its own, and allocate): the Pool's watch wakes the
+// caller at the deadline, and the caller watches the parent's Done. At the deadline it ends
+// the context (Expire), so that work that selects on it wakes. The job leaves the watch, and
+// its wake channel is empty, before it can change hands.
 func (p *Pool) waitDeadline(dl *deadline.Context, j *job, queued bool) error {
-	t := j.timer
-	if t == nil {
-		t = time.NewTimer(dl.Left())
-		j.timer = t
-	} else {
-		t.Reset(dl.Left())
-	}
+	p.watch.add(j, dl.Due())
 	select {
 	case <-j.done:
-		t.Stop()
+		p.unwatch(j)
 		return p.collect(j)
 	case <-dl.ParentDone():
-		t.Stop()
+		p.unwatch(j)
 		return p.abandon(j, queued)
-	case <-t.C:
+	case <-j.wake:
 		dl.Expire()
 		return p.abandon(j, queued)
+	}
+}
+
+// unwatch takes j off the watch, or takes the wake that the watch sent meanwhile.
+func (p *Pool) unwatch(j *job) {
+	if !p.watch.remove(j) {
+		<-j.wake
 	}
 }
 

@@ -34,12 +34,18 @@ type job struct {
 	err      error         // written by the worker before jobFinished, read by the caller after done
 	done     chan struct{} // capacity 1; signalled once on jobFinished; empty when recycled
 	task     func()        // serve(this job), bound once so that submitting it allocates nothing
-	timer    *time.Timer   // the caller's, for a *deadline.Context (see Pool.waitDeadline); made once
+	wake     chan struct{} // capacity 1; the watch's signal that the caller's deadline has come
 	state    atomic.Int32
 
 	// Queue links and membership, guarded by queue.mu.
 	prev, next *job
 	queued     bool
+
+	// Deadline (a deadline.Now reading), links and membership of the Pool's watch, guarded by
+	// watch.mu.
+	due          time.Duration
+	wprev, wnext *job
+	watched      bool
 }
 
 // queue is the bounded FIFO of calls waiting for a worker: an intrusive doubly linked list, so

@@ -9,10 +9,10 @@
 // on its context (most of them) costs the clock read and nothing else. The
 // first Done makes the channel and arms a timer for the deadline, plus a
 // registration with the parent (context.AfterFunc) when the parent can end
-// (its Done is not nil); Cancel releases both. A caller that waits on the
-// deadline of its own (isolation.Pool, with a timer it reuses) learns how
-// long is Left, selects on ParentDone and calls Expire when its timer fires:
-// Run's context then ends without a timer of its own.
+// (its Done is not nil); Cancel releases both. A caller that times the
+// deadline itself (isolation.Pool, with one timer for all its callers)
+// reads Due against Now, selects on ParentDone and calls Expire when the
+// deadline has come: Run's context then ends without a timer of its own.
 //
 // The Context behaves as context.WithTimeout's would, with these
 // differences, none of which the context.Context contract rules out:
@@ -65,7 +65,7 @@ const (
 // parent's end and its own deadline, or at Cancel. Create it with New.
 type Context struct {
 	parent context.Context
-	due    time.Duration // the deadline, as time.Since(epoch)
+	due    time.Duration // the deadline, as Now()
 	state  atomic.Int32  // live, expired, parentEnded or canceled; set once
 	done   atomic.Value  // chan struct{}, made by the first Done
 
@@ -78,7 +78,7 @@ type Context struct {
 // New returns parent with a deadline timeout from now (timeout > 0). Call
 // Cancel when the work is done.
 func New(parent context.Context, timeout time.Duration) *Context {
-	now := time.Since(epoch)
+	now := Now()
 	due := now + timeout
 	if timeout > math.MaxInt64-now { // a timeout beyond any clock: never
 		due = math.MaxInt64
@@ -118,7 +118,7 @@ func (c *Context) Err() error {
 	if s := c.state.Load(); s != live {
 		return c.errOf(s)
 	}
-	return c.check(time.Since(epoch) >= c.due)
+	return c.check(Now() >= c.due)
 }
 
 // Expired reports whether c ended by its own deadline, not by its parent
@@ -139,7 +139,7 @@ func (c *Context) Done() <-chan struct{} {
 		if c.state.Load() != live {
 			close(d)
 		} else {
-			c.timer = time.AfterFunc(c.Left(), c.expire)
+			c.timer = time.AfterFunc(c.due-Now(), c.expire)
 			if c.parent.Done() != nil {
 				c.stop = context.AfterFunc(c.parent, c.wake)
 			}
@@ -151,16 +151,19 @@ func (c *Context) Done() <-chan struct{} {
 	return d
 }
 
-// Left returns the time until c's own deadline (negative once it passed),
-// regardless of the parent's.
-func (c *Context) Left() time.Duration { return c.due - time.Since(epoch) }
+// Now reads the monotonic clock that Contexts compare their deadlines with.
+func Now() time.Duration { return time.Since(epoch) }
+
+// Due returns c's own deadline (regardless of the parent's) as a reading of
+// Now.
+func (c *Context) Due() time.Duration { return c.due }
 
 // ParentDone returns the parent's Done channel (nil for a parent that
 // never ends), for a caller that times the deadline itself (see Expire).
 func (c *Context) ParentDone() <-chan struct{} { return c.parent.Done() }
 
 // Expire tells c that its deadline has come, for a caller whose own timer,
-// armed for Left, has fired: c ends as if its clock said so (unless its
+// armed for Due, has fired: c ends as if its clock said so (unless its
 // parent ended first), and its Err is then not nil.
 func (c *Context) Expire() { c.check(true) }
 
