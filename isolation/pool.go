@@ -126,7 +126,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	p.size.Store(int64(cfg.Size))
 	p.queue.capacity = cfg.Queue
 	p.jobs.New = func() any {
-		j := &job{done: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
+		j := &job{done: make(chan struct{}, 2)}
 		j.task = func() { p.serve(j) }
 		return j
 	}
@@ -367,7 +367,7 @@ func (p *Pool) finish(j *job, from int32, err error) {
 	}
 	j.err = err
 	if j.state.CompareAndSwap(from, jobFinished) {
-		j.done <- struct{}{} // capacity 1: never blocks; j belongs to the caller from here
+		j.done <- struct{}{} // never blocks (see job.done); j belongs to the caller from here
 		return
 	}
 	if from == jobReturned {
@@ -400,29 +400,37 @@ func (p *Pool) wait(ctx context.Context, j *job, queued bool) error {
 
 // waitDeadline is wait for a context with a deadline of bulwark's own, without asking for its
 // Done channel (which would arm a timer of its own, and allocate): the Pool's watch wakes the
-// caller at the deadline, and the caller watches the parent's Done. At the deadline it ends
-// the context (Expire), so that work that selects on it wakes. The job leaves the watch, and
-// its wake channel is empty, before it can change hands.
+// caller at the deadline with a signal on the job's done channel, the one the worker's result
+// comes on (a plain receive costs less than a select; the caller selects only on a parent that
+// can end). The watch's remove then tells which signal came: if the job was still watched, the
+// result's; if not, the watch's, unless the result is also there (jobFinished), whose signal
+// is then taken too. At the deadline the caller ends the context (Expire), so that work that
+// selects on it wakes. The job leaves the watch, and its done channel holds no signal of the
+// watch's, before it can change hands.
 func (p *Pool) waitDeadline(dl *deadline.Context, j *job, queued bool) error {
 	p.watch.add(j, dl.Due())
-	select {
-	case <-j.done:
-		p.unwatch(j)
+	if parent := dl.ParentDone(); parent != nil {
+		select {
+		case <-j.done:
+		case <-parent:
+			if !p.watch.remove(j) {
+				<-j.done // one signal of the two that may come: abandon waits for the other
+			}
+			return p.abandon(j, queued)
+		}
+	} else {
+		<-j.done
+	}
+	if p.watch.remove(j) {
 		return p.collect(j)
-	case <-dl.ParentDone():
-		p.unwatch(j)
-		return p.abandon(j, queued)
-	case <-j.wake:
-		dl.Expire()
-		return p.abandon(j, queued)
 	}
-}
-
-// unwatch takes j off the watch, or takes the wake that the watch sent meanwhile.
-func (p *Pool) unwatch(j *job) {
-	if !p.watch.remove(j) {
-		<-j.wake
+	if j.state.Load() == jobFinished {
+		<-j.done
+		return p.collect(j)
 	}
+	// The signal was the watch's: a signal of the worker's comes only after jobFinished.
+	dl.Expire()
+	return p.abandon(j, queued)
 }
 
 // collect returns the result of a finished job and recycles it.

@@ -32,9 +32,8 @@ type job struct {
 	work     func(context.Context)
 	orphaned func()        // called by the worker after work if the caller left (ExecuteOwned); may be nil
 	err      error         // written by the worker before jobFinished, read by the caller after done
-	done     chan struct{} // capacity 1; signalled once on jobFinished; empty when recycled
+	done     chan struct{} // signalled once on jobFinished, and by the watch at the deadline: capacity 2; empty when recycled
 	task     func()        // serve(this job), bound once so that submitting it allocates nothing
-	wake     chan struct{} // capacity 1; the watch's signal that the caller's deadline has come
 	state    atomic.Int32
 
 	// Queue links and membership, guarded by queue.mu.

@@ -54,7 +54,7 @@ func (w *watch) add(j *job, due time.Duration) {
 }
 
 // remove takes j off the list and reports true, or reports false if the timer already did and
-// woke j (the wake is in j.wake, or about to be: remove's caller takes it).
+// woke j (its signal is in j.done: remove's caller takes it).
 func (w *watch) remove(j *job) bool {
 	w.mu.Lock()
 	if !j.watched {
@@ -75,7 +75,7 @@ func (w *watch) fire() {
 	for w.head != nil && w.head.due <= now {
 		j := w.head
 		w.unlink(j)
-		j.wake <- struct{}{} // capacity 1, empty while the job is watched: never blocks
+		j.done <- struct{}{} // the watch's one signal: never blocks (see job.done)
 	}
 	if w.head != nil {
 		w.arm(w.head.due)
