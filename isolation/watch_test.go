@@ -36,6 +36,7 @@ func TestPoolDeadlineContextDetachesAtTheDeadline(t *testing.T) {
 			parent, cancel := tc.parent()
 			defer cancel()
 			woke := make(chan error, 1)
+			release := make(chan struct{})
 			dl := deadline.New(parent, 50*time.Millisecond)
 			defer dl.Cancel()
 			start := time.Now()
@@ -46,7 +47,12 @@ func TestPoolDeadlineContextDetachesAtTheDeadline(t *testing.T) {
 				case <-time.After(5 * time.Second):
 					woke <- errors.New("work not woken")
 				}
+				select { // and the work goes on: only the watch can answer the caller
+				case <-release:
+				case <-time.After(5 * time.Second):
+				}
 			})
+			close(release)
 			took := time.Since(start)
 			require.ErrorIs(t, err, ErrDetached)
 			assert.ErrorIs(t, err, context.DeadlineExceeded)

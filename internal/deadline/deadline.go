@@ -9,14 +9,14 @@
 // on its context (most of them) costs the clock read and nothing else. The
 // first Done makes the channel and arms a timer for the deadline, plus a
 // registration with the parent (context.AfterFunc) when the parent can end
-// (its Done is not nil); Cancel releases both. A caller that times the
+// (its Done is not nil); its end (Cancel, say) releases both. A caller that times the
 // deadline itself (isolation.Pool, with one timer for all its callers)
 // reads Due against Now, selects on ParentDone and calls Expire when the
 // deadline has come: Run's context then ends without a timer of its own.
 //
-// The Context behaves as context.WithTimeout's would, with these
-// differences, none of which the context.Context contract rules out:
-//   - Value is the parent's, except the key context.Cause asks (see Expired):
+// The Context behaves as context.WithTimeout's would; where the two could
+// differ, it does this:
+//   - Value is the parent's, except the key context.Cause asks (next item):
 //     the caller's values still reach Run.
 //   - context.Cause returns context.DeadlineExceeded after the deadline and
 //     context.Canceled after Cancel, as for context.WithTimeout; after the
@@ -32,7 +32,12 @@
 //     that is the later one: nothing recorded which came first, and a
 //     caller's cancellation must not be taken for the dependency's slowness.
 //     Once Err has returned non-nil, it returns the same error for good.
+//   - Whoever ends it closes Done (once made) just after Err starts to
+//     report the end, rather than in one step with it; a Done called after
+//     Err returned non-nil returns a closed channel.
 //   - Deadline is the earlier of the parent's and its own.
+//   - Expired tells whether its own deadline ended it (a TIMEOUT, for
+//     bulwark), by its type rather than through Cause.
 //
 // A Context is safe for concurrent use, and stays valid after Cancel (Run
 // may keep its context, and detached work outlives its caller): it is
@@ -65,14 +70,21 @@ const (
 // parent's end and its own deadline, or at Cancel. Create it with New.
 type Context struct {
 	parent context.Context
-	due    time.Duration // the deadline, as Now()
-	state  atomic.Int32  // live, expired, parentEnded or canceled; set once
-	done   atomic.Value  // chan struct{}, made by the first Done
+	due    time.Duration         // the deadline, as Now()
+	state  atomic.Int32          // live, expired, parentEnded or canceled; set once
+	armed  atomic.Pointer[armed] // made by the first Done
+}
 
-	mu     sync.Mutex // guards what follows, the state's change and done's making
+// armed is what the first Done adds to a Context: its channel, and what
+// closes it. It is a separate allocation, so that a Context nobody waits on
+// stays small.
+type armed struct {
+	done   chan struct{}
+	mu     sync.Mutex // guards what follows
+	closed bool       // done is closed, timer and stop released, afters started
 	timer  *time.Timer
 	stop   func() bool // ends the registration with the parent
-	afters []*waiter   // AfterFunc's, started when c ends
+	afters []*waiter   // AfterFunc's, started when the Context ends
 }
 
 // New returns parent with a deadline timeout from now (timeout > 0). Call
@@ -127,28 +139,32 @@ func (c *Context) Expired() bool { return c.state.Load() == expired }
 
 // Done returns a channel closed when c ends. The first call makes it and
 // arms a timer for the deadline, plus a registration with the parent when
-// the parent can end; Cancel (or c's end) releases both.
+// the parent can end; c's end releases both.
 func (c *Context) Done() <-chan struct{} {
-	if d, ok := c.done.Load().(chan struct{}); ok {
-		return d
+	if a := c.armed.Load(); a != nil {
+		return a.done
 	}
-	c.mu.Lock()
-	d, ok := c.done.Load().(chan struct{})
-	if !ok {
-		d = make(chan struct{})
-		if c.state.Load() != live {
-			close(d)
-		} else {
-			c.timer = time.AfterFunc(c.due-Now(), c.expire)
+	a := &armed{done: make(chan struct{})}
+	if c.armed.CompareAndSwap(nil, a) {
+		// Arm unless c has ended. An end from now on sees a (end swaps the
+		// state, then loads armed; this stored armed, then loads the state:
+		// one of the two sees the other's write) and releases it once this
+		// unlocks.
+		a.mu.Lock()
+		if c.state.Load() == live {
+			a.timer = time.AfterFunc(c.due-Now(), c.expire)
 			if c.parent.Done() != nil {
-				c.stop = context.AfterFunc(c.parent, c.wake)
+				a.stop = context.AfterFunc(c.parent, c.wake)
 			}
 		}
-		c.done.Store(d)
+		a.mu.Unlock()
+	} else {
+		a = c.armed.Load() // another Done's, which arms it
 	}
-	c.mu.Unlock()
-	c.Err() // an end already due closes d before Done returns
-	return d
+	if c.Err() != nil { // ended before, or due now: closed before Done returns
+		a.release()
+	}
+	return a.done
 }
 
 // Now reads the monotonic clock that Contexts compare their deadlines with.
@@ -178,15 +194,15 @@ func (c *Context) Cancel() { c.end(canceled) }
 // costs no goroutine.
 func (c *Context) AfterFunc(f func()) (stop func() bool) {
 	c.Done()
-	w := &waiter{f: f}
-	c.mu.Lock()
-	if c.state.Load() != live {
-		c.mu.Unlock()
+	a, w := c.armed.Load(), &waiter{f: f}
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
 		w.start()
 		return w.stop
 	}
-	c.afters = append(c.afters, w)
-	c.mu.Unlock()
+	a.afters = append(a.afters, w)
+	a.mu.Unlock()
 	return w.stop
 }
 
@@ -229,27 +245,37 @@ func (c *Context) expire() { c.check(true) }
 // wake is the parent's registration: the parent has ended.
 func (c *Context) wake() { c.Err() }
 
-// end ends c in state s if it is live: it closes the Done channel (if
-// made), releases the timer and the registration with the parent, and
-// starts the AfterFunc callbacks. The state is stored last, under c.mu as
-// Done makes its channel: whoever sees an Err finds Done closed.
+// end ends c in state s if it is live. Only once Done was called is there
+// anything to close or release (see Done for why a Done made meanwhile is
+// not missed): whoever ends c closes Done right after Err reports the end.
 func (c *Context) end(s int32) {
-	c.mu.Lock()
-	if c.state.Load() != live {
-		c.mu.Unlock()
+	if !c.state.CompareAndSwap(live, s) {
 		return
 	}
-	var started []*waiter
-	if d, ok := c.done.Load().(chan struct{}); ok {
-		close(d)
-		c.timer.Stop()
-		if c.stop != nil {
-			c.stop()
-		}
-		c.timer, c.stop, started, c.afters = nil, nil, c.afters, nil
+	if a := c.armed.Load(); a != nil {
+		a.release()
 	}
-	c.state.Store(s)
-	c.mu.Unlock()
+}
+
+// release closes done, stops the timer and the registration with the
+// parent, and starts the AfterFunc callbacks, once: the Context has ended.
+func (a *armed) release() {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return
+	}
+	a.closed = true
+	close(a.done)
+	if a.timer != nil {
+		a.timer.Stop()
+	}
+	if a.stop != nil {
+		a.stop()
+	}
+	started := a.afters
+	a.timer, a.stop, a.afters = nil, nil, nil
+	a.mu.Unlock()
 	start(started)
 }
 
