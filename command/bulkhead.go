@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/bulwark-go/bulwark/internal/deadline"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -22,7 +23,7 @@ import (
 // (Semaphore.Enter, Release) rather than through Semaphore.Execute, to
 // spare the call path a closure: an ended context, a full or a closed
 // semaphore get Execute's errors all the same.
-func (k *commandCall[T, C]) isolate() (runCtx context.Context, cancel context.CancelFunc, lat time.Duration, returned bool, err error) {
+func (k *commandCall[T, C]) isolate() (runCtx context.Context, dl *deadline.Context, lat time.Duration, returned bool, err error) {
 	ctx, timeout := k.ctx, k.timeout
 	if k.events.Has(metrics.Probe) {
 		ctx = probeContext(ctx)
@@ -30,10 +31,10 @@ func (k *commandCall[T, C]) isolate() (runCtx context.Context, cancel context.Ca
 	if k.cs.reserve > 0 {
 		timeout = reserved(k.ctx, timeout, k.cs.reserve)
 	}
-	runCtx, cancel = timed(ctx, timeout)
+	runCtx, dl = timed(ctx, timeout)
 	g := k.g
 	if g.sem == nil {
-		return k.runInPool(runCtx, cancel)
+		return k.runInPool(runCtx, dl)
 	}
 	if err = g.sem.Enter(runCtx); err == nil {
 		// The permits taken are the calls running now: the group's peak.
@@ -41,17 +42,20 @@ func (k *commandCall[T, C]) isolate() (runCtx context.Context, cancel context.Ca
 		returned, err = k.runHeld(runCtx)
 	}
 	k.now = g.clock.Now()
-	return runCtx, cancel, k.now - k.t0, returned, err
+	return runCtx, dl, k.now - k.t0, returned, err
 }
 
-// timed returns ctx with the call's timeout, and its cancel function (nil
-// when there is no timeout: no timer, no allocation). Its deadline's cause
-// is errDeadline, which tells a TIMEOUT from the caller's own deadline.
-func timed(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+// timed returns ctx with the call's timeout, and the *deadline.Context that
+// sets it (nil when there is no timeout: then runCtx is ctx, and nothing is
+// allocated). The deadline.Context is one allocation and arms no timer
+// unless Run asks for its Done channel (a Pool times it with a timer of its
+// own); its Expired tells a TIMEOUT from the caller's own deadline.
+func timed(ctx context.Context, timeout time.Duration) (runCtx context.Context, dl *deadline.Context) {
 	if timeout <= 0 {
 		return ctx, nil
 	}
-	return context.WithTimeoutCause(ctx, timeout, errDeadline)
+	dl = deadline.New(ctx, timeout)
+	return dl, dl
 }
 
 // runHeld is the run stage on the caller's goroutine: Run with ctx,
@@ -91,13 +95,13 @@ func (k *call) goexit() {
 }
 
 // runInPool is isolate for a Thread group, given Run's context and its
-// timer, and returns as isolate does: it runs the attempt on a worker of
+// deadline (nil for none), and returns as isolate does: it runs the attempt on a worker of
 // the group's pool. The caller leaves at the deadline (or when its ctx ends) even if
 // Run goes on: the call is then detached, counted in the command's
 // Detached until Run returns. Who owns the poolCall (and Run's value) is
 // the pool's decision alone (isolation.Pool.ExecuteOwned): the caller
 // after any answer but ErrDetached, the worker's orphan after ErrDetached.
-func (k *commandCall[T, C]) runInPool(runCtx context.Context, cancel context.CancelFunc) (context.Context, context.CancelFunc, time.Duration, bool, error) {
+func (k *commandCall[T, C]) runInPool(runCtx context.Context, dl *deadline.Context) (context.Context, *deadline.Context, time.Duration, bool, error) {
 	c := k.c
 	p := newPoolCall[T, C](c)
 	p.c, p.cmd, p.start = c, k.cmd, k.t0
@@ -108,15 +112,15 @@ func (k *commandCall[T, C]) runInPool(runCtx context.Context, cancel context.Can
 		k.v, err = p.v, p.err
 		lat := k.now - p.start
 		p.recycle(c)
-		return runCtx, cancel, lat, true, err
+		return runCtx, dl, lat, true, err
 	case errors.Is(err, isolation.ErrDetached):
 		// p is the worker's now, to count back and recycle: not a field of
 		// it may be read here any more.
 		c.hot.detached.Add(1)
-		return runCtx, cancel, 0, false, err
+		return runCtx, dl, 0, false, err
 	}
 	p.recycle(c)
-	return runCtx, cancel, 0, false, err
+	return runCtx, dl, 0, false, err
 }
 
 // poolCall carries one attempt to a pool worker and its result back. It

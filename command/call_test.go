@@ -13,6 +13,7 @@ import (
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/internal/breaker"
+	"github.com/bulwark-go/bulwark/internal/deadline"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
@@ -146,17 +147,25 @@ type discardLog struct {
 func (d discardLog) Discard(v int) { *d.got = append(*d.got, v) }
 
 func TestClassifyStageOnEachKindOfEnd(t *testing.T) {
-	deadline, cancelDeadline := context.WithTimeoutCause(context.Background(), time.Nanosecond, errDeadline)
-	defer cancelDeadline()
-	<-deadline.Done()
-	gone, leave := context.WithCancel(context.Background())
-	leave()
-	live := context.Background()
+	// Each case gets a run context of its own: classify cancels it.
+	expired := func() *deadline.Context {
+		dl := deadline.New(context.Background(), time.Nanosecond)
+		for dl.Err() == nil {
+			time.Sleep(time.Microsecond)
+		}
+		return dl
+	}
+	gone := func() *deadline.Context {
+		ctx, leave := context.WithCancel(context.Background())
+		leave()
+		return deadline.New(ctx, time.Hour)
+	}
+	live := func() *deadline.Context { return deadline.New(context.Background(), time.Hour) }
 	panicked := isolation.NewPanicError("boom")
 	cases := []struct {
 		name     string
 		strategy Strategy
-		ctx      context.Context
+		ctx      func() *deadline.Context
 		returned bool
 		err      error
 		want     metrics.Event
@@ -165,14 +174,14 @@ func TestClassifyStageOnEachKindOfEnd(t *testing.T) {
 		{"success", Semaphore, live, true, nil, metrics.Success, true},
 		{"failure", Semaphore, live, true, errBoom, metrics.Failure, true},
 		{"bad request", Semaphore, live, true, BadRequest(errBoom), metrics.BadRequest, true},
-		{"success after the deadline", Semaphore, deadline, true, nil, metrics.Timeout, true},
+		{"success after the deadline", Semaphore, expired, true, nil, metrics.Timeout, true},
 		{"success after the caller left", Semaphore, gone, true, nil, metrics.Cancelled, true},
 		{"panic", Semaphore, live, false, panicked, metrics.Failure, true},
 		{"semaphore full", Semaphore, live, false, isolation.ErrRejected, metrics.SemaphoreRejected, false},
 		{"pool full", Thread, live, false, isolation.ErrRejected, metrics.ThreadPoolRejected, false},
 		{"bulkhead closed", Thread, live, false, isolation.ErrClosed, metrics.ThreadPoolRejected, false},
-		{"detached at the deadline", Thread, deadline, false, fmt.Errorf("%w: %w", isolation.ErrDetached, context.DeadlineExceeded), metrics.Timeout, false},
-		{"dropped from the queue at the deadline", Thread, deadline, false, fmt.Errorf("%w: %w", isolation.ErrDropped, context.DeadlineExceeded), metrics.QueueTimeout, false},
+		{"detached at the deadline", Thread, expired, false, fmt.Errorf("%w: %w", isolation.ErrDetached, context.DeadlineExceeded), metrics.Timeout, false},
+		{"dropped from the queue at the deadline", Thread, expired, false, fmt.Errorf("%w: %w", isolation.ErrDropped, context.DeadlineExceeded), metrics.QueueTimeout, false},
 		{"dropped: the caller left", Thread, gone, false, fmt.Errorf("%w: %w", isolation.ErrDropped, context.Canceled), metrics.Cancelled, false},
 	}
 	for _, tc := range cases {
@@ -181,11 +190,11 @@ func TestClassifyStageOnEachKindOfEnd(t *testing.T) {
 			var discarded []int
 			k := openCall(t, g, discardLog{op[int]{"get", succeed(7)}, &discarded})
 			k.v = 7 // what Run returned, when it returned
-			cancelled := false
-			k.classify(tc.ctx, func() { cancelled = true }, time.Millisecond, tc.returned, tc.err)
+			dl := tc.ctx()
+			k.classify(dl, dl, time.Millisecond, tc.returned, tc.err)
 			assert.Equal(t, tc.want, k.r.event)
 			assert.Equal(t, tc.ran, k.r.ran)
-			assert.True(t, cancelled, "classify stops Run's timer")
+			assert.Error(t, dl.Err(), "classify ends Run's deadline")
 			if tc.want == metrics.Success || tc.want == metrics.BadRequest {
 				assert.Equal(t, 7, k.v, "the caller gets Run's value")
 				assert.Empty(t, discarded)

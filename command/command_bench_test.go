@@ -17,8 +17,9 @@ import (
 // Each Execute benchmark has its baseline in this file, measured in the same
 // run: the clock reads every call needs (BenchmarkClock), the
 // context.WithTimeout every call with a timeout needs
-// (BenchmarkContextWithTimeout), and a raw ants handoff
-// (BenchmarkAntsSubmitWait) for the pool.
+// (BenchmarkContextWithTimeout), and a raw ants handoff for the pool, bare
+// (BenchmarkAntsSubmitWait) and of a closure returning a result
+// (BenchmarkAntsSubmitWaitResult).
 
 // benchCmd is the cheapest command: no state and an immediate result.
 type benchCmd struct{}
@@ -143,13 +144,15 @@ func BenchmarkExecuteFunc(b *testing.B) {
 	benchCommand(b, g, Func("get", func(context.Context) (int, error) { return 1, nil }, nil), nil)
 }
 
-// BenchmarkExecuteSemaphoreTimeout adds the per-call context.WithTimeout.
+// BenchmarkExecuteSemaphoreTimeout adds the per-call timeout (a
+// deadline.Context: one allocation, no timer unless Run waits on it).
+// Target: within 2× of BenchmarkExecuteSemaphoreNoTimeout.
 func BenchmarkExecuteSemaphoreTimeout(b *testing.B) {
 	benchExecute(b, GroupConfig{Strategy: Semaphore, MaxConcurrent: 64, Timeout: time.Second})
 }
 
-// BenchmarkExecutePool: the same on a pool worker, with the default
-// timeout. Target: within 1.5× of BenchmarkAntsSubmitWait.
+// BenchmarkExecutePool: the same on a pool worker, with a timeout. Target:
+// within 1.5× of BenchmarkAntsSubmitWaitResult, at most 2 allocations.
 func BenchmarkExecutePool(b *testing.B) {
 	benchExecute(b, GroupConfig{MaxConcurrent: 64, Timeout: time.Second})
 }
@@ -177,6 +180,48 @@ func BenchmarkAntsSubmitWait(b *testing.B) {
 			}
 			<-done
 		}
+	}
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		submitWait(b, b.Loop)
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) { submitWait(b, pb.Next) })
+	})
+}
+
+// BenchmarkAntsSubmitWaitResult is the baseline of a pool call that hands a
+// result back: what a caller of ants alone writes to run work with a
+// context on a worker and get its value and error, a closure per call that
+// stores them and signals. The target of a pool Execute with a timeout
+// (BenchmarkExecutePool) is 1.5× this.
+func BenchmarkAntsSubmitWaitResult(b *testing.B) {
+	pool, err := ants.NewPool(64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = pool.ReleaseTimeout(5 * time.Second) }()
+	run := benchCmd{}.Run
+	submitWait := func(b *testing.B, next func() bool) {
+		ctx := context.Background()
+		done := make(chan struct{}, 1)
+		total := 0
+		for next() {
+			var v int
+			var runErr error
+			if err := pool.Submit(func() { v, runErr = run(ctx); done <- struct{}{} }); err != nil {
+				b.Error(err)
+				return
+			}
+			<-done
+			if runErr != nil {
+				b.Error(runErr)
+				return
+			}
+			total += v
+		}
+		sink = time.Duration(total)
 	}
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()

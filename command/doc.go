@@ -76,7 +76,11 @@
 //     Semaphore mode Run runs on the caller's goroutine, so a Run that ignores
 //     its context keeps the caller; a Run that returns after the deadline is a
 //     TIMEOUT whatever it returned (even a bad request: the deadline wins, and
-//     the error does not report IsBadRequest).
+//     the error does not report IsBadRequest). Run's context carries the
+//     caller's values and ends at the deadline: its Err and context.Cause are
+//     then context.DeadlineExceeded (the caller's own end, if first, keeps
+//     the caller's error and cause). It arms no timer unless Run waits on its
+//     Done channel.
 //   - QUEUE_TIMEOUT (Thread with a queue): the deadline passed while the call
 //     waited in the group's own queue; Run never started. It falls back and
 //     its error matches ErrTimeout and isolation.ErrDropped, but the breakers

@@ -5,13 +5,10 @@ import (
 	"errors"
 	"time"
 
+	"github.com/bulwark-go/bulwark/internal/deadline"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
 )
-
-// errDeadline is the cause of the contexts whose timeout Execute sets: it
-// tells our deadline from the caller's own cancellation or deadline.
-var errDeadline = errors.New("command: timeout")
 
 // degradedRate returns the number of calls in c (Counts.Calls: a retried call
 // once) and the share of them answered by a fallback (0 without calls).
@@ -33,10 +30,11 @@ func fallsBack(e metrics.Event) bool {
 	return false
 }
 
-// ended returns the outcome of a call whose run context ended: TIMEOUT when
-// our deadline ended it, CANCELLED when the caller's context did.
-func ended(runCtx context.Context) metrics.Event {
-	if context.Cause(runCtx) == errDeadline {
+// ended returns the outcome of a call whose run context ended, given the
+// call's deadline (nil for none): TIMEOUT when that deadline ended it,
+// CANCELLED when the caller's context did.
+func ended(dl *deadline.Context) metrics.Event {
+	if dl != nil && dl.Expired() {
 		return metrics.Timeout
 	}
 	return metrics.Cancelled
@@ -52,7 +50,7 @@ type result struct {
 
 // classify is the stage after run: it decides the attempt's primary
 // outcome from what isolate handed back: Run's context runCtx (and its
-// timer, cancel: nil for none); whether Run returned, and then err is
+// deadline, dl: nil for none); whether Run returned, and then err is
 // Run's error and lat its latency, or else err is what the bulkhead
 // returned instead (a refusal, a panic, a detachment). It
 // then stops that context's timer: only now, since a context cancelled
@@ -61,16 +59,16 @@ type result struct {
 // Discard here, where the outcome that rules it out is decided, and is
 // cleared: whatever comes next (a retry, a fallback, an error), no stage
 // can hand it to the caller.
-func (k *commandCall[T, C]) classify(runCtx context.Context, cancel context.CancelFunc, lat time.Duration, returned bool, err error) {
+func (k *commandCall[T, C]) classify(runCtx context.Context, dl *deadline.Context, lat time.Duration, returned bool, err error) {
 	if returned && err == nil && runCtx.Err() == nil { // the common case, decided inline
 		// k.r is still zero (only a refusing stage sets it, and then
 		// classify does not run): its error needs no store.
 		k.r.event, k.r.run, k.r.ran = metrics.Success, lat, true
 	} else {
-		k.r = k.g.outcome(runCtx, lat, returned, err)
+		k.r = k.g.outcome(runCtx, dl, lat, returned, err)
 	}
-	if cancel != nil {
-		cancel()
+	if dl != nil {
+		dl.Cancel()
 	}
 	if k.r.ran && k.failed() {
 		discard(k.g, &k.cmd, k.v)
@@ -86,10 +84,10 @@ func (k *commandCall[T, C]) classify(runCtx context.Context, cancel context.Canc
 // returned makes even a success a TIMEOUT or CANCELLED. (classify keeps
 // the success check inline: PERFORMANCE.md counts what folding it into
 // outcome would cost.)
-func (g *Group) outcome(runCtx context.Context, run time.Duration, returned bool, err error) result {
+func (g *Group) outcome(runCtx context.Context, dl *deadline.Context, run time.Duration, returned bool, err error) result {
 	switch {
 	case returned && runCtx.Err() != nil: // Run returned after runCtx ended
-		return result{event: ended(runCtx), err: lateErr(runCtx, err), run: run, ran: true}
+		return result{event: ended(dl), err: lateErr(runCtx, err), run: run, ran: true}
 	case returned && err == nil:
 		return result{event: metrics.Success, run: run, ran: true}
 	case returned:
@@ -107,7 +105,7 @@ func (g *Group) outcome(runCtx context.Context, run time.Duration, returned bool
 		return result{event: g.rejected, err: err}
 	}
 	// ErrDetached or ErrDropped: the run context ended first.
-	e := ended(runCtx)
+	e := ended(dl)
 	if e == metrics.Timeout && errors.Is(err, isolation.ErrDropped) {
 		e = metrics.QueueTimeout // our own queue was too slow, not the dependency
 	}

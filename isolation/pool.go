@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/panjf2000/ants/v2"
+
+	"github.com/bulwark-go/bulwark/internal/deadline"
 )
 
 // DefaultPoolSize is the Pool size used when PoolConfig.Size is 0 (Hystrix's coreSize).
@@ -84,6 +86,7 @@ type Pool struct {
 	slots      atomic.Int64 // workers holding a slot | slotsClosing | slotsSealed
 	size       atomic.Int64
 	queue      queue
+	watch      watch // wakes callers at their deadline.Context's deadline
 	workers    *ants.Pool
 	shared     *Workers  // PoolConfig.Workers: workers is theirs; nil when it is the Pool's own
 	startQueue func()    // serve(nil): a worker that starts with the queue
@@ -123,7 +126,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	p.size.Store(int64(cfg.Size))
 	p.queue.capacity = cfg.Queue
 	p.jobs.New = func() any {
-		j := &job{done: make(chan struct{}, 1)}
+		j := &job{done: make(chan struct{}, 2)}
 		j.task = func() { p.serve(j) }
 		return j
 	}
@@ -176,7 +179,6 @@ func (p *Pool) Execute(ctx context.Context, work func(ctx context.Context)) erro
 // orphaned runs as part of the work: it keeps the worker's slot until it returns, and a panic
 // in it is logged as a detached work's. A nil orphaned makes ExecuteOwned Execute.
 func (p *Pool) ExecuteOwned(ctx context.Context, work func(ctx context.Context), orphaned func()) error {
-	done := ctx.Done()
 	if p.acquire(false) {
 		j := p.newJob(ctx, work, orphaned)
 		if p.workers.Submit(j.task) != nil { // only once Close released the ants pool
@@ -184,7 +186,7 @@ func (p *Pool) ExecuteOwned(ctx context.Context, work func(ctx context.Context),
 			p.recycle(j)
 			return ErrClosed
 		}
-		return p.wait(done, j, false)
+		return p.wait(ctx, j, false)
 	}
 	if p.slots.Load()&(slotsClosing|slotsSealed) != 0 {
 		return ErrClosed
@@ -205,7 +207,7 @@ func (p *Pool) ExecuteOwned(ctx context.Context, work func(ctx context.Context),
 	if p.acquire(true) {
 		p.startWorker()
 	}
-	return p.wait(done, j, true)
+	return p.wait(ctx, j, true)
 }
 
 // acquire takes a slot if one is free. Execute's own calls (draining false) are refused once
@@ -365,7 +367,7 @@ func (p *Pool) finish(j *job, from int32, err error) {
 	}
 	j.err = err
 	if j.state.CompareAndSwap(from, jobFinished) {
-		j.done <- struct{}{} // capacity 1: never blocks; j belongs to the caller from here
+		j.done <- struct{}{} // never blocks (see job.done); j belongs to the caller from here
 		return
 	}
 	if from == jobReturned {
@@ -379,7 +381,11 @@ func (p *Pool) finish(j *job, from int32, err error) {
 }
 
 // wait waits for the job's result or for the caller's context to end.
-func (p *Pool) wait(done <-chan struct{}, j *job, queued bool) error {
+func (p *Pool) wait(ctx context.Context, j *job, queued bool) error {
+	if dl, ok := ctx.(*deadline.Context); ok {
+		return p.waitDeadline(dl, j, queued)
+	}
+	done := ctx.Done()
 	if done == nil { // the context never ends
 		<-j.done
 		return p.collect(j)
@@ -390,6 +396,41 @@ func (p *Pool) wait(done <-chan struct{}, j *job, queued bool) error {
 	case <-done:
 		return p.abandon(j, queued)
 	}
+}
+
+// waitDeadline is wait for a context with a deadline of bulwark's own, without asking for its
+// Done channel (which would arm a timer of its own, and allocate): the Pool's watch wakes the
+// caller at the deadline with a signal on the job's done channel, the one the worker's result
+// comes on (a plain receive costs less than a select; the caller selects only on a parent that
+// can end). The watch's remove then tells which signal came: if the job was still watched, the
+// result's; if not, the watch's, unless the result is also there (jobFinished), whose signal
+// is then taken too. At the deadline the caller ends the context (Expire), so that work that
+// selects on it wakes. The job leaves the watch, and its done channel holds no signal of the
+// watch's, before it can change hands.
+func (p *Pool) waitDeadline(dl *deadline.Context, j *job, queued bool) error {
+	p.watch.add(j, dl.Due())
+	if parent := dl.ParentDone(); parent != nil {
+		select {
+		case <-j.done:
+		case <-parent:
+			if !p.watch.remove(j) {
+				<-j.done // one signal of the two that may come: abandon waits for the other
+			}
+			return p.abandon(j, queued)
+		}
+	} else {
+		<-j.done
+	}
+	if p.watch.remove(j) {
+		return p.collect(j)
+	}
+	if j.state.Load() == jobFinished {
+		<-j.done
+		return p.collect(j)
+	}
+	// The signal was the watch's: a signal of the worker's comes only after jobFinished.
+	dl.Expire()
+	return p.abandon(j, queued)
 }
 
 // collect returns the result of a finished job and recycles it.

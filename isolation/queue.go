@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Job states. A job is owned by its caller and by the worker (or queue flush) that takes it;
@@ -31,13 +32,19 @@ type job struct {
 	work     func(context.Context)
 	orphaned func()        // called by the worker after work if the caller left (ExecuteOwned); may be nil
 	err      error         // written by the worker before jobFinished, read by the caller after done
-	done     chan struct{} // capacity 1; signalled once on jobFinished; empty when recycled
+	done     chan struct{} // signalled once on jobFinished, and by the watch at the deadline: capacity 2; empty when recycled
 	task     func()        // serve(this job), bound once so that submitting it allocates nothing
 	state    atomic.Int32
 
 	// Queue links and membership, guarded by queue.mu.
 	prev, next *job
 	queued     bool
+
+	// Deadline (a deadline.Now reading), links and membership of the Pool's watch, guarded by
+	// watch.mu.
+	due          time.Duration
+	wprev, wnext *job
+	watched      bool
 }
 
 // queue is the bounded FIFO of calls waiting for a worker: an intrusive doubly linked list, so
