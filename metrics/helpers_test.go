@@ -35,8 +35,6 @@ func (r *Rolling) latenciesAt(now time.Duration) *latencies {
 	if b == nil {
 		return nil
 	}
-	if l := b.lat.Load(); l != nil {
-		return l
-	}
-	return r.newLatencies(b, 0, 0)
+	r.newLatencies(b)
+	return b.lat.Load()
 }

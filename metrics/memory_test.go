@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"math"
 	"runtime"
 	"testing"
 	"time"
@@ -148,4 +149,39 @@ func TestRollingBusyRingKeepsOneHistogramPerSlot(t *testing.T) {
 	run, total := r.CumulativeLatency()
 	assert.Equal(t, run, total)
 	assert.Equal(t, int64(2*(4*len(r.buckets)+100+1)), run.Count(), "every call, the warm-up run of AllocsPerRun included")
+}
+
+// TestRecordFirstLatency: the first latency of a bucket slot lands in the
+// call's interval, before the clock's origin and at the ends of the clock
+// too, or, when a rotation or a Reset came between the call's bucket lookup
+// and the creation of the bucket's latencies, where a writer delayed as
+// long puts it: in the slot's new interval, or cumulatively only.
+func TestRecordFirstLatency(t *testing.T) {
+	width := DefaultWindow().BucketWidth()
+	for _, now := range []time.Duration{0, width - 1, -1, -width, -width - 1, math.MinInt64, math.MaxInt64} {
+		r, err := NewRolling(DefaultWindow(), CountsAndLatencies)
+		require.NoError(t, err)
+		r.Record(now, SetOf(Success), time.Millisecond, time.Millisecond)
+		s := r.Snapshot(now)
+		assert.Equal(t, Counts{Success: 1}, s.Counts, "at %d", now)
+		assert.EqualValues(t, 1, s.Run.Count, "at %d", now)
+		assert.EqualValues(t, 1, s.Total.Count, "at %d", now)
+	}
+
+	r := newRing(t, true)
+	b := r.at(0)
+	r.RecordCounts(r.window.Length, SetOf(Success)) // slot 0 rotates to the next window
+	r.recordFirst(b, time.Millisecond, 2*time.Millisecond)
+	s := r.Snapshot(r.window.Length)
+	assert.EqualValues(t, 1, s.Run.Count, "in the slot's new interval")
+	assert.EqualValues(t, 1, s.Total.Count)
+
+	r = newRing(t, true)
+	b = r.at(0)
+	r.Reset()
+	r.recordFirst(b, time.Millisecond, time.Millisecond)
+	assert.Zero(t, r.Snapshot(0).Run.Count, "a Reset came between: not in the window")
+	run, total := r.CumulativeLatency()
+	assert.EqualValues(t, 1, run.Count(), "but counted since creation")
+	assert.EqualValues(t, 1, total.Count())
 }

@@ -20,7 +20,7 @@ const emptyEpoch = math.MinInt64
 // current epoch (acquire) adds into freshly emptied counters.
 //
 // lat is created by the first latency recorded in the slot (see
-// Rolling.newLatencies) and kept across rotations: nil, the bucket holds no
+// Rolling.recordFirst) and kept across rotations: nil, the bucket holds no
 // latency, and always nil on a ring without latency.
 //
 // Every call reads epoch and lat and writes counts: the padding keeps the two
@@ -277,38 +277,63 @@ func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Dur
 		return
 	}
 	b.add(events)
-	l := b.lat.Load()
-	if l == nil {
-		if l = r.newLatencies(b, run, total); l == nil {
-			return
-		}
-	}
-	switch {
-	case run >= 0 && run == total:
-		l.same.record(int64(run))
-	case run >= 0:
-		apart(&l.run).record(int64(run))
-		if total >= 0 {
+	if l := b.lat.Load(); l != nil {
+		switch {
+		case run >= 0 && run == total:
+			l.same.record(int64(run))
+		case run >= 0:
+			apart(&l.run).record(int64(run))
+			if total >= 0 {
+				apart(&l.total).record(int64(total))
+			}
+		case total >= 0:
 			apart(&l.total).record(int64(total))
 		}
-	case total >= 0:
-		apart(&l.total).record(int64(total))
+	} else {
+		r.recordFirst(b, run, total)
 	}
 }
 
-// newLatencies is Record's first latency in b's slot: it installs the
-// slot's latencies, unless another writer just did, and returns them; nil
-// on a ring without latency or for a call with none (both negative), which
-// create nothing. Kept out of line, as create is, so that Record's common
-// path stays a load and a test.
+// recordFirst is Record's latencies for b, which has none yet: a call with
+// a latency creates b's, on a ring with latency, and records through Record
+// again, with no event (they are counted) and an instant of the interval b
+// now holds; a call without, or a ring without latency, creates nothing.
+// Kept out of line, as create is, so that Record's common path stays a
+// load, a test and a branch (and needs its instant no longer).
+//
+// b's interval is the call's, unless a rotation or Reset came between:
+// then the latencies go where a writer delayed as long puts them, in the
+// slot's new interval, or, after a Reset, cumulatively only.
 //
 //go:noinline
-func (r *Rolling) newLatencies(b *bucket, run, total time.Duration) *latencies {
-	if !r.withLat || (run < 0 && total < 0) {
-		return nil
+func (r *Rolling) recordFirst(b *bucket, run, total time.Duration) {
+	if (run < 0 && total < 0) || !r.newLatencies(b) {
+		return
+	}
+	ep := b.epoch.Load()
+	if ep == emptyEpoch {
+		r.late(0, run, total)
+		return
+	}
+	// An instant of interval ep that cannot overflow: its first, between 0
+	// and the instant that made ep, or, for an interval before the clock's
+	// origin, its last, between that instant and 0.
+	at := ep * r.width
+	if ep < 0 {
+		at = (ep+1)*r.width - 1
+	}
+	r.Record(time.Duration(at), 0, run, total)
+}
+
+// newLatencies installs b's latencies, unless another writer just did, and
+// reports whether b has them: false, and nothing created, on a ring
+// without latency.
+func (r *Rolling) newLatencies(b *bucket) bool {
+	if !r.withLat {
+		return false
 	}
 	b.lat.CompareAndSwap(nil, new(latencies))
-	return b.lat.Load()
+	return true
 }
 
 // RecordCounts counts one call at instant now, every event in events (in
