@@ -22,8 +22,9 @@ import "time"
 // A ring creates its sums at the first rotation that finds latencies in a
 // bucket other than the one it rotates in: until then at most one bucket
 // holds latencies (but for writers racing a rotation), and a snapshot reads
-// that bucket alone. New sums hold nothing, so they start invalid and the
-// next snapshot builds them from the buckets.
+// that bucket alone. New sums seal every bucket but the newest and the one
+// being emptied, as the rotations before would have: typically none holds
+// latencies yet, and the rotation then seals the newest, which does.
 
 // numBlocks is the number of blocks of subBuckets bins: the sums keep a
 // total per block so that a percentile walk skips empty blocks.
@@ -55,7 +56,7 @@ type windowSums struct {
 	run, total *binSum // created when a sealed bucket first has such latencies
 	marks      []sealMark
 	newest     int  // slot of the newest bucket; -1 when none
-	valid      bool // false: the sums are not what the marks say (a late write, or new sums)
+	valid      bool // false: a late write made the sums differ from the marks
 	gen        uint64
 	memo       memo
 }
@@ -74,9 +75,9 @@ type memo struct {
 	run, total Latency
 }
 
-// startSums returns the ring's sums, creating them (invalid: see above) if
-// a bucket other than slot i, the one a rotation empties, holds latencies;
-// nil, and nothing created, if none does.
+// startSums returns the ring's sums, creating them (see above) if a bucket
+// other than slot i, the one a rotation empties, holds latencies; nil, and
+// nothing created, if none does.
 func (r *Rolling) startSums(i int) *windowSums {
 	newest, newestEp := -1, int64(emptyEpoch)
 	found := false
@@ -92,8 +93,14 @@ func (r *Rolling) startSums(i int) *windowSums {
 	if !found {
 		return nil
 	}
-	r.sums = &windowSums{marks: make([]sealMark, len(r.buckets)), newest: newest}
-	return r.sums
+	w := &windowSums{marks: make([]sealMark, len(r.buckets)), newest: newest, valid: true}
+	for j := range r.buckets {
+		if j != i && j != newest {
+			w.seal(&r.buckets[j], j)
+		}
+	}
+	r.sums = w
+	return w
 }
 
 // hists returns a bucket's three histograms (nil for one not created, and

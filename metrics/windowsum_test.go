@@ -88,13 +88,12 @@ func TestWindowSumsMatchFullMerge(t *testing.T) {
 }
 
 // The common case reads the sums without rebuilding them: calls only move
-// forward, and every snapshot is exact. The sums are created by the second
-// bucket's rotation and built by the next snapshot; from then on the
-// rotations keep them valid.
+// forward, and every snapshot is exact. The sums, created by the second
+// bucket's rotation, are valid from then on.
 func TestWindowSumsStayValidMovingForward(t *testing.T) {
 	r := newRing(t, true)
 	rng := rand.New(rand.NewPCG(1, 2))
-	built := false
+	created := false
 	for step := range 2000 {
 		now := time.Duration(step) * 7 * time.Millisecond
 		run, total := randomLatencies(rng)
@@ -104,14 +103,36 @@ func TestWindowSumsStayValidMovingForward(t *testing.T) {
 			sums := r.sums
 			valid := sums != nil && sums.valid
 			r.mu.Unlock()
-			if built {
-				require.True(t, valid, "step %d: the rotations since the last snapshot kept the sums valid", step)
+			if sums != nil {
+				created = true
+				require.True(t, valid, "step %d: the sums need no rebuild", step)
 			}
 			requireExactSnapshot(t, r, now, "step %d", step)
-			built = sums != nil
 		}
 	}
-	require.True(t, built, "the sums were created")
+	require.True(t, created, "the sums were created")
+}
+
+// Sums created by a rotation hold what the rotations before would have
+// added: a window filled without a snapshot needs no rebuild at the first.
+func TestWindowSumsBuiltAtCreation(t *testing.T) {
+	r := newRing(t, true)
+	width := r.window.BucketWidth()
+	for k := range 2 * len(r.buckets) {
+		r.Record(time.Duration(k)*width, SetOf(Success), time.Duration(k+1)*time.Millisecond, time.Duration(k+1)*time.Millisecond)
+	}
+	r.mu.Lock()
+	require.NotNil(t, r.sums)
+	require.True(t, r.sums.valid)
+	sealed := 0
+	for _, m := range r.sums.marks {
+		if m.sealed {
+			sealed++
+		}
+	}
+	r.mu.Unlock()
+	require.Equal(t, len(r.buckets)-1, sealed, "every bucket but the newest")
+	requireExactSnapshot(t, r, time.Duration(2*len(r.buckets)-1)*width, "the first snapshot")
 }
 
 // Writers race rotation, late writes and snapshots: each raises a shared
