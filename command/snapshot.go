@@ -113,9 +113,9 @@ type CommandSnapshot struct {
 // created: run time (Run alone) and total time (what the caller waited),
 // what an exporter of cumulative histograms needs (Metrics' percentiles
 // cover the rolling window only). They are read when it is called, not at
-// the snapshot's instant. Each call copies two 10 KiB accumulators and
-// reads the window's histograms, so call it on a schedule (a scrape), not
-// per request. A CommandSnapshot that Registry.Snapshot did not build has
+// the snapshot's instant. Each call merges what left the window and the
+// window's histograms into two 10 KiB accumulators, so call it on a
+// schedule (a scrape), not per request. A CommandSnapshot that Registry.Snapshot did not build has
 // none: both are nil.
 func (s *CommandSnapshot) Latencies() (run, total *metrics.Distribution) {
 	if s.live == nil {

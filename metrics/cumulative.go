@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -12,47 +13,98 @@ import (
 // its bucket only, and the rotation (or Reset) that empties a bucket moves
 // its histograms into the ring's latencyTotals. Moving costs what clearing
 // did before (one pass over the bins), once per bucket interval, nothing
-// per call.
+// per call. The totals are touched only there and read by
+// CumulativeLatency, so they hold only the bins used, as a Distribution
+// does: a few hundred bytes where dense bins took 20 KiB.
 
-// latencyTotals holds the run and total latencies moved out of the buckets.
-type latencyTotals struct{ run, total histAccumulator }
+// latencyTotals holds the latencies moved out of the buckets, kept as the
+// buckets keep them: Run is same+run, Total is same+total.
+type latencyTotals struct{ same, run, total sparseBins }
+
+// sparseBins holds a latency distribution in only the bins used.
+type sparseBins struct {
+	bins []binCount // the bins used, in increasing order
+	sum  int64      // negative: saturated
+}
+
+// empty reports whether l holds no latency (a nil l holds none). A record
+// racing it is seen by the next move.
+func (l *latencies) empty() bool {
+	if l == nil {
+		return true
+	}
+	for _, h := range l.hists() {
+		if h != nil && !h.empty() {
+			return false
+		}
+	}
+	return true
+}
+
+// empty reports whether h holds no record: a record goes to bin 0 (values
+// up to 0 ns) or makes the sum nonzero.
+func (h *Histogram) empty() bool { return h.sum.Load() == 0 && h.bins[0].Load() == 0 }
 
 // moveTo moves l's latencies into t, leaving l empty. The ring's mutex must
 // be held.
 func (l *latencies) moveTo(t *latencyTotals) {
-	t.run.take(&l.same, &t.total)
+	t.same.take(&l.same)
 	if h := l.run.Load(); h != nil {
-		t.run.take(h, nil)
+		t.run.take(h)
 	}
 	if h := l.total.Load(); h != nil {
-		t.total.take(h, nil)
+		t.total.take(h)
 	}
 }
 
-// take empties h into a, and into also when it is not nil. Each bin is
-// swapped out, so a record racing the move is counted once, here or in h.
-// The sum goes first: a record adds its bin, then its sum, so a record
-// racing the move can leave its sum behind (taken by the next move, and
-// seen by add), never a bin without a sum, which add and the next take
-// would skip as empty.
-func (a *histAccumulator) take(h *Histogram, also *histAccumulator) {
-	if h.sum.Load() == 0 && h.bins[0].Load() == 0 {
-		return // empty: see add
+// take empties h into s. Each bin used is swapped out, so a record racing
+// the move is counted once, here or in h. The sum goes first: a record adds
+// its bin, then its sum, so a record racing the move can leave its sum
+// behind (taken by the next move, and seen by add), never a bin without a
+// sum, which add and the next take would skip as empty.
+func (s *sparseBins) take(h *Histogram) {
+	if h.empty() {
+		return
 	}
-	sum := h.sum.Swap(0)
-	a.addSum(sum)
-	if also != nil {
-		also.addSum(sum)
-	}
+	s.sum = addSaturating(s.sum, h.sum.Swap(0))
+	used, j := len(s.bins), 0
 	for i := range h.bins {
-		if c := h.bins[i].Swap(0); c != 0 {
-			n := int64(min(c, binMax))
-			a.bins[i] += n
-			if also != nil {
-				also.bins[i] += n
-			}
+		if h.bins[i].Load() == 0 {
+			continue // a record landing now stays for the next move
+		}
+		n := int64(min(h.bins[i].Swap(0), binMax))
+		for j < used && int(s.bins[j].bin) < i {
+			j++
+		}
+		if j < used && int(s.bins[j].bin) == i {
+			s.bins[j].n += n
+		} else {
+			s.bins = append(s.bins, binCount{int32(i), n})
 		}
 	}
+	if len(s.bins) > used {
+		slices.SortFunc(s.bins, func(a, b binCount) int { return cmp.Compare(a.bin, b.bin) })
+	}
+}
+
+// record adds the latency v (v >= 0), in nanoseconds, to s.
+func (s *sparseBins) record(v int64) {
+	v = min(v, maxValue)
+	bin := int32(binOf(v))
+	j, found := slices.BinarySearchFunc(s.bins, bin, func(bc binCount, bin int32) int { return cmp.Compare(bc.bin, bin) })
+	if !found {
+		s.bins = slices.Insert(s.bins, j, binCount{bin: bin})
+	}
+	s.bins[j].n++
+	s.sum = addSaturating(s.sum, v)
+}
+
+// addTo adds s to a.
+func (s *sparseBins) addTo(a *histAccumulator) {
+	for _, bc := range s.bins {
+		a.bins[bc.bin] += bc.n
+	}
+	a.addSum(s.sum)
 }
 
 // record adds one call's latencies to t as Rolling.Record adds them to a
@@ -67,11 +119,16 @@ func (t *latencyTotals) record(run, total time.Duration) {
 	}
 }
 
-// record adds the latency v (v >= 0), in nanoseconds, to a.
-func (a *histAccumulator) record(v int64) {
-	v = min(v, maxValue)
-	a.bins[binOf(v)]++
-	a.addSum(v)
+// addTo adds t's run and total latencies to run and total; a nil t holds
+// none.
+func (t *latencyTotals) addTo(run, total *histAccumulator) {
+	if t == nil {
+		return
+	}
+	t.same.addTo(run)
+	t.same.addTo(total)
+	t.run.addTo(run)
+	t.total.addTo(total)
 }
 
 // Distribution is the distribution of every latency a ring recorded since it
@@ -166,20 +223,20 @@ func (d *Distribution) CountsAtOrBelow(bounds []time.Duration) ([]int64, error) 
 // CumulativeLatency returns the distributions of the run and total
 // latencies recorded since the ring was created (Reset does not clear
 // them), or nil, nil for a ring without latency. Like Cumulative it takes
-// the ring's mutex, so successive readings never decrease; it merges two
-// 10 KiB accumulators and reads every bucket's histograms, so call it on a
-// schedule (a scrape), not per request. What it returns holds only the bins
-// used.
+// the ring's mutex, so successive readings never decrease; it merges what
+// left the window and every bucket's histograms into two 10 KiB
+// accumulators, so call it on a schedule (a scrape), not per request. What
+// it returns holds only the bins used.
 func (r *Rolling) CumulativeLatency() (run, total *Distribution) {
-	if r.foldedLat == nil {
+	if !r.withLat {
 		return nil, nil
 	}
-	var acc latencyTotals
+	var accRun, accTotal histAccumulator
 	r.mu.Lock()
-	acc = *r.foldedLat
+	r.foldedLat.addTo(&accRun, &accTotal)
 	for i := range r.buckets {
-		r.buckets[i].lat.addTo(&acc.run, &acc.total)
+		r.buckets[i].lat.Load().addTo(&accRun, &accTotal)
 	}
 	r.mu.Unlock()
-	return acc.run.distribution(), acc.total.distribution()
+	return accRun.distribution(), accTotal.distribution()
 }

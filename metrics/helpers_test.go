@@ -13,8 +13,8 @@ func (r *Rolling) Add(now time.Duration, e Event) { r.RecordCounts(now, SetOf(e)
 // does (a negative d counts as zero). It does nothing on a ring created
 // without latency.
 func (r *Rolling) ObserveRun(now, d time.Duration) {
-	if b := r.at(now); b != nil && b.lat != nil {
-		apart(&b.lat.run).record(max(int64(d), 0))
+	if l := r.latenciesAt(now); l != nil {
+		apart(&l.run).record(max(int64(d), 0))
 	}
 }
 
@@ -22,7 +22,19 @@ func (r *Rolling) ObserveRun(now, d time.Duration) {
 // instant now, as Histogram.Record does (a negative d counts as zero). It
 // does nothing on a ring created without latency.
 func (r *Rolling) ObserveTotal(now, d time.Duration) {
-	if b := r.at(now); b != nil && b.lat != nil {
-		apart(&b.lat.total).record(max(int64(d), 0))
+	if l := r.latenciesAt(now); l != nil {
+		apart(&l.total).record(max(int64(d), 0))
 	}
+}
+
+// latenciesAt returns the latencies of the bucket for instant now, created
+// if needed; nil on a ring without latency or for an instant too late for
+// any bucket.
+func (r *Rolling) latenciesAt(now time.Duration) *latencies {
+	b := r.at(now)
+	if b == nil {
+		return nil
+	}
+	r.newLatencies(b)
+	return b.lat.Load()
 }

@@ -100,8 +100,8 @@ type histAccumulator struct {
 }
 
 func (a *histAccumulator) add(h *Histogram) {
-	// An empty histogram is skipped without a pass over its bins: a record
-	// goes to bin 0 (values up to 0 ns) or makes the sum nonzero.
+	// An empty histogram is skipped without a pass over its bins (see
+	// Histogram.empty).
 	sum := h.sum.Load()
 	if sum == 0 && h.bins[0].Load() == 0 {
 		return
@@ -116,12 +116,15 @@ func (a *histAccumulator) add(h *Histogram) {
 
 // addSum adds sum (negative: saturated) to a's sum, saturating it when the
 // total passes the largest Duration.
-func (a *histAccumulator) addSum(sum int64) {
-	if a.sum < 0 || sum < 0 || a.sum > math.MaxInt64-sum {
-		a.sum = sumSaturated
-	} else {
-		a.sum += sum
+func (a *histAccumulator) addSum(sum int64) { a.sum = addSaturating(a.sum, sum) }
+
+// addSaturating returns a+b for two sums (negative: saturated), saturated
+// when it passes the largest Duration.
+func addSaturating(a, b int64) int64 {
+	if a < 0 || b < 0 || a > math.MaxInt64-b {
+		return sumSaturated
 	}
+	return a + b
 }
 
 // latency computes the summary. The k-th smallest observation (0-based) is

@@ -19,13 +19,17 @@ const emptyEpoch = math.MinInt64
 // ring's mutex, after the counters were emptied, so a writer that loads the
 // current epoch (acquire) adds into freshly emptied counters.
 //
+// lat is created by the first latency recorded in the slot (see
+// Rolling.recordFirst) and kept across rotations: nil, the bucket holds no
+// latency, and always nil on a ring without latency.
+//
 // Every call reads epoch and lat and writes counts: the padding keeps the two
 // on separate cache lines (and buckets apart from each other), so that a
 // write on one core does not invalidate the line every other core must read
 // first. Without it, parallel callers measured 2-3 times slower per call.
 type bucket struct {
 	epoch  atomic.Int64
-	lat    *latencies // nil when the ring records no latency
+	lat    atomic.Pointer[latencies]
 	_      [cacheline.Size - 16]byte
 	counts [NumEvents]atomic.Int64
 	max    atomic.Int64
@@ -60,8 +64,12 @@ func create(p *atomic.Pointer[Histogram]) *Histogram {
 	return p.Load()
 }
 
-// addTo merges the bucket's run and total latencies into run and total.
+// addTo merges the bucket's run and total latencies into run and total; a
+// nil l holds none.
 func (l *latencies) addTo(run, total *histAccumulator) {
+	if l == nil {
+		return
+	}
 	run.add(&l.same)
 	total.add(&l.same)
 	if h := l.run.Load(); h != nil {
@@ -96,9 +104,11 @@ const (
 // free: a bucket is reset lazily by the first write of a new interval (under
 // a mutex taken once per bucket interval, not per call). A call's events and
 // latencies go in with one Record, one bucket lookup. (The one exception to
-// "allocation free": the first call of a bucket slot whose run and total
-// latencies differ creates the histograms for such calls, once for the
-// ring's life.)
+// "allocation free": on a ring with latency, the first latency recorded in a
+// bucket slot creates the slot's histogram, and the first call of a slot
+// whose run and total latencies differ the histograms for such calls, once
+// for the ring's life; so does the first rotation that has latencies to
+// move or sum, for the ring's cumulative latencies and running sums.)
 //
 // An event whose instant lies a whole window behind the newest write (a
 // writer delayed that long between reading its clock and recording) is kept
@@ -111,6 +121,7 @@ type Rolling struct {
 	maxEp   int64 // largest |epoch| cur may hold (see curMaxStart)
 	buckets []bucket
 	cur     atomic.Uint64 // hint: the newest bucket (see curSlotBits); 0 when none
+	withLat bool          // the ring records latencies (CountsAndLatencies)
 
 	// The cumulative counts are folded, not counted twice: each event is
 	// added to its bucket only, and a rotation or Reset moves the bucket's
@@ -122,12 +133,14 @@ type Rolling struct {
 
 	// foldedLat holds the latencies rotation and Reset moved out of the
 	// buckets, and those of calls too late for any bucket, as folded does
-	// the counts (see CumulativeLatency); nil on a ring without latency.
-	// Guarded by mu.
+	// the counts (see CumulativeLatency); nil until there were some, and
+	// always on a ring without latency. Guarded by mu.
 	foldedLat *latencyTotals
 
 	// sums holds the running sums of the window's latencies (see
-	// windowsum.go); nil on a ring without latency. Guarded by mu.
+	// windowsum.go); nil until a rotation finds latencies in a bucket it
+	// does not rotate in, and always on a ring without latency. Guarded by
+	// mu.
 	sums *windowSums
 }
 
@@ -139,8 +152,15 @@ const (
 	// CountsOnly records events and the rolling maximum.
 	CountsOnly Contents = iota
 	// CountsAndLatencies also records run-time and total-time latencies in
-	// every bucket: 5 KiB per bucket while every call's run and total
-	// latencies are equal, 15 KiB once some differ.
+	// every bucket: a bucket slot's histogram is created by the first
+	// latency recorded in it, 5 KiB per bucket slot while every call's run
+	// and total latencies are equal, 15 KiB once some differ. The window's
+	// running sums (11 KiB, and 10 KiB more for each phase once some run
+	// and total latencies differ) are created by the first rotation that
+	// finds latencies in another bucket, and the cumulative latencies,
+	// which hold only the bins used (16 bytes each), by the first rotation
+	// that moves some. A ring whose calls all fell in one bucket holds one
+	// histogram.
 	CountsAndLatencies
 )
 
@@ -153,16 +173,10 @@ func NewRolling(w Window, c Contents) (*Rolling, error) {
 		return nil, fmt.Errorf("%w: Contents %d is not CountsOnly or CountsAndLatencies", ErrInvalidConfig, c)
 	}
 	width := int64(w.BucketWidth())
-	r := &Rolling{window: w, width: width, maxEp: curMaxStart / width, buckets: make([]bucket, w.Buckets)}
-	if c == CountsAndLatencies {
-		r.foldedLat = new(latencyTotals)
-		r.sums = newWindowSums(w.Buckets)
-	}
+	r := &Rolling{window: w, width: width, maxEp: curMaxStart / width, buckets: make([]bucket, w.Buckets),
+		withLat: c == CountsAndLatencies}
 	for i := range r.buckets {
 		r.buckets[i].epoch.Store(emptyEpoch)
-		if c == CountsAndLatencies {
-			r.buckets[i].lat = new(latencies)
-		}
 	}
 	return r, nil
 }
@@ -207,7 +221,7 @@ func (r *Rolling) rotate(slot, ep int64) *bucket {
 	case cur > ep:
 		return nil
 	}
-	if r.sums != nil {
+	if r.withLat {
 		r.rotating(b, int(slot), ep)
 	}
 	r.empty(b)
@@ -232,9 +246,18 @@ func (r *Rolling) empty(b *bucket) {
 		}
 	}
 	b.max.Store(0)
-	if b.lat != nil {
-		b.lat.moveTo(r.foldedLat)
+	if l := b.lat.Load(); !l.empty() {
+		l.moveTo(r.totals())
 	}
+}
+
+// totals returns the ring's cumulative latencies, creating them if needed.
+// r.mu must be held.
+func (r *Rolling) totals() *latencyTotals {
+	if r.foldedLat == nil {
+		r.foldedLat = new(latencyTotals)
+	}
+	return r.foldedLat
 }
 
 // NoLatency, as a latency passed to Record, records none.
@@ -254,7 +277,7 @@ func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Dur
 		return
 	}
 	b.add(events)
-	if l := b.lat; l != nil {
+	if l := b.lat.Load(); l != nil {
 		switch {
 		case run >= 0 && run == total:
 			l.same.record(int64(run))
@@ -266,7 +289,51 @@ func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Dur
 		case total >= 0:
 			apart(&l.total).record(int64(total))
 		}
+	} else {
+		r.recordFirst(b, run, total)
 	}
+}
+
+// recordFirst is Record's latencies for b, which has none yet: a call with
+// a latency creates b's, on a ring with latency, and records through Record
+// again, with no event (they are counted) and an instant of the interval b
+// now holds; a call without, or a ring without latency, creates nothing.
+// Kept out of line, as create is, so that Record's common path stays a
+// load, a test and a branch (and needs its instant no longer).
+//
+// b's interval is the call's, unless a rotation or Reset came between:
+// then the latencies go where a writer delayed as long puts them, in the
+// slot's new interval, or, after a Reset, cumulatively only.
+//
+//go:noinline
+func (r *Rolling) recordFirst(b *bucket, run, total time.Duration) {
+	if (run < 0 && total < 0) || !r.newLatencies(b) {
+		return
+	}
+	ep := b.epoch.Load()
+	if ep == emptyEpoch {
+		r.late(0, run, total)
+		return
+	}
+	// An instant of interval ep that cannot overflow: its first, between 0
+	// and the instant that made ep, or, for an interval before the clock's
+	// origin, its last, between that instant and 0.
+	at := ep * r.width
+	if ep < 0 {
+		at = (ep+1)*r.width - 1
+	}
+	r.Record(time.Duration(at), 0, run, total)
+}
+
+// newLatencies installs b's latencies, unless another writer just did, and
+// reports whether b has them: false, and nothing created, on a ring
+// without latency.
+func (r *Rolling) newLatencies(b *bucket) bool {
+	if !r.withLat {
+		return false
+	}
+	b.lat.CompareAndSwap(nil, new(latencies))
+	return true
 }
 
 // RecordCounts counts one call at instant now, every event in events (in
@@ -296,9 +363,9 @@ func (r *Rolling) late(events EventSet, run, total time.Duration) {
 	for s := uint32(events); s != 0; s &= s - 1 {
 		r.folded[bits.TrailingZeros32(s)].Add(1)
 	}
-	if r.foldedLat != nil && (run >= 0 || total >= 0) {
+	if r.withLat && (run >= 0 || total >= 0) {
 		r.mu.Lock()
-		r.foldedLat.record(run, total)
+		r.totals().record(run, total)
 		r.mu.Unlock()
 	}
 }
@@ -462,7 +529,7 @@ func (r *Rolling) Snapshot(now time.Duration) Snapshot {
 			s.Max = max(s.Max, b.max.Load())
 		}
 	}
-	if r.sums != nil {
+	if r.withLat {
 		s.Run, s.Total = r.windowLatency(cur)
 	}
 	return s

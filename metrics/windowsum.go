@@ -18,6 +18,13 @@ import "time"
 // subtraction compares the records it reads with the mark's count; on a
 // difference the sums are rebuilt from the buckets (a full merge, as rare as
 // such late writes). All of it is guarded by the ring's mutex.
+//
+// A ring creates its sums at the first rotation that finds latencies in a
+// bucket other than the one it rotates in: until then at most one bucket
+// holds latencies (but for writers racing a rotation), and a snapshot reads
+// that bucket alone. New sums seal every bucket but the newest and the one
+// being emptied, as the rotations before would have: typically none holds
+// latencies yet, and the rotation then seals the newest, which does.
 
 // numBlocks is the number of blocks of subBuckets bins: the sums keep a
 // total per block so that a percentile walk skips empty blocks.
@@ -68,12 +75,40 @@ type memo struct {
 	run, total Latency
 }
 
-func newWindowSums(buckets int) *windowSums {
-	return &windowSums{marks: make([]sealMark, buckets), newest: -1, valid: true}
+// startSums returns the ring's sums, creating them (see above) if a bucket
+// other than slot i, the one a rotation empties, holds latencies; nil, and
+// nothing created, if none does.
+func (r *Rolling) startSums(i int) *windowSums {
+	newest, newestEp := -1, int64(emptyEpoch)
+	found := false
+	for j := range r.buckets {
+		b := &r.buckets[j]
+		if j != i && b.lat.Load() != nil {
+			found = true
+		}
+		if ep := b.epoch.Load(); ep != emptyEpoch && (newest < 0 || ep > newestEp) {
+			newest, newestEp = j, ep // as rotating tracks it: the latest interval
+		}
+	}
+	if !found {
+		return nil
+	}
+	w := &windowSums{marks: make([]sealMark, len(r.buckets)), newest: newest, valid: true}
+	for j := range r.buckets {
+		if j != i && j != newest {
+			w.seal(&r.buckets[j], j)
+		}
+	}
+	r.sums = w
+	return w
 }
 
-// hists returns a bucket's three histograms (nil for one not created).
+// hists returns a bucket's three histograms (nil for one not created, and
+// all three for a nil l).
 func (l *latencies) hists() [3]*Histogram {
+	if l == nil {
+		return [3]*Histogram{}
+	}
 	return [3]*Histogram{&l.same, l.run.Load(), l.total.Load()}
 }
 
@@ -150,7 +185,7 @@ func (w *windowSums) seal(b *bucket, i int) {
 	w.gen++
 	m := &w.marks[i]
 	m.sealed = true
-	for k, h := range b.lat.hists() {
+	for k, h := range b.lat.Load().hists() {
 		m.h[k] = histMark{}
 		if h != nil {
 			m.h[k] = w.sumFor(k, true).add(h)
@@ -169,7 +204,7 @@ func (w *windowSums) unseal(b *bucket, i int) {
 	if !w.valid {
 		return
 	}
-	for k, h := range b.lat.hists() {
+	for k, h := range b.lat.Load().hists() {
 		if m.h[k] == (histMark{}) {
 			continue
 		}
@@ -180,10 +215,15 @@ func (w *windowSums) unseal(b *bucket, i int) {
 	}
 }
 
-// rotating is called by rotate, under the ring's mutex, before it empties b,
-// the bucket in slot i, for interval ep.
+// rotating is called by rotate on a ring with latency, under the ring's
+// mutex, before it empties b, the bucket in slot i, for interval ep.
 func (r *Rolling) rotating(b *bucket, i int, ep int64) {
 	w := r.sums
+	if w == nil {
+		if w = r.startSums(i); w == nil {
+			return
+		}
+	}
 	if w.marks[i].sealed {
 		w.unseal(b, i)
 	}
@@ -196,8 +236,9 @@ func (r *Rolling) rotating(b *bucket, i int, ep int64) {
 	w.newest = i
 }
 
-// rotated is called by rotate once b, in slot i, is emptied: a bucket that
-// is not the newest is sealed, with the nothing it holds.
+// rotated is called by rotate, on a ring with sums, once b, in slot i, is
+// emptied: a bucket that is not the newest is sealed, with the nothing it
+// holds.
 func (r *Rolling) rotated(i int) {
 	if w := r.sums; w.newest != i {
 		w.marks[i] = sealMark{sealed: true}
@@ -239,6 +280,9 @@ func (r *Rolling) rebuild(cur int64) {
 // in interval cur. r.mu must be held.
 func (r *Rolling) windowLatency(cur int64) (run, total Latency) {
 	w := r.sums
+	if w == nil {
+		return r.unsummed(cur)
+	}
 	for i := range r.buckets {
 		if !w.valid {
 			break
@@ -249,7 +293,7 @@ func (r *Rolling) windowLatency(cur int64) (run, total Latency) {
 		case !r.live(b.epoch.Load(), cur):
 			w.unseal(b, i) // out of the window: it leaves the sums
 		default:
-			for k, h := range b.lat.hists() {
+			for k, h := range b.lat.Load().hists() {
 				if !w.marks[i].h[k].matches(h) {
 					w.valid = false
 				}
@@ -269,11 +313,9 @@ func (r *Rolling) windowLatency(cur int64) (run, total Latency) {
 		}
 	}
 	m := &w.memo
-	var l *latencies
 	var hs [3]*Histogram
 	if extra >= 0 {
-		l = r.buckets[extra].lat
-		hs = l.hists()
+		hs = r.buckets[extra].lat.Load().hists()
 	}
 	if m.ok && m.gen == w.gen && m.cur == cur && m.extra == extra &&
 		m.marks[0].matches(hs[0]) && m.marks[1].matches(hs[1]) && m.marks[2].matches(hs[2]) {
@@ -281,34 +323,63 @@ func (r *Rolling) windowLatency(cur int64) (run, total Latency) {
 	}
 	*m = memo{gen: w.gen, cur: cur, extra: extra}
 	var hb [3]histBlocks
+	m.run, m.total = latencyOf(w, hs, &hb)
 	for k, h := range hs {
 		if h != nil {
-			hb[k] = blocksOf(h) // one pass each: same serves both phases
 			m.marks[k] = histMark{sum: hb[k].sum, bin0: hb[k].bin0}
 		}
 	}
-	runs := merged{sums: [2]*binSum{&w.same, w.run}}
-	totals := merged{sums: [2]*binSum{&w.same, w.total}}
+	m.ok = true
+	return m.run, m.total
+}
+
+// unsummed is windowLatency for a ring without sums: at most one live
+// bucket holds latencies, read alone, unless writers raced a rotation
+// (then every live bucket is merged).
+func (r *Rolling) unsummed(cur int64) (run, total Latency) {
+	var l *latencies
+	for i := range r.buckets {
+		b := &r.buckets[i]
+		if bl := b.lat.Load(); bl != nil && r.live(b.epoch.Load(), cur) {
+			if l != nil {
+				return r.mergeLive(cur)
+			}
+			l = bl
+		}
+	}
+	var hb [3]histBlocks
+	return latencyOf(nil, l.hists(), &hb)
+}
+
+// latencyOf returns the run and total latencies of the sums w (nil: none)
+// and the histograms hs (same, run and total; nil: none), reading each
+// histogram's block totals into hb.
+func latencyOf(w *windowSums, hs [3]*Histogram, hb *[3]histBlocks) (run, total Latency) {
+	var runs, totals merged
+	if w != nil {
+		runs.sums = [2]*binSum{&w.same, w.run}
+		totals.sums = [2]*binSum{&w.same, w.total}
+	}
 	for k, h := range hs {
-		switch {
-		case h == nil:
-		case k == 0:
+		if h == nil {
+			continue
+		}
+		hb[k] = blocksOf(h) // one pass each: same serves both phases
+		switch k {
+		case 0:
 			runs.addHist(h, &hb[k])
 			totals.addHist(h, &hb[k])
-		case k == 1:
+		case 1:
 			runs.addHist(h, &hb[k])
 		default:
 			totals.addHist(h, &hb[k])
 		}
 	}
-	m.run = runs.latency()
-	if w.run == nil && w.total == nil && hs[1] == nil && hs[2] == nil {
-		m.total = m.run // every call's run and total latencies were equal
-	} else {
-		m.total = totals.latency()
+	run = runs.latency()
+	if (w == nil || w.run == nil && w.total == nil) && hs[1] == nil && hs[2] == nil {
+		return run, run // every call's run and total latencies were equal
 	}
-	m.ok = true
-	return m.run, m.total
+	return run, totals.latency()
 }
 
 // histBlocks is a histogram's block totals and sum, read in one pass.
@@ -358,7 +429,7 @@ func (r *Rolling) mergeLive(cur int64) (Latency, Latency) {
 	var run, total histAccumulator
 	for i := range r.buckets {
 		if b := &r.buckets[i]; r.live(b.epoch.Load(), cur) {
-			b.lat.addTo(&run, &total)
+			b.lat.Load().addTo(&run, &total)
 		}
 	}
 	return run.latency(), total.latency()

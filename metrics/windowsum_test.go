@@ -88,22 +88,51 @@ func TestWindowSumsMatchFullMerge(t *testing.T) {
 }
 
 // The common case reads the sums without rebuilding them: calls only move
-// forward, and every snapshot is exact.
+// forward, and every snapshot is exact. The sums, created by the second
+// bucket's rotation, are valid from then on.
 func TestWindowSumsStayValidMovingForward(t *testing.T) {
 	r := newRing(t, true)
 	rng := rand.New(rand.NewPCG(1, 2))
+	created := false
 	for step := range 2000 {
 		now := time.Duration(step) * 7 * time.Millisecond
 		run, total := randomLatencies(rng)
 		r.Record(now, SetOf(Success), run, total)
 		if step%13 == 0 {
-			requireExactSnapshot(t, r, now, "step %d", step)
 			r.mu.Lock()
-			valid := r.sums.valid
+			sums := r.sums
+			valid := sums != nil && sums.valid
 			r.mu.Unlock()
-			require.True(t, valid, "step %d: the sums needed no rebuild", step)
+			if sums != nil {
+				created = true
+				require.True(t, valid, "step %d: the sums need no rebuild", step)
+			}
+			requireExactSnapshot(t, r, now, "step %d", step)
 		}
 	}
+	require.True(t, created, "the sums were created")
+}
+
+// Sums created by a rotation hold what the rotations before would have
+// added: a window filled without a snapshot needs no rebuild at the first.
+func TestWindowSumsBuiltAtCreation(t *testing.T) {
+	r := newRing(t, true)
+	width := r.window.BucketWidth()
+	for k := range 2 * len(r.buckets) {
+		r.Record(time.Duration(k)*width, SetOf(Success), time.Duration(k+1)*time.Millisecond, time.Duration(k+1)*time.Millisecond)
+	}
+	r.mu.Lock()
+	require.NotNil(t, r.sums)
+	require.True(t, r.sums.valid)
+	sealed := 0
+	for _, m := range r.sums.marks {
+		if m.sealed {
+			sealed++
+		}
+	}
+	r.mu.Unlock()
+	require.Equal(t, len(r.buckets)-1, sealed, "every bucket but the newest")
+	requireExactSnapshot(t, r, time.Duration(2*len(r.buckets)-1)*width, "the first snapshot")
 }
 
 // Writers race rotation, late writes and snapshots: each raises a shared
@@ -169,7 +198,7 @@ func TestWindowSumsSaturatedBins(t *testing.T) {
 		r.Record(now, SetOf(Success), time.Millisecond, time.Millisecond)
 		r.Record(now, SetOf(Success), 0, 2*time.Millisecond)
 		requireExactSnapshot(t, r, now, "bucket %d, before", k)
-		h := &r.at(now).lat.same
+		h := &r.at(now).lat.Load().same
 		// A full bin as writers leave it: binMax records (their sum added)
 		// and some past it, racing the saturation.
 		h.bins[binOf(int64(time.Millisecond))].Store(binMax + 5)

@@ -1,0 +1,187 @@
+package metrics
+
+import (
+	"math"
+	"runtime"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// runs is the number of runs allocated averages over.
+const runs = 50
+
+// allocated returns the bytes and objects one run of f allocates, averaged
+// over runs (the test's other goroutines may add a few, seen as a fraction
+// of one object per run).
+func allocated(f func()) (bytes, objects float64) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return float64(after.TotalAlloc-before.TotalAlloc) / float64(runs), float64(after.Mallocs-before.Mallocs) / float64(runs)
+}
+
+// requireSize checks that bytes is what objects whose sizes sum to want
+// take on the heap: want, rounded up to the allocator's size classes,
+// which waste at most 1/8 of an object (the classes below 32 KiB; larger
+// objects round up to 8 KiB pages).
+func requireSize(t *testing.T, want uintptr, bytes float64, what string) {
+	t.Helper()
+	require.GreaterOrEqual(t, bytes, float64(want), what)
+	require.LessOrEqual(t, bytes, float64(want)*9/8, what)
+}
+
+// requireNone checks that what allocated measured over runs is no more
+// than the test's other goroutines allocate: not one histogram in all the
+// runs.
+func requireNone(t *testing.T, bytes, objects float64, what string) {
+	t.Helper()
+	require.Less(t, objects, 0.5, what)
+	require.Less(t, bytes*runs, float64(unsafe.Sizeof(Histogram{})), what)
+}
+
+// TestRollingAllocatesWhatItUses: a new ring is its struct and its buckets;
+// the first latency recorded in a bucket slot adds that slot's histogram,
+// and the first rotation that finds latencies in another bucket adds the
+// window's running sums. A ring without latency allocates nothing more,
+// whatever it is given.
+func TestRollingAllocatesWhatItUses(t *testing.T) {
+	w := DefaultWindow()
+	width := w.BucketWidth()
+	ring := unsafe.Sizeof(Rolling{}) + uintptr(w.Buckets)*unsafe.Sizeof(bucket{})
+	lat := unsafe.Sizeof(latencies{})
+	sums := unsafe.Sizeof(windowSums{}) + uintptr(w.Buckets)*unsafe.Sizeof(sealMark{})
+	rings := make([]*Rolling, 0, 3*runs+2) // kept, so that nothing is freed before it is counted
+	newRolling := func(c Contents) *Rolling {
+		r, err := NewRolling(w, c)
+		require.NoError(t, err)
+		rings = append(rings, r)
+		return r
+	}
+
+	bytes, objects := allocated(func() { newRolling(CountsAndLatencies) })
+	assert.InDelta(t, 2, objects, 0.1, "the ring and its buckets")
+	requireSize(t, ring, bytes, "a new ring")
+
+	bytes, objects = allocated(func() {
+		r := newRolling(CountsAndLatencies)
+		r.Record(0, SetOf(Success), time.Millisecond, time.Millisecond)
+		r.Record(width/2, SetOf(Success), 2*time.Millisecond, 2*time.Millisecond)
+		r.Snapshot(width / 2)
+	})
+	assert.InDelta(t, 3, objects, 0.1, "the ring, its buckets, one bucket's latencies")
+	requireSize(t, ring+lat, bytes, "a ring with calls in one bucket")
+
+	bytes, objects = allocated(func() {
+		r := newRolling(CountsAndLatencies)
+		r.Record(0, SetOf(Success), time.Millisecond, time.Millisecond)
+		r.Record(width, SetOf(Success), time.Millisecond, time.Millisecond)
+		r.Snapshot(width)
+	})
+	assert.InDelta(t, 6, objects, 0.1, "the ring, its buckets, two buckets' latencies, the sums and their marks")
+	requireSize(t, ring+2*lat+sums, bytes, "a ring with calls in two buckets")
+
+	r := newRolling(CountsAndLatencies)
+	bytes, objects = allocated(func() {
+		r.Record(0, SetOf(ShortCircuited), NoLatency, NoLatency)
+		r.Snapshot(0)
+	})
+	requireNone(t, bytes, objects, "a call without latency creates none")
+
+	r = newRolling(CountsOnly)
+	now := time.Duration(0)
+	bytes, objects = allocated(func() {
+		now += width / 3 // through every bucket, rotating
+		r.Record(now, SetOf(Success), time.Millisecond, 2*time.Millisecond)
+		r.Record(now-w.Length, SetOf(Failure), time.Millisecond, time.Millisecond) // too late for any bucket
+		r.RecordCounts(now, SetOf(Success))
+		r.Snapshot(now)
+		r.CumulativeLatency()
+	})
+	requireNone(t, bytes, objects, "a ring without latency")
+	r.Reset()
+	s := r.Snapshot(now)
+	assert.Zero(t, s.Run.Count+s.Total.Count)
+	for i := range r.buckets {
+		assert.Nil(t, r.buckets[i].lat.Load(), "bucket %d", i)
+	}
+	assert.Nil(t, r.sums)
+	assert.Nil(t, r.foldedLat)
+	runtime.KeepAlive(rings)
+}
+
+// TestRollingBusyRingKeepsOneHistogramPerSlot: once every bucket slot has
+// had latencies, a ring records, rotates, snapshots and resets without
+// allocating, and what left the window holds only the bins used.
+func TestRollingBusyRingKeepsOneHistogramPerSlot(t *testing.T) {
+	r := newRing(t, true)
+	width := r.window.BucketWidth()
+	now := time.Duration(0)
+	step := func() {
+		now += width / 2
+		r.Record(now, SetOf(Success), time.Millisecond, time.Millisecond)
+		r.Record(now, SetOf(Success), 3*time.Millisecond, 3*time.Millisecond)
+		r.Snapshot(now)
+	}
+	for range 4 * len(r.buckets) {
+		step()
+	}
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		step()
+		if now%(7*width) == 0 {
+			r.Reset()
+		}
+	}))
+	for i := range r.buckets {
+		require.NotNil(t, r.buckets[i].lat.Load(), "bucket %d", i)
+		assert.Nil(t, r.buckets[i].lat.Load().run.Load(), "bucket %d: run and total never differed", i)
+	}
+	r.mu.Lock()
+	assert.Len(t, r.foldedLat.same.bins, 2, "two bins used")
+	assert.Empty(t, r.foldedLat.run.bins)
+	r.mu.Unlock()
+	run, total := r.CumulativeLatency()
+	assert.Equal(t, run, total)
+	assert.Equal(t, int64(2*(4*len(r.buckets)+100+1)), run.Count(), "every call, the warm-up run of AllocsPerRun included")
+}
+
+// TestRecordFirstLatency: the first latency of a bucket slot lands in the
+// call's interval, before the clock's origin and at the ends of the clock
+// too, or, when a rotation or a Reset came between the call's bucket lookup
+// and the creation of the bucket's latencies, where a writer delayed as
+// long puts it: in the slot's new interval, or cumulatively only.
+func TestRecordFirstLatency(t *testing.T) {
+	width := DefaultWindow().BucketWidth()
+	for _, now := range []time.Duration{0, width - 1, -1, -width, -width - 1, math.MinInt64, math.MaxInt64} {
+		r, err := NewRolling(DefaultWindow(), CountsAndLatencies)
+		require.NoError(t, err)
+		r.Record(now, SetOf(Success), time.Millisecond, time.Millisecond)
+		s := r.Snapshot(now)
+		assert.Equal(t, Counts{Success: 1}, s.Counts, "at %d", now)
+		assert.EqualValues(t, 1, s.Run.Count, "at %d", now)
+		assert.EqualValues(t, 1, s.Total.Count, "at %d", now)
+	}
+
+	r := newRing(t, true)
+	b := r.at(0)
+	r.RecordCounts(r.window.Length, SetOf(Success)) // slot 0 rotates to the next window
+	r.recordFirst(b, time.Millisecond, 2*time.Millisecond)
+	s := r.Snapshot(r.window.Length)
+	assert.EqualValues(t, 1, s.Run.Count, "in the slot's new interval")
+	assert.EqualValues(t, 1, s.Total.Count)
+
+	r = newRing(t, true)
+	b = r.at(0)
+	r.Reset()
+	r.recordFirst(b, time.Millisecond, time.Millisecond)
+	assert.Zero(t, r.Snapshot(0).Run.Count, "a Reset came between: not in the window")
+	run, total := r.CumulativeLatency()
+	assert.EqualValues(t, 1, run.Count(), "but counted since creation")
+	assert.EqualValues(t, 1, total.Count())
+}
