@@ -181,14 +181,7 @@ func BenchmarkAntsSubmitWait(b *testing.B) {
 			<-done
 		}
 	}
-	b.Run("serial", func(b *testing.B) {
-		b.ReportAllocs()
-		submitWait(b, b.Loop)
-	})
-	b.Run("parallel", func(b *testing.B) {
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) { submitWait(b, pb.Next) })
-	})
+	serialAndParallel(b, submitWait)
 }
 
 // BenchmarkAntsSubmitWaitResult is the baseline of a pool call that hands a
@@ -223,12 +216,18 @@ func BenchmarkAntsSubmitWaitResult(b *testing.B) {
 		}
 		sink = time.Duration(total)
 	}
+	serialAndParallel(b, submitWait)
+}
+
+// serialAndParallel runs loop, which calls next until it reports false,
+// serially (b.Loop) and under RunParallel, as sub-benchmarks.
+func serialAndParallel(b *testing.B, loop func(b *testing.B, next func() bool)) {
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
-		submitWait(b, b.Loop)
+		loop(b, b.Loop)
 	})
 	b.Run("parallel", func(b *testing.B) {
 		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) { submitWait(b, pb.Next) })
+		b.RunParallel(func(pb *testing.PB) { loop(b, pb.Next) })
 	})
 }
