@@ -37,23 +37,66 @@ type job struct {
 	state    atomic.Int32
 
 	// Queue links and membership, guarded by queue.mu.
-	prev, next *job
-	queued     bool
+	q      link
+	queued bool
 
 	// Deadline (a deadline.Now reading), links and membership of the Pool's watch, guarded by
 	// watch.mu.
-	due          time.Duration
-	wprev, wnext *job
-	watched      bool
+	due     time.Duration
+	w       link
+	watched bool
+}
+
+// link is a job's place in one of the intrusive doubly linked lists of jobs: the queue's
+// (job.q) or the watch's (job.w).
+type link struct{ prev, next *job }
+
+// queueLink and watchLink are the links the queue and the watch thread their lists through.
+func queueLink(j *job) *link { return &j.q }
+func watchLink(j *job) *link { return &j.w }
+
+// jobList is the ends of one such list.
+type jobList struct{ head, tail *job }
+
+// insertAfter links j after at, or first when at is nil; lk gives the list's link of a job.
+func (l *jobList) insertAfter(j, at *job, lk func(*job) *link) {
+	jl := lk(j)
+	jl.prev = at
+	if at == nil {
+		jl.next, l.head = l.head, j
+	} else {
+		jl.next, lk(at).next = lk(at).next, j
+	}
+	if jl.next == nil {
+		l.tail = j
+	} else {
+		lk(jl.next).prev = j
+	}
+}
+
+// unlink takes j, which is in l, off it; lk gives the list's link of a job.
+func (l *jobList) unlink(j *job, lk func(*job) *link) {
+	jl := lk(j)
+	if jl.prev == nil {
+		l.head = jl.next
+	} else {
+		lk(jl.prev).next = jl.next
+	}
+	if jl.next == nil {
+		l.tail = jl.prev
+	} else {
+		lk(jl.next).prev = jl.prev
+	}
+	*jl = link{}
 }
 
 // queue is the bounded FIFO of calls waiting for a worker: an intrusive doubly linked list, so
 // a caller that gives up unlinks its job in O(1) and the queue never holds dead entries.
 type queue struct {
-	mu         sync.Mutex
-	head, tail *job
-	capacity   int  // guarded by mu
-	closed     bool // guarded by mu
+	mu       sync.Mutex
+	jobList       // guarded by mu
+	capacity int  // guarded by mu
+	closed   bool // guarded by mu
 
 	// n is the length. It changes only under mu but is read without it: workers read it after
 	// releasing their slot, and Execute's push-then-acquire pairs with that read (see
@@ -72,13 +115,8 @@ func (q *queue) push(j *job) error {
 		q.mu.Unlock()
 		return ErrRejected
 	}
-	j.prev, j.next, j.queued = q.tail, nil, true
-	if q.tail == nil {
-		q.head = j
-	} else {
-		q.tail.next = j
-	}
-	q.tail = j
+	q.insertAfter(j, q.tail, queueLink)
+	j.queued = true
 	q.n.Add(1)
 	q.mu.Unlock()
 	return nil
@@ -92,7 +130,7 @@ func (q *queue) pop() *job {
 	q.mu.Lock()
 	j := q.head
 	if j != nil {
-		q.unlink(j)
+		q.take(j)
 	}
 	q.mu.Unlock()
 	return j
@@ -103,25 +141,16 @@ func (q *queue) remove(j *job) bool {
 	q.mu.Lock()
 	ok := j.queued
 	if ok {
-		q.unlink(j)
+		q.take(j)
 	}
 	q.mu.Unlock()
 	return ok
 }
 
-// unlink removes j from the list; q.mu must be held and j queued.
-func (q *queue) unlink(j *job) {
-	if j.prev == nil {
-		q.head = j.next
-	} else {
-		j.prev.next = j.next
-	}
-	if j.next == nil {
-		q.tail = j.prev
-	} else {
-		j.next.prev = j.prev
-	}
-	j.prev, j.next, j.queued = nil, nil, false
+// take removes j from the queue; q.mu must be held and j queued.
+func (q *queue) take(j *job) {
+	q.unlink(j, queueLink)
+	j.queued = false
 	q.n.Add(-1)
 }
 
@@ -145,11 +174,11 @@ func (q *queue) close() {
 	q.mu.Unlock()
 }
 
-// takeAll empties the queue and returns its jobs, oldest first, linked through next.
+// takeAll empties the queue and returns its jobs, oldest first, linked through q.next.
 func (q *queue) takeAll() *job {
 	q.mu.Lock()
 	head := q.head
-	for j := head; j != nil; j = j.next {
+	for j := head; j != nil; j = j.q.next {
 		j.queued = false
 	}
 	q.head, q.tail = nil, nil

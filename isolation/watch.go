@@ -20,11 +20,11 @@ import (
 // before their deadline it fires about once per timeout, whatever the rate of calls. A pending
 // timer is no goroutine, and keeps the Pool reachable until it fires.
 type watch struct {
-	mu         sync.Mutex
-	head, tail *job        // by deadline; linked through job.wprev and job.wnext
-	timer      *time.Timer // made by the first add; fires watch.fire
-	armed      bool        // the timer will fire, at `at`
-	at         time.Duration
+	mu      sync.Mutex
+	jobList             // by deadline; linked through job.w
+	timer   *time.Timer // made by the first add; fires watch.fire
+	armed   bool        // the timer will fire, at `at`
+	at      time.Duration
 }
 
 // add puts j, whose caller is about to wait until due (a deadline.Now reading), on the list,
@@ -34,19 +34,9 @@ func (w *watch) add(j *job, due time.Duration) {
 	j.due, j.watched = due, true
 	at := w.tail
 	for at != nil && at.due > due {
-		at = at.wprev
+		at = at.w.prev
 	}
-	j.wprev = at
-	if at == nil {
-		j.wnext, w.head = w.head, j
-	} else {
-		j.wnext, at.wnext = at.wnext, j
-	}
-	if j.wnext == nil {
-		w.tail = j
-	} else {
-		j.wnext.wprev = j
-	}
+	w.insertAfter(j, at, watchLink)
 	if !w.armed || due < w.at {
 		w.arm(due)
 	}
@@ -61,7 +51,7 @@ func (w *watch) remove(j *job) bool {
 		w.mu.Unlock()
 		return false
 	}
-	w.unlink(j)
+	w.take(j)
 	w.mu.Unlock()
 	return true
 }
@@ -74,7 +64,7 @@ func (w *watch) fire() {
 	now := deadline.Now()
 	for w.head != nil && w.head.due <= now {
 		j := w.head
-		w.unlink(j)
+		w.take(j)
 		j.done <- struct{}{} // the watch's one signal: never blocks (see job.done)
 	}
 	if w.head != nil {
@@ -94,17 +84,8 @@ func (w *watch) arm(due time.Duration) {
 	w.armed, w.at = true, due
 }
 
-// unlink takes j off the list. w.mu must be held.
-func (w *watch) unlink(j *job) {
-	if j.wprev == nil {
-		w.head = j.wnext
-	} else {
-		j.wprev.wnext = j.wnext
-	}
-	if j.wnext == nil {
-		w.tail = j.wprev
-	} else {
-		j.wnext.wprev = j.wprev
-	}
-	j.wprev, j.wnext, j.watched = nil, nil, false
+// take takes j off the list. w.mu must be held.
+func (w *watch) take(j *job) {
+	w.unlink(j, watchLink)
+	j.watched = false
 }
