@@ -118,11 +118,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: simulate [flags]\n\nReplays failures on a virtual clock, with and without circuit breakers.")
 		fs.PrintDefaults()
 	}
-	// owner maps each scenario-specific flag to its scenario.
-	owner := map[string]string{}
-	only := func(scenario string, names ...string) {
+	// owners maps each scenario-specific flag to the scenarios it applies to.
+	owners := map[string][]string{}
+	only := func(scenarios []string, names ...string) {
 		for _, n := range names {
-			owner[n] = scenario
+			owners[n] = scenarios
 		}
 	}
 	scenario := fs.String("scenario", scenarioOutage, "`NAME` of the scenario: outage, chain, coalesce, confidence, throttle, priority, adaptive or hedge")
@@ -144,7 +144,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&p.LatencyOK, "latency-ok", p.LatencyOK, "outage: latency of a successful call")
 	fs.DurationVar(&p.LatencyFail, "latency-fail", p.LatencyFail, "outage: latency of a failed call (during the outage)")
 	fs.BoolVar(&p.Breaker, "breaker", p.Breaker, "outage: with -json, report the run with the breaker (false: without)")
-	only(scenarioOutage, "json", "outage", "qps", "latency-ok", "latency-fail", "breaker")
+	only([]string{scenarioOutage}, "json", "outage", "qps", "latency-ok", "latency-fail", "breaker")
 
 	fault := fs.String("fault", "20s-40s", "chain: `START-END` of the fault in front of inventory, in whole seconds")
 	svgFile := fs.String("svg", "", "chain: also write a chart of throughput and breaker state to `FILE`")
@@ -165,21 +165,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&c.RetryBudget, "retry-budget", c.RetryBudget, "chain: the groups' retry budget ratio (0: no budget)")
 	fs.BoolVar(&c.Fallback, "fallback", c.Fallback, "chain: with breakers, a failed or refused call answers degraded (false: an error)")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "chain: seed of the fault, jitter and health-check draws")
-	only(scenarioChain, "fault", "svg", "rate", "stock-share", "workers", "queue", "work", "latency", "errors", "slow",
+	only([]string{scenarioChain}, "fault", "svg", "rate", "stock-share", "workers", "queue", "work", "latency", "errors", "slow",
 		"delay", "client-timeout", "gateway-timeout", "order-timeout", "retries", "retry-backoff", "retry-budget",
 		"fallback", "seed")
 
 	fs.Float64Var(&cp.Background, "background", cp.Background, "confidence: share of calls that fail outside the outage")
 	fs.Float64Var(&cp.Confidence, "confidence", cp.Confidence, "confidence: the confidence rule's circuit.Config.Confidence")
 	fs.IntVar(&cp.Trials, "trials", cp.Trials, "confidence: outage runs per rate and rule, for the detection delay")
-	only(scenarioConfidence, "background", "confidence", "trials")
+	only([]string{scenarioConfidence}, "background", "confidence", "trials")
 	fs.Float64Var(&tp.Capacity, "capacity", tp.Capacity, "throttle: calls a second the dependency takes")
 	fs.Float64Var(&tp.Offered, "offered", tp.Offered, "throttle: calls a second the clients make")
-	only(scenarioThrottle, "capacity", "offered")
+	only([]string{scenarioThrottle}, "capacity", "offered")
 	pp := DefaultPriorityParams()
 	reserve := fs.String("reserve", formatReserve(pp.Reserve), "priority: the `P0,P1,P2,P3` shares of the bulkhead kept from each priority")
 	fs.Float64Var(&pp.Overload, "overload", pp.Overload, "priority: offered load as a multiple of the bulkhead's capacity")
-	only(scenarioPriority, "reserve", "overload")
+	only([]string{scenarioPriority}, "reserve", "overload")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -201,20 +201,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("%w: -scenario %q must be outage, chain, coalesce, confidence, throttle, priority, adaptive or hedge", errUsage, *scenario))
 	}
 	// The breaker and policy flags configure the breakers of the scenarios
-	// that take them from the command line; the others use their own.
-	breakerFlags := []string{"window", "buckets", "min-requests", "failure-ratio", "open", "backoff", "max-open",
-		"probes", "probe-successes", "halfopen-failures", "ramp", "ramp-up", "warmup", "health-check"}
-	breakerScenarios := []string{scenarioOutage, scenarioChain, scenarioConfidence}
+	// that take them from the command line; the others set their own.
+	only([]string{scenarioOutage, scenarioChain, scenarioConfidence}, "window", "buckets", "min-requests",
+		"failure-ratio", "open", "backoff", "max-open", "probes", "probe-successes", "halfopen-failures", "ramp",
+		"ramp-up", "warmup", "health-check")
 	var misplaced error
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) {
-		switch o := owner[f.Name]; {
-		case misplaced != nil:
-		case o != "" && o != *scenario:
-			misplaced = fmt.Errorf("%w: -%s applies to -scenario %s only", errUsage, f.Name, o)
-		case slices.Contains(breakerFlags, f.Name) && !slices.Contains(breakerScenarios, *scenario):
-			misplaced = fmt.Errorf("%w: -%s applies to -scenario outage, chain or confidence only (-scenario %s sets its own breakers)",
-				errUsage, f.Name, *scenario)
+		if o := owners[f.Name]; o != nil && !slices.Contains(o, *scenario) && misplaced == nil {
+			misplaced = fmt.Errorf("%w: -%s applies to -scenario %s only", errUsage, f.Name, orList(o))
 		}
 		set[f.Name] = true
 	})
@@ -629,4 +624,12 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // usage returns a usage error (it wraps errUsage).
 func usage(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
+}
+
+// orList joins names as "a", "a or b", "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
