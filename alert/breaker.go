@@ -19,7 +19,10 @@ func (w *Watcher) checkBreaker(out []Alert, s *watched, group, cmd string, b cir
 	}
 	// The breaker's clock now, and the outage as its history tells it.
 	clock := breakerNow(b)
-	seen := outage{since: clock - b.Since, reason: b.LastReason, health: b.Health, tier: -1}
+	seen := outage{since: clock - b.Since, health: b.Health, tier: -1}
+	if n := len(b.Transitions); n > 0 {
+		seen.reason = b.Transitions[n-1].Reason
+	}
 	found := false
 	for i := len(b.Transitions) - 1; i >= 0; i-- {
 		if tr := b.Transitions[i]; tr.From == circuit.Closed {

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/circuit/healthcheck"
 	"github.com/bulwark-go/bulwark/command"
 	"github.com/bulwark-go/bulwark/dashboard"
 )
@@ -38,11 +39,14 @@ func TestBrowserPolicies(t *testing.T) {
 	breaker := circuit.Config{MinRequests: 5, Open: circuit.OpenConfig{Duration: time.Hour}}
 	search, err := reg.NewGroup("search", command.GroupConfig{Strategy: command.Semaphore, CommandBreaker: breaker})
 	require.NoError(t, err)
-	checked := breaker
-	checked.HealthCheck.Check = func(context.Context) error { return errors.New("connection refused") }
-	checked.HealthCheck.Interval = 20 * time.Millisecond
-	ledger, err := reg.NewGroup("ledger", command.GroupConfig{Strategy: command.Semaphore, CommandBreaker: checked})
+	ledger, err := reg.NewGroup("ledger", command.GroupConfig{Strategy: command.Semaphore, CommandBreaker: breaker,
+		Commands: map[string]command.CommandConfig{"Post": {}}}) // declared: its breaker exists now
 	require.NoError(t, err)
+	post, _ := ledger.CommandBreaker("Post")
+	checker, err := healthcheck.Start(post, healthcheck.Config{Interval: 20 * time.Millisecond,
+		Check: func(context.Context) error { return errors.New("connection refused") }})
+	require.NoError(t, err)
+	defer checker.Stop()
 
 	var failing atomic.Bool
 	failing.Store(true)

@@ -17,16 +17,6 @@ import (
 // a ramp-up; Snapshot tells the state and mode.
 var ErrOpen = breaker.ErrOpen
 
-// ErrHealthCheckSkipped is returned by CheckHealth when it runs no check:
-// no HealthCheck.Check is configured, the breaker is not open (or is
-// forced open), another check is running, or the breaker is closed for
-// good (Close).
-var ErrHealthCheckSkipped = breaker.ErrHealthCheckSkipped
-
-// ErrHealthCheckFailed wraps the error of a health check that did not
-// pass (a panic in it included).
-var ErrHealthCheckFailed = breaker.ErrHealthCheckFailed
-
 // Breaker is a circuit breaker. Create one with New. A Breaker is safe for
 // concurrent use; Allow and Permit.Record take no lock and allocate nothing
 // while it is closed.
@@ -133,27 +123,6 @@ func (b *Breaker) WarmUp(d time.Duration) error {
 	return nil
 }
 
-// CheckHealth runs HealthCheck.Check once now, with a HealthCheck.Timeout
-// deadline under ctx, if the breaker is open (not forced) and no other
-// check is running; when it passes and the breaker is still in the same
-// open state, the breaker turns half-open at once (reason health_check)
-// and CheckHealth returns nil. A check that fails (or panics) returns an
-// error wrapping ErrHealthCheckFailed and the check's error; one that is
-// not run returns an error wrapping ErrHealthCheckSkipped. With
-// HealthCheckManual it is the only way checks run: on a virtual clock, a
-// simulation or test calls it every interval itself.
-func (b *Breaker) CheckHealth(ctx context.Context) error { return b.engine().CheckHealth(ctx) }
-
-// Close stops the breaker's health checks: it cancels a check in progress
-// (its context ends), waits for the scheduling goroutine to return, and
-// schedules no more. The breaker keeps deciding admission; it just waits
-// out the open duration again, and CheckHealth returns
-// ErrHealthCheckSkipped. Close is idempotent and a no-op without a health
-// check. It waits for the check goroutine, so it must not be called from
-// HealthCheck.Check or OnTransition. A command group closes its breakers
-// in Group.Close.
-func (b *Breaker) Close() { b.engine().Close() }
-
 // Observe adds f to the functions called with every transition reported
 // from now on, and returns stop, which removes it (calling stop again does
 // nothing). Observers are called in the order they were added, after the
@@ -177,13 +146,6 @@ func (b *Breaker) Config() Config { return configOf(b.engine().Settings()) }
 // configOf returns the Config that s was derived from (see settings).
 func configOf(s breaker.Settings) Config { return s.Config.(Config) }
 
-// CheckReconfigure reports whether Reconfigure would accept cfg, without
-// changing anything. The error wraps ErrInvalidConfig and names the field.
-func (b *Breaker) CheckReconfigure(cfg Config) error {
-	_, err := b.effective(cfg)
-	return err
-}
-
 // Reconfigure replaces the breaker's configuration while it runs. It
 // validates cfg first: an invalid cfg returns an error wrapping
 // ErrInvalidConfig, naming the field, and changes nothing. An accepted cfg
@@ -205,15 +167,14 @@ func (b *Breaker) CheckReconfigure(cfg Config) error {
 // backed-off open duration is reset to the new Open.Duration if it was not
 // backed off, else kept within [Open.Duration, Open.Max]. WarmUp counts
 // from the breaker's creation, so a different WarmUp is refused:
-// Breaker.WarmUp starts a warm-up now. HealthCheck.Check and Ramp.Func are
-// replaced like any field (nil turns them off); a health check added live
-// starts with the next opening.
+// Breaker.WarmUp starts a warm-up now. Ramp.Func is replaced like any
+// field (nil turns it off).
 //
 // Reconfigure takes the breaker's lock (as SetMode does), never the lock
 // of a call: Allow on a closed breaker reads only the state word, before
 // and after.
 func (b *Breaker) Reconfigure(cfg Config) error {
-	eff, err := b.effective(cfg)
+	eff, err := b.Config().replacement(cfg)
 	if err != nil {
 		return err
 	}
@@ -228,11 +189,10 @@ func (b *Breaker) Reconfigure(cfg Config) error {
 	return nil
 }
 
-// effective returns cfg as Reconfigure would apply it: validated, with the
-// fields that keep their value filled in from the configuration in force,
-// and defaults applied.
-func (b *Breaker) effective(cfg Config) (Config, error) {
-	cur := b.Config()
+// replacement returns cfg as Reconfigure would apply it in place of cur,
+// the configuration in force: validated, with the fields that keep their
+// value filled in from cur, and defaults applied.
+func (cur Config) replacement(cfg Config) (Config, error) {
 	if cfg.Name == "" {
 		cfg.Name = cur.Name
 	}

@@ -341,12 +341,12 @@ func TestSnapshot(t *testing.T) {
 	s := r.b.Snapshot()
 	assert.Equal(t, "test", s.Config.Name)
 	assert.Equal(t, Closed, s.State)
-	assert.Equal(t, Reason(""), s.LastReason)
+	assert.Empty(t, s.Transitions)
 	assert.Equal(t, 1.0, s.RampShare)
 	r.run("+2s s 3*f")
 	s = r.b.Snapshot()
 	assert.Equal(t, Open, s.State)
-	assert.Equal(t, ReasonErrorRatio, s.LastReason)
+	assert.Equal(t, ReasonErrorRatio, s.Transitions[len(s.Transitions)-1].Reason)
 	assert.Equal(t, Health{Requests: 4, Failures: 3, ErrorRatio: 0.75, ErrorBound: 0.75}, s.Health)
 	assert.Zero(t, s.Since)
 	r.run("+400ms")
@@ -580,8 +580,8 @@ func TestFaceConstantsAreTheEngines(t *testing.T) {
 		[]breaker.Mode{breaker.Mode(Normal), breaker.Mode(ForcedOpen), breaker.Mode(ForcedClosed), breaker.Mode(ObserveOnly)})
 	assert.Equal(t, []breaker.Reason{breaker.ReasonErrorRatio, breaker.ReasonSlowRatio, breaker.ReasonOpenElapsed,
 		breaker.ReasonProbeFailed, breaker.ReasonProbesSucceeded, breaker.ReasonHalfOpenTimeout, breaker.ReasonForced,
-		breaker.ReasonHealthCheck, breaker.ReasonReset},
+		breaker.ReasonReset},
 		[]breaker.Reason{breaker.Reason(ReasonErrorRatio), breaker.Reason(ReasonSlowRatio), breaker.Reason(ReasonOpenElapsed),
 			breaker.Reason(ReasonProbeFailed), breaker.Reason(ReasonProbesSucceeded), breaker.Reason(ReasonHalfOpenTimeout),
-			breaker.Reason(ReasonForced), breaker.Reason(ReasonHealthCheck), breaker.Reason(ReasonReset)})
+			breaker.Reason(ReasonForced), breaker.Reason(ReasonReset)})
 }

@@ -98,7 +98,7 @@ func TestConfidenceJudgesTheSlowRatioToo(t *testing.T) {
 func TestReconfigureConfidence(t *testing.T) {
 	r := newRig(t, Config{MinRequests: 20, Confidence: 0.95})
 	r.run("10*s 9*f =closed")
-	require.ErrorContains(t, r.b.CheckReconfigure(r.reconfigured(func(c *Config) { c.Confidence = 1 })), "Confidence 1 must be in (0, 1)")
+	require.ErrorContains(t, r.b.engine().CheckReconfigure(r.reconfigured(func(c *Config) { c.Confidence = 1 })), "Confidence 1 must be in (0, 1)")
 	// Off: the same window judged by its ratio, 0.5, trips at the next failure.
 	require.NoError(t, r.b.Reconfigure(r.reconfigured(func(c *Config) { c.Confidence = 0 })))
 	assert.Equal(t, r.b.Snapshot().Health.ErrorRatio, r.b.Snapshot().Health.ErrorBound)

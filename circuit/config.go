@@ -1,7 +1,6 @@
 package circuit
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,10 +13,6 @@ import (
 
 // ErrInvalidConfig is wrapped by every error that Validate and New return.
 var ErrInvalidConfig = errors.New("circuit: invalid config")
-
-// HealthCheckManual is the HealthCheckConfig.Interval that schedules no
-// health check: CheckHealth runs one when called.
-const HealthCheckManual time.Duration = -1
 
 // The defaults WithDefaults applies to zero fields, as each field's
 // documentation states them.
@@ -32,12 +27,11 @@ const (
 	defaultHalfOpenWait      = 2 // HalfOpen.MaxWait / Open.Duration
 	defaultRampFloor         = 0.1
 	defaultDoublingFloor     = 0.01
-	defaultCheckTimeout      = time.Second // under HealthCheckManual
 )
 
 // Config configures a Breaker, in the order a breaker works: when a closed
-// breaker trips (Window to SlowCallRatio), how long it stays open (Open)
-// and what may end that early (HealthCheck), the half-open trial that
+// breaker trips (Window to SlowCallRatio), how long it stays open (Open),
+// the half-open trial that
 // decides whether it closes again (HalfOpen), how traffic comes back after
 // it closes (Ramp) or after it is created (WarmUp), then how it is run.
 // The zero value of every field means its documented default, or "off"
@@ -88,11 +82,6 @@ type Config struct {
 	// failed trials.
 	Open OpenConfig
 
-	// HealthCheck, if its Check is set, is a check bulwark runs while the
-	// breaker is open, whose success turns it half-open at once. Default:
-	// none.
-	HealthCheck HealthCheckConfig
-
 	// HalfOpen is the trial that decides whether the breaker closes again.
 	HalfOpen HalfOpenConfig
 
@@ -112,7 +101,8 @@ type Config struct {
 	Clock metrics.Clock
 
 	// Logger receives one Info record per transition, and one Error record
-	// per panic in OnTransition, an observer, Ramp.Func or HealthCheck.Check.
+	// per panic in OnTransition, an observer or Ramp.Func (and a health
+	// check's: package circuit/healthcheck).
 	// Default slog.Default().
 	Logger *slog.Logger
 
@@ -143,32 +133,6 @@ type OpenConfig struct {
 	// Max caps the backed-off open duration. Default: Duration without
 	// backoff, 10 × Duration with it. Must not be below Duration.
 	Max time.Duration
-}
-
-// HealthCheckConfig is a check run while a breaker is open
-// (Config.HealthCheck). It lets a healed dependency be found within about
-// one Interval without spending a user's request on probing a dead one.
-type HealthCheckConfig struct {
-	// Check, if set, is called while the breaker is open (never
-	// concurrently with itself, with a Timeout context): when it returns
-	// nil the breaker turns half-open at once (reason health_check)
-	// instead of waiting out the open duration. It must honour its
-	// context: the next check waits for it to return. A panic in it is a
-	// failed check, logged at Error level. Call Close to stop the checker.
-	Check func(ctx context.Context) error
-
-	// Interval is how often Check runs while the breaker is open: first
-	// Interval after it opens, then Interval after each failed check
-	// returns. It is real time (a timer on one goroutine that exists only
-	// while the breaker is open and a check is scheduled), whatever the
-	// Clock. HealthCheckManual schedules nothing: CheckHealth runs a check
-	// when called (on a virtual clock, or from an operator's hook).
-	// Required when Check is set; must be zero otherwise.
-	Interval time.Duration
-
-	// Timeout bounds one check (its context's deadline). Default:
-	// Interval, or 1 s with HealthCheckManual. Must be zero without Check.
-	Timeout time.Duration
 }
 
 // HalfOpenConfig is the trial of a half-open breaker (Config.HalfOpen).
@@ -272,12 +236,6 @@ func (c Config) withDefaults() Config {
 			r.Floor = defaultDoublingFloor
 		}
 	}
-	if hc := &c.HealthCheck; hc.Check != nil && hc.Timeout == 0 {
-		hc.Timeout = defaultCheckTimeout
-		if hc.Interval > 0 {
-			hc.Timeout = hc.Interval
-		}
-	}
 	if c.Clock == nil {
 		c.Clock = metrics.SystemClock()
 	}
@@ -311,7 +269,7 @@ func (c Config) Validate() error {
 	case !(e.Confidence >= 0 && e.Confidence < 1):
 		return invalid("Confidence %v must be in (0, 1), or 0 (off)", c.Confidence)
 	}
-	for _, check := range [...]func(Config) error{c.Open.validate, c.HealthCheck.validate, c.HalfOpen.validate, c.Ramp.validate} {
+	for _, check := range [...]func(Config) error{c.Open.validate, c.HalfOpen.validate, c.Ramp.validate} {
 		if err := check(e); err != nil {
 			return err
 		}
@@ -338,24 +296,6 @@ func (o OpenConfig) validate(e Config) error {
 		return invalid("Open.Max %v must not be negative", o.Max)
 	case eo.Max < eo.Duration:
 		return invalid("Open.Max %v must not be below Open.Duration %v", o.Max, eo.Duration)
-	}
-	return nil
-}
-
-// validate reports the first invalid field of h, the HealthCheck of a
-// config whose effective form is e.
-func (h HealthCheckConfig) validate(e Config) error {
-	eh := e.HealthCheck
-	switch {
-	case eh.Check == nil && (eh.Interval != 0 || eh.Timeout != 0):
-		return invalid("HealthCheck.Interval %v or HealthCheck.Timeout %v is set but HealthCheck.Check is nil",
-			h.Interval, h.Timeout)
-	case eh.Check != nil && eh.Interval == 0:
-		return invalid("HealthCheck.Interval must be set when HealthCheck.Check is (HealthCheckManual: checks only on CheckHealth)")
-	case eh.Interval < 0 && eh.Interval != HealthCheckManual:
-		return invalid("HealthCheck.Interval %v must not be negative (HealthCheckManual schedules none)", h.Interval)
-	case eh.Timeout < 0:
-		return invalid("HealthCheck.Timeout %v must not be negative", h.Timeout)
 	}
 	return nil
 }
@@ -416,32 +356,33 @@ func invalid(format string, args ...any) error {
 // OnTransition handed the public form of each transition.
 func (e Config) settings() breaker.Settings {
 	s := breaker.Settings{
-		Name:                e.Name,
-		Window:              e.Window,
-		MinRequests:         e.MinRequests,
-		FailureRatio:        e.FailureRatio,
-		SlowCallDuration:    e.SlowCallDuration,
-		SlowCallRatio:       e.SlowCallRatio,
-		Confidence:          e.Confidence,
-		OpenDuration:        e.Open.Duration,
-		Backoff:             max(e.Open.Backoff, 1),
-		MaxOpenDuration:     e.Open.Max,
-		HealthCheck:         e.HealthCheck.Check,
-		HealthCheckInterval: e.HealthCheck.Interval,
-		HealthCheckTimeout:  e.HealthCheck.Timeout,
-		HalfOpenProbes:      e.HalfOpen.Probes,
-		HalfOpenSuccesses:   e.HalfOpen.Successes,
-		HalfOpenFailures:    e.HalfOpen.Failures,
-		HalfOpenMaxWait:     e.HalfOpen.MaxWait,
-		RampUp:              e.Ramp.Duration,
-		RampFloor:           e.Ramp.Floor,
-		RampDoubling:        e.Ramp.Doubling,
-		RampFunc:            e.Ramp.Func,
-		WarmUp:              e.WarmUp,
-		Mode:                breaker.Mode(e.Mode),
-		Clock:               e.Clock,
-		Logger:              e.Logger,
-		Config:              e,
+		Name:              e.Name,
+		Window:            e.Window,
+		MinRequests:       e.MinRequests,
+		FailureRatio:      e.FailureRatio,
+		SlowCallDuration:  e.SlowCallDuration,
+		SlowCallRatio:     e.SlowCallRatio,
+		Confidence:        e.Confidence,
+		OpenDuration:      e.Open.Duration,
+		Backoff:           max(e.Open.Backoff, 1),
+		MaxOpenDuration:   e.Open.Max,
+		HalfOpenProbes:    e.HalfOpen.Probes,
+		HalfOpenSuccesses: e.HalfOpen.Successes,
+		HalfOpenFailures:  e.HalfOpen.Failures,
+		HalfOpenMaxWait:   e.HalfOpen.MaxWait,
+		RampUp:            e.Ramp.Duration,
+		RampFloor:         e.Ramp.Floor,
+		RampDoubling:      e.Ramp.Doubling,
+		RampFunc:          e.Ramp.Func,
+		WarmUp:            e.WarmUp,
+		Mode:              breaker.Mode(e.Mode),
+		Clock:             e.Clock,
+		Logger:            e.Logger,
+		Config:            e,
+		CheckReplacement: func(cfg any) error {
+			_, err := e.replacement(cfg.(Config))
+			return err
+		},
 	}
 	if f := e.OnTransition; f != nil {
 		s.OnTransition = func(t breaker.Transition) { f(transitionOf(t)) }

@@ -38,7 +38,6 @@ func TestConfigDefaults(t *testing.T) {
 	assert.Zero(t, e.WarmUp)
 	assert.Equal(t, 1, e.HalfOpen.Failures, "any failed probe reopens")
 	assert.Zero(t, e.Ramp.Doubling, "linear")
-	assert.Zero(t, e.HealthCheck.Timeout)
 	assert.Equal(t, Normal, e.Mode)
 	assert.NotNil(t, e.Clock)
 	assert.Same(t, slog.Default(), e.Logger)

@@ -28,8 +28,8 @@
 // Config reads in the order a breaker works: when a closed breaker trips
 // (Window, MinRequests, FailureRatio, SlowCallDuration, SlowCallRatio,
 // Confidence), how
-// long it stays open (Open: Duration, Backoff, Max) and what may end that
-// early (HealthCheck), the half-open trial (HalfOpen: Probes, Successes,
+// long it stays open (Open: Duration, Backoff, Max), the half-open trial
+// (HalfOpen: Probes, Successes,
 // Failures, MaxWait), how traffic comes back (Ramp, WarmUp), then how it is
 // run (Mode, Clock, Logger, OnTransition). A validation error names the
 // field by its path, such as HalfOpen.Probes.
@@ -85,11 +85,12 @@
 // Each is off by default (Hystrix's behaviour); docs/policies.md tells the
 // incident behind each: HalfOpen.Failures (reopen
 // only after N failed probes in a row), Ramp.Doubling and Ramp.Func (how
-// traffic comes back after closing), Breaker.WarmUp (a restartable
-// warm-up), and HealthCheck (a Check bulwark runs every Interval while the
-// breaker is open, whose success turns it half-open at once, reason
-// health_check). The health check runs on one goroutine that exists only
-// while the breaker is open; Close stops it.
+// traffic comes back after closing) and Breaker.WarmUp (a restartable
+// warm-up). A health check that ends an open period early (a Check run
+// every Interval while the breaker is open, whose success turns it
+// half-open at once, reason health_check) is a room of its own, package
+// circuit/healthcheck: it is started on a breaker and stopped with its own
+// handle, so a Breaker never starts a goroutine and needs no Close.
 //
 // # Choices worth knowing
 //

@@ -103,7 +103,8 @@ func ExampleBreaker_Snapshot() {
 	}
 	clock.Advance(500 * time.Millisecond)
 	s := b.Snapshot()
-	fmt.Println(s.State, s.LastReason, s.Since, s.RetryAfter, s.Health.Requests, s.Health.ErrorRatio)
+	last := s.Transitions[len(s.Transitions)-1] // why it is open
+	fmt.Println(s.State, last.Reason, s.Since, s.RetryAfter, s.Health.Requests, s.Health.ErrorRatio)
 	// Output: open error_ratio 500ms 1.5s 2 0.5
 }
 

@@ -276,9 +276,6 @@ func (m *refModel) snapshot(now time.Duration) Snapshot {
 	m.tick(now)
 	s := Snapshot{State: m.state, Mode: m.mode, Since: now - m.since, OpenDuration: m.openFor,
 		RampShare: 1, Health: m.health(now)}
-	if len(m.trans) > 0 {
-		s.LastReason = m.trans[len(m.trans)-1].Reason
-	}
 	for _, t := range m.trans { // counted by kind, in the order each kind first happened
 		i := slices.IndexFunc(s.TransitionCounts, func(c TransitionCount) bool {
 			return c.From == t.From && c.To == t.To && c.Reason == t.Reason

@@ -1,8 +1,6 @@
 package circuit_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -134,40 +132,4 @@ func ExampleBreaker_WarmUp() {
 	// Output:
 	// closed 1m0s
 	// 1m0s: closed -> open (error_ratio)
-}
-
-// A health check turns the breaker half-open as soon as the dependency
-// answers it, instead of after the open duration. With HealthCheckManual the
-// caller runs the checks (here on a virtual clock); with an interval the
-// breaker runs them itself while it is open.
-func ExampleBreaker_CheckHealth() {
-	clock := new(metrics.ManualClock)
-	healthy := false
-	cfg := quiet(clock)
-	cfg.Open.Duration = time.Minute
-	cfg.HealthCheck.Check = func(ctx context.Context) error {
-		if !healthy {
-			return errors.New("connection refused")
-		}
-		return nil
-	}
-	cfg.HealthCheck.Interval = circuit.HealthCheckManual
-	b, _ := circuit.New(cfg)
-	defer b.Close()
-	for range 4 {
-		call(b, metrics.Failure)
-	}
-	clock.Advance(500 * time.Millisecond)
-	fmt.Println(b.CheckHealth(context.Background()))
-	healthy = true
-	clock.Advance(500 * time.Millisecond)
-	fmt.Println(b.CheckHealth(context.Background()))
-	call(b, metrics.Success)
-	call(b, metrics.Success)
-	// Output:
-	// 0s: closed -> open (error_ratio)
-	// circuit: health check failed: breaker "users-db": connection refused
-	// 1s: open -> half-open (health_check)
-	// <nil>
-	// 1s: half-open -> closed (probes_succeeded)
 }

@@ -1,7 +1,6 @@
 package circuit
 
 import (
-	"context"
 	"log/slog"
 	"math"
 	"strings"
@@ -269,8 +268,6 @@ func TestLowTrafficClosesWithPolicies(t *testing.T) {
 		c.HalfOpen.Successes = 3
 		c.Ramp.Duration = 30 * time.Second
 		c.Ramp.Doubling = 3 * time.Second
-		c.HealthCheck.Check = func(context.Context) error { return nil }
-		c.HealthCheck.Interval = HealthCheckManual
 	}))
 	require.NoError(t, r.b.WarmUp(500*time.Millisecond))
 	r.run("+500ms 4*f =open +1s s =half-open +1s s =half-open +1s s =closed")

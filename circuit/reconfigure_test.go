@@ -44,7 +44,7 @@ func TestReconfigureRejectsAndChangesNothing(t *testing.T) {
 		err := r.b.Reconfigure(r.reconfigured(change))
 		require.ErrorIs(t, err, ErrInvalidConfig, name)
 		require.ErrorContains(t, err, name)
-		require.ErrorIs(t, r.b.CheckReconfigure(r.reconfigured(change)), ErrInvalidConfig, name)
+		require.ErrorIs(t, r.b.engine().CheckReconfigure(r.reconfigured(change)), ErrInvalidConfig, name)
 	}
 	s := r.b.Snapshot()
 	require.Zero(t, r.b.engine().Snapshot().Generation)

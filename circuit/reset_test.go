@@ -19,7 +19,7 @@ func TestResetFromEveryState(t *testing.T) {
 	require.Equal(t, Closed, s.State)
 	require.Equal(t, Normal, s.Mode)
 	require.Equal(t, time.Second, s.OpenDuration, "backoff reset")
-	require.Equal(t, ReasonReset, s.LastReason)
+	require.Equal(t, ReasonReset, s.Transitions[len(s.Transitions)-1].Reason)
 	r.run("f =closed") // window cleared: one failure is below MinRequests
 
 	r.run("f =open +1s h =half-open")

@@ -15,7 +15,6 @@ type Snapshot struct {
 	State        State         // effective state
 	Mode         Mode          // current mode
 	Since        time.Duration // time in the current state: since the last transition, or since creation
-	LastReason   Reason        // reason of the last transition; "" if none
 	OpenDuration time.Duration // open duration in force (backed off after failed trials)
 	RetryAfter   time.Duration // Open (not forced): time left before it turns half-open; else 0
 
@@ -27,7 +26,7 @@ type Snapshot struct {
 
 	RampShare   float64      // share of calls admitted now; 1 when not ramping up
 	Health      Health       // the window now
-	Transitions []Transition // the last few transitions, oldest first, at most 8
+	Transitions []Transition // the last few transitions, oldest first, at most 8: the last one's Reason is why the breaker is in its state
 	// TransitionCounts counts every transition since the breaker was
 	// created, one entry per kind (from, to, reason) that has happened,
 	// in the order each kind first happened: what a counter such as
@@ -38,8 +37,9 @@ type Snapshot struct {
 	// WarmUpLeft is how long outcomes are not counted yet (Config.WarmUp
 	// after creation, or a WarmUp call); 0 when they are.
 	WarmUpLeft time.Duration
-	// HealthCheck tells the health check's progress; the zero value
-	// without Config.HealthCheck.Check.
+	// HealthCheck tells the progress of the health checker started on
+	// the breaker (package circuit/healthcheck); the zero value without
+	// one.
 	HealthCheck HealthCheckStatus
 	// Shared is the status of the outside party that shares the breaker's
 	// judgment, such as the fleet of module redis ("shared state:
@@ -91,7 +91,6 @@ func (b *Breaker) Snapshot() Snapshot {
 		State:          State(s.State),
 		Mode:           Mode(s.Mode),
 		Since:          s.Since,
-		LastReason:     Reason(s.LastReason),
 		OpenDuration:   s.OpenDuration,
 		RetryAfter:     s.RetryAfter,
 		Probes:         s.Probes,

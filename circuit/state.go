@@ -35,9 +35,9 @@ func (m Mode) String() string { return breaker.Mode(m).String() }
 // Reason tells why a transition happened.
 type Reason string
 
-// The reasons a transition can have. An outside party sharing the
-// breaker's judgment adds its own: party.ReasonOpen and party.ReasonClose
-// (package circuit/party).
+// The reasons a transition can have. What acts on the breaker from
+// outside adds its own: party.ReasonOpen and party.ReasonClose (package
+// circuit/party), healthcheck.Reason (package circuit/healthcheck).
 const (
 	ReasonErrorRatio      Reason = "error_ratio"       // closed → open: failures and timeouts reached FailureRatio
 	ReasonSlowRatio       Reason = "slow_ratio"        // closed → open: slow calls reached SlowCallRatio
@@ -46,6 +46,5 @@ const (
 	ReasonProbesSucceeded Reason = "probes_succeeded"  // half-open → closed: HalfOpen.Successes probes in a row succeeded
 	ReasonHalfOpenTimeout Reason = "half_open_timeout" // half-open → open: HalfOpen.MaxWait passed without a probe result
 	ReasonForced          Reason = "forced"            // SetMode changed the effective state
-	ReasonHealthCheck     Reason = "health_check"      // open → half-open: HealthCheck.Check passed
 	ReasonReset           Reason = "reset"             // any → closed: Reset restarted the breaker
 )

@@ -732,8 +732,7 @@ func (g *Group) newCommand(name string) *commandState {
 	return c
 }
 
-// Close stops the group: it stops its breakers' health checks
-// (circuit.Breaker.Close), closes the bulkhead (waiting, until ctx ends,
+// Close stops the group: it closes the bulkhead (waiting, until ctx ends,
 // for calls in progress), removes the group from its registry and its
 // metrics from the registry's exporter. Calls made after Close are
 // rejected (THREAD_POOL_REJECTED or SEMAPHORE_REJECTED) with an error
@@ -745,14 +744,12 @@ func (g *Group) Close(ctx context.Context) error {
 		return nil
 	}
 	g.closed.Store(true)
-	cmds := g.commands.Load()
 	g.mu.Unlock()
 
 	g.reg.remove(g)
 	if g.alerts != nil {
 		g.alerts.Unwatch(g)
 	}
-	g.closeBreakers(cmds)
 	return g.closeBulkhead(ctx)
 }
 

@@ -51,10 +51,3 @@ func (g *Group) breakers(t *commandTable) []*circuit.Breaker {
 	}
 	return out
 }
-
-// closeBreakers stops the health checks of the group's breakers.
-func (g *Group) closeBreakers(t *commandTable) {
-	for _, b := range g.breakers(t) {
-		b.Close()
-	}
-}

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/circuit/healthcheck"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -54,20 +55,32 @@ func TestGroupWarmUp(t *testing.T) {
 	assert.Contains(t, err.Error(), `group "deps": WarmUp -1s must not be negative`)
 }
 
-// Group.Close stops the health-check goroutines of the group's breakers.
-func TestGroupCloseStopsHealthChecks(t *testing.T) {
+// A health checker started on a group's breaker runs while the breaker is
+// open and turns it half-open when the dependency answers; once stopped,
+// no goroutine is left.
+func TestHealthCheckOnGroupBreaker(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	var checks atomic.Int64
-	hc := trippable()
-	hc.HealthCheck.Check = func(context.Context) error { checks.Add(1); return errors.New("still down") }
-	hc.HealthCheck.Interval = time.Millisecond
+	var healthy atomic.Bool
 	reg, _ := newTestRegistry(t)
-	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore, Breaker: hc, CommandBreaker: hc})
+	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore, Breaker: trippable()})
+	require.NoError(t, err)
+	checker, err := healthcheck.Start(g.Breaker(), healthcheck.Config{Interval: time.Millisecond,
+		Check: func(context.Context) error {
+			checks.Add(1)
+			if !healthy.Load() {
+				return errors.New("still down")
+			}
+			return nil
+		}})
 	require.NoError(t, err)
 	for range 4 {
 		_, _ = Execute(context.Background(), g, op[int]{name: "a", run: fail[int](errors.New("down"))})
 	}
 	require.Equal(t, circuit.Open, g.Breaker().State())
 	require.Eventually(t, func() bool { return checks.Load() >= 2 }, 10*time.Second, time.Millisecond)
+	healthy.Store(true)
+	require.Eventually(t, func() bool { return g.Breaker().State() == circuit.HalfOpen }, 10*time.Second, time.Millisecond)
+	checker.Stop()
 	require.NoError(t, g.Close(context.Background()))
 }

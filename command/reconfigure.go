@@ -161,12 +161,12 @@ func (g *Group) check(cfg GroupConfig) (*liveConfig, error) {
 	case eff.Alerts != cur.Alerts:
 		return nil, bad("Alerts cannot change live: create a new group")
 	}
-	if err := g.breaker.CheckReconfigure(g.breakerConfig(eff.Breaker, g.name)); err != nil {
+	if err := engine(g.breaker).CheckReconfigure(g.breakerConfig(eff.Breaker, g.name)); err != nil {
 		return nil, bad("Breaker: %w", err)
 	}
 	for _, c := range g.commands.Load().names.byNameOrder() {
 		name := c.name
-		if err := c.breaker.CheckReconfigure(g.commandBreakerConfig(&eff, name)); err != nil {
+		if err := engine(c.breaker).CheckReconfigure(g.commandBreakerConfig(&eff, name)); err != nil {
 			return nil, bad("breaker of command %q: %w", name, err)
 		}
 	}

@@ -47,7 +47,7 @@ type policies struct {
 	WarmingUp        bool   `json:"warmingUp"`        // outcomes not counted now (warm-up)
 	WarmUpLeftMs     int64  `json:"warmUpLeftMs"`     // time left in the warm-up
 	ProbeFailures    int    `json:"probeFailures"`    // half-open: consecutive failed probes
-	HealthCheck      bool   `json:"healthCheck"`      // a health check is configured
+	HealthCheck      bool   `json:"healthCheck"`      // a health checker (package circuit/healthcheck) has run checks
 	HealthChecks     int64  `json:"healthChecks"`     // checks run so far
 	HealthCheckFails int64  `json:"healthCheckFails"` // checks failed so far
 	HealthCheckError string `json:"healthCheckError"` // error of the last check; "" if it passed
@@ -64,7 +64,7 @@ func (p *policies) fill(s *circuit.Snapshot) {
 		WarmingUp:        s.WarmUpLeft > 0,
 		WarmUpLeftMs:     ms(s.WarmUpLeft),
 		ProbeFailures:    s.ProbeFailures,
-		HealthCheck:      s.Config.HealthCheck.Check != nil,
+		HealthCheck:      s.HealthCheck.Checks > 0,
 		HealthChecks:     s.HealthCheck.Checks,
 		HealthCheckFails: s.HealthCheck.Failures,
 		HealthCheckError: s.HealthCheck.LastErr,
@@ -72,6 +72,14 @@ func (p *policies) fill(s *circuit.Snapshot) {
 		ErrorBound:       ratio(s.Health.ErrorBound),
 		SlowBound:        ratio(s.Health.SlowBound),
 	}
+}
+
+// lastReason returns the reason of s's last transition; "" if none.
+func lastReason(s *circuit.Snapshot) string {
+	if n := len(s.Transitions); n > 0 {
+		return string(s.Transitions[n-1].Reason)
+	}
+	return ""
 }
 
 // fill sets b from s, placing transitions in wall time: the snapshot was
@@ -99,7 +107,7 @@ func (b *breaker) fill(now int64, s *circuit.Snapshot) {
 	*b = breaker{
 		State:          s.State.String(),
 		Mode:           s.Mode.String(),
-		Reason:         string(s.LastReason),
+		Reason:         lastReason(s),
 		TimeInStateMs:  ms(s.Since),
 		OpenDurationMs: ms(s.OpenDuration),
 		RetryAfterMs:   ms(s.RetryAfter),

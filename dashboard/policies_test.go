@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -21,7 +20,6 @@ func TestStreamNativePolicies(t *testing.T) {
 	users.Breaker.WarmUpLeft = 42 * time.Second
 	get := &users.Commands[0].Breaker
 	get.WarmUpLeft = 42 * time.Second
-	get.Config.HealthCheck = circuit.HealthCheckConfig{Check: func(context.Context) error { return nil }, Interval: 500 * time.Millisecond}
 	get.HealthCheck = circuit.HealthCheckStatus{Checks: 5, Failures: 4, LastErr: "connection refused"}
 	get.Config.Confidence = 0.95
 	get.Health.ErrorRatio, get.Health.ErrorBound, get.Health.SlowBound = 0.5, 0.29934, 0.01

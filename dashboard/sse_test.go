@@ -186,7 +186,6 @@ func sampleSnapshot() command.Snapshot {
 	open := closed
 	open.State = circuit.Open
 	open.Since = 2 * time.Second
-	open.LastReason = circuit.ReasonErrorRatio
 	open.OpenDuration = 10 * time.Second
 	open.RetryAfter = 8 * time.Second
 	open.Health = circuit.Health{Requests: 30, Failures: 20, Timeouts: 4, ErrorRatio: 0.8}

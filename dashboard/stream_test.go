@@ -189,7 +189,7 @@ func TestStreamNativeEvents(t *testing.T) {
 	require.NotNil(t, ev)
 	assert.Equal(t, "open", ev["state"])
 	assert.Equal(t, "normal", ev["mode"])
-	assert.Equal(t, "error_ratio", ev["reason"])
+	assert.Equal(t, "probe_failed", ev["reason"], "the last transition's reason")
 	assert.EqualValues(t, 2000, num(ev["timeInStateMs"]))
 	assert.EqualValues(t, 10000, num(ev["openDurationMs"]))
 	assert.EqualValues(t, 8000, num(ev["retryAfterMs"]))

@@ -36,7 +36,8 @@ func TestJoinLookOpenClose(t *testing.T) {
 	require.Equal(t, circuit.Closed, l.State)
 	require.True(t, m.Open(l))
 	assert.Equal(t, circuit.Open, b.State())
-	assert.Equal(t, party.ReasonOpen, b.Snapshot().LastReason)
+	ts := b.Snapshot().Transitions
+	assert.Equal(t, party.ReasonOpen, ts[len(ts)-1].Reason)
 	assert.False(t, m.Open(l), "the breaker moved since l")
 
 	require.True(t, m.Close(m.Look()))

@@ -32,7 +32,6 @@ func scriptedDrill(t *testing.T) drillLog {
 			Window: metrics.Window{Length: 200 * ms1, Buckets: 2}, MinRequests: 2, FailureRatio: 0.6,
 			Open: circuit.OpenConfig{Duration: 500 * ms1}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}})
 		require.NoError(t, err)
-		t.Cleanup(b.Close)
 		return b
 	}
 	stock, item := newBreaker("inventory/GetStock"), newBreaker("catalog/GetItem")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/circuit/healthcheck"
 	"github.com/bulwark-go/bulwark/command"
 	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/metrics"
@@ -325,10 +326,10 @@ type service struct {
 
 // breakerTrack follows one breaker of a run.
 type breakerTrack struct {
-	run   BreakerRun
-	b     *circuit.Breaker
-	since time.Duration // when it last left the closed state
-	gen   int           // its transitions: a scheduled health check of another generation is void
+	run     BreakerRun
+	checker *healthcheck.Checker // with a health check (Policies.HealthCheck); else nil
+	since   time.Duration        // when it last left the closed state
+	gen     int                  // its transitions: a scheduled health check of another generation is void
 }
 
 // chainSim is one run in progress.
@@ -427,13 +428,6 @@ func (s *chainSim) group(caller, callee int, stream uint64, eps ...endpoint) (*c
 	if !p.Breakers {
 		bc.Mode = circuit.ForcedClosed
 	}
-	if p.Breakers && p.HealthCheck > 0 {
-		bc.HealthCheck = circuit.HealthCheckConfig{
-			Check:    func(context.Context) error { return s.check(callee) },
-			Interval: circuit.HealthCheckManual,
-			Timeout:  checkTimeout,
-		}
-	}
 	jitter := rand.New(rand.NewPCG(p.Seed, stream))
 	rc := retry.Config{}
 	if p.Retries > 0 {
@@ -466,16 +460,32 @@ func (s *chainSim) group(caller, callee int, stream uint64, eps ...endpoint) (*c
 	if !p.Breakers {
 		return g, nil
 	}
-	track := func(b *circuit.Breaker) {
+	track := func(b *circuit.Breaker) error {
 		name := b.Config().Name
-		tr := &breakerTrack{run: BreakerRun{Name: hopNames[caller] + ": " + name, Transitions: []BreakerTransition{}}, b: b}
+		tr := &breakerTrack{run: BreakerRun{Name: hopNames[caller] + ": " + name, Transitions: []BreakerTransition{}}}
+		if p.HealthCheck > 0 {
+			c, err := healthcheck.Start(b, healthcheck.Config{
+				Check:    func(context.Context) error { return s.check(callee) },
+				Interval: healthcheck.Manual, // run on the virtual clock by scheduleCheck
+				Timeout:  checkTimeout,
+			})
+			if err != nil {
+				return err
+			}
+			tr.checker = c
+		}
 		s.tracks = append(s.tracks, tr)
 		s.byName[name] = tr
+		return nil
 	}
-	track(g.Breaker())
+	if err := track(g.Breaker()); err != nil {
+		return nil, err
+	}
 	for _, ep := range eps {
 		b, _ := g.CommandBreaker(ep.String())
-		track(b)
+		if err := track(b); err != nil {
+			return nil, err
+		}
 	}
 	return g, nil
 }
@@ -508,7 +518,7 @@ func (s *chainSim) scheduleCheck(tr *breakerTrack, gen int, at time.Duration) {
 			return
 		}
 		s.run.HealthChecks++
-		if tr.b.CheckHealth(context.Background()) != nil && tr.gen == gen {
+		if tr.checker.Check(context.Background()) != nil && tr.gen == gen {
 			s.scheduleCheck(tr, gen, at+s.p.HealthCheck)
 		}
 	})

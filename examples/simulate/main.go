@@ -91,6 +91,7 @@ import (
 	"time"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/circuit/healthcheck"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -517,18 +518,24 @@ func Simulate(p Params) (Result, error) {
 			res.Transitions = append(res.Transitions, transitionOf(t))
 			checks.transition(t)
 		})
-		if p.HealthCheck > 0 {
-			cfg.HealthCheck.Check = func(context.Context) error {
-				if inOutage(clock.Now()) {
-					return errDown
-				}
-				return nil
-			}
-			cfg.HealthCheck.Interval = circuit.HealthCheckManual
-		}
 		var err error
 		if b, err = circuit.New(cfg); err != nil {
 			return Result{}, fmt.Errorf("%w: %w", errUsage, err)
+		}
+		if p.HealthCheck > 0 {
+			checks.checker, err = healthcheck.Start(b, healthcheck.Config{
+				Check: func(context.Context) error {
+					if inOutage(clock.Now()) {
+						return errDown
+					}
+					return nil
+				},
+				Interval: healthcheck.Manual, // run on the virtual clock by checks
+			})
+			if err != nil {
+				return Result{}, fmt.Errorf("%w: %w", errUsage, err)
+			}
+			defer checks.checker.Stop()
 		}
 	}
 
@@ -538,8 +545,8 @@ func Simulate(p Params) (Result, error) {
 		if at >= p.Duration {
 			break
 		}
-		if b != nil {
-			checks.runUntil(at, b, clock.Set)
+		if checks.checker != nil {
+			checks.runUntil(at, clock.Set)
 		}
 		clock.Set(at)
 		outage := inOutage(at)

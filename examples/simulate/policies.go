@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bulwark-go/bulwark/circuit"
+	"github.com/bulwark-go/bulwark/circuit/healthcheck"
 )
 
 // Policies are the breakers' operating policies (see circuit.Config), for
@@ -75,6 +76,7 @@ func (pp Policies) apply(c *circuit.Config) {
 // healthChecks runs a breaker's health checks on the virtual clock: every
 // interval from the instant it opens, as the breaker would on real time.
 type healthChecks struct {
+	checker  *healthcheck.Checker // nil: no health check
 	interval time.Duration
 	next     time.Duration // when the next check is due; never while not open
 	run      int           // checks run
@@ -94,12 +96,12 @@ func (h *healthChecks) transition(t circuit.Transition) {
 
 // runUntil runs the checks due up to at, each at its own instant, with
 // setClock moving the virtual clock there.
-func (h *healthChecks) runUntil(at time.Duration, b *circuit.Breaker, setClock func(time.Duration)) {
+func (h *healthChecks) runUntil(at time.Duration, setClock func(time.Duration)) {
 	for h.next <= at {
 		t := h.next
 		setClock(t)
 		h.next = t + h.interval // a success turns the breaker half-open: transition cancels it
 		h.run++
-		_ = b.CheckHealth(context.Background()) // a failed check just waits for the next
+		_ = h.checker.Check(context.Background()) // a failed check just waits for the next
 	}
 }

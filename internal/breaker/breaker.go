@@ -59,13 +59,13 @@ type Breaker struct {
 
 	warmEnd  atomic.Int64 // outcomes recorded before this instant are not counted (WarmUp)
 	failures int          // consecutive probe failures in the current half-open state, under mu
-	health   healthChecker
 
 	closes    uint64            // transitions to Closed so far, under mu (Member.Look)
 	lastClose Reason            // reason of the last of them, under mu
 	counts    []TransitionCount // transitions so far by from, to and reason, under mu
 
 	party     atomic.Pointer[Member]      // the outside party that joined, if any (party.go)
+	checker   atomic.Pointer[Checker]     // the health checker started on it, if any (healthcheck.go); set and cleared under mu
 	observers atomic.Pointer[[]*observer] // Observe's functions; replaced whole under mu
 }
 
@@ -86,7 +86,6 @@ func New(s Settings) (*Breaker, error) {
 	}
 	b.settings.Store(derive(s, window))
 	b.warmEnd.Store(int64(satAdd(now, s.WarmUp)))
-	b.health.init()
 	state := Closed
 	if s.Mode == ForcedOpen {
 		state = Open
@@ -500,7 +499,6 @@ type Snapshot struct {
 	State        State         // effective state
 	Mode         Mode          // current mode
 	Since        time.Duration // time in the current state: since the last transition, or since creation
-	LastReason   Reason        // reason of the last transition; "" if none
 	OpenDuration time.Duration // open duration in force (backed off after failed trials)
 	RetryAfter   time.Duration // Open (not forced): time left before it turns half-open; else 0
 
@@ -537,9 +535,6 @@ func (b *Breaker) Snapshot() Snapshot {
 		Health:       c.health(now),
 		Transitions:  append([]Transition(nil), b.history...),
 		Counts:       append([]TransitionCount(nil), b.counts...),
-	}
-	if n := len(b.history); n > 0 {
-		s.LastReason = b.history[n-1].Reason
 	}
 	switch {
 	case w.mode().forced():

@@ -17,6 +17,9 @@
 //     clock: the call path reads the clock twice, not four times.
 //   - Party, Member and Look let an outside party (the fleet of module
 //     redis) gate probes, report a status and open or close the breaker.
+//   - StartChecker and Checker run a health check while the breaker is
+//     open (package circuit/healthcheck is their face), and
+//     CheckReconfigure is Reconfigure's check alone, for package command.
 //
 // The package holds no state of its own and starts nothing at init: every
 // breaker is a value its creator owns. Its behaviour is documented, and

@@ -11,15 +11,17 @@ import (
 	"time"
 )
 
-// ErrHealthCheckSkipped is returned by CheckHealth when it runs no check:
-// no HealthCheck is configured, the breaker is not open (or is forced
-// open), another check is running, or the breaker is closed for good
-// (Close).
-var ErrHealthCheckSkipped = errors.New("circuit: health check skipped")
+// A health checker runs a check while the breaker is open and turns it
+// half-open (ReasonHealthCheck) when the check passes. Package
+// circuit/healthcheck's Start, Checker and Config are these, documented
+// for users. A breaker has at most one checker; Allow and Record never
+// read it: the breaker starts the checker's goroutine as it opens, and
+// Snapshot reads its counts.
 
-// ErrHealthCheckFailed wraps the error of a health check that did not
-// pass (a panic in it included).
-var ErrHealthCheckFailed = errors.New("circuit: health check failed")
+// ErrHealthCheckSkipped is returned by Checker.Check when it runs no
+// check: the breaker is not open (or is forced open), another check is
+// running, or the checker was stopped.
+var ErrHealthCheckSkipped = errors.New("circuit: health check skipped")
 
 // HealthCheckStatus tells a health check's state in a Snapshot.
 type HealthCheckStatus struct {
@@ -28,70 +30,107 @@ type HealthCheckStatus struct {
 	LastErr  string // error text of the last check; "" if it passed or none ran
 }
 
-// healthChecker runs Settings.HealthCheck for a breaker.
-type healthChecker struct {
+// CheckSettings is what a Checker runs on, valid and with defaults applied
+// (package circuit/healthcheck documents every field).
+type CheckSettings struct {
+	Check    func(context.Context) error
+	Interval time.Duration // <= 0: none scheduled (Checker.Check only)
+	Timeout  time.Duration
+}
+
+// Checker runs CheckSettings.Check for the breaker it was started on.
+type Checker struct {
+	b *Breaker
+	s CheckSettings
+
 	busy     atomic.Bool // a check is running: checks never overlap
 	checks   atomic.Int64
 	failures atomic.Int64
 	lastErr  atomic.Pointer[string]
 
-	ctx    context.Context // ended by Close; parent of every scheduled check
+	ctx    context.Context // ended by Stop; parent of every scheduled check
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the scheduling goroutine
 
 	// Under the breaker's mu.
 	running bool // the scheduling goroutine exists
-	closed  bool // Close was called: schedule nothing more
+	stopped bool // Stop was called: schedule nothing more
 }
 
-// init prepares the checker for the effective configuration cfg.
-func (h *healthChecker) init() {
-	h.ctx, h.cancel = context.WithCancel(context.Background())
+// StartChecker attaches a checker running s to b. If b is open now (not
+// forced), the checker's schedule starts at once; else with the next
+// opening. A breaker has at most one checker: StartChecker while another
+// runs (not stopped) is an error.
+func (b *Breaker) StartChecker(s CheckSettings) (*Checker, error) {
+	c := &Checker{b: b, s: s}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	now := b.clock.Now()
+	b.mu.Lock()
+	if !b.checker.CompareAndSwap(nil, c) {
+		b.mu.Unlock()
+		c.cancel()
+		return nil, fmt.Errorf("circuit: breaker %q has a health checker already", b.cfg().Name)
+	}
+	b.advanceLocked(now)
+	if w := word(b.word.Load()); w.state() == Open {
+		c.startLocked(w.mode())
+	}
+	b.unlockAndEmit()
+	return c, nil
 }
 
-// healthStatus returns the checker's part of a Snapshot.
-func (b *Breaker) healthStatus() HealthCheckStatus {
-	h, c := &b.health, b.cfg()
-	if c.HealthCheck == nil {
-		return HealthCheckStatus{}
-	}
-	s := HealthCheckStatus{
-		Checks:   h.checks.Load(),
-		Failures: h.failures.Load(),
-	}
-	if e := h.lastErr.Load(); e != nil {
+// status returns the checker's part of a Snapshot.
+func (c *Checker) status() HealthCheckStatus {
+	s := HealthCheckStatus{Checks: c.checks.Load(), Failures: c.failures.Load()}
+	if e := c.lastErr.Load(); e != nil {
 		s.LastErr = *e
 	}
 	return s
 }
 
-// startHealthCheckLocked starts the scheduling goroutine as the breaker
-// opens in mode m, unless checks are not scheduled or it already runs.
-// b.mu must be held.
-func (b *Breaker) startHealthCheckLocked(m Mode) {
-	h := &b.health
-	if b.cfg().HealthCheckInterval <= 0 || m.forced() || h.running || h.closed {
-		return
+// healthStatus returns the Snapshot's HealthCheck: the attached checker's
+// status, or the zero value without one.
+func (b *Breaker) healthStatus() HealthCheckStatus {
+	if c := b.checker.Load(); c != nil {
+		return c.status()
 	}
-	h.running = true
-	h.wg.Add(1)
-	go b.healthLoop()
+	return HealthCheckStatus{}
 }
 
-// healthLoop runs a check every HealthCheckInterval while the breaker is
-// open, and returns once it is not (or Close is called). Whether to go on
-// is decided under b.mu, where startHealthCheckLocked looks at running:
-// an opening never finds a loop that is about to quit.
-func (b *Breaker) healthLoop() {
-	h := &b.health
-	defer h.wg.Done()
-	timer := time.NewTimer(b.cfg().HealthCheckInterval)
+// startHealthCheckLocked starts the attached checker's schedule as the
+// breaker opens in mode m. b.mu must be held.
+func (b *Breaker) startHealthCheckLocked(m Mode) {
+	if c := b.checker.Load(); c != nil {
+		c.startLocked(m)
+	}
+}
+
+// startLocked starts the scheduling goroutine as the breaker opens in mode
+// m, unless checks are not scheduled or it already runs. The breaker's mu
+// must be held.
+func (c *Checker) startLocked(m Mode) {
+	if c.s.Interval <= 0 || m.forced() || c.running || c.stopped {
+		return
+	}
+	c.running = true
+	c.wg.Add(1)
+	go c.loop()
+}
+
+// loop runs a check every Interval while the breaker is open, and returns
+// once it is not (or Stop is called). Whether to go on is decided under
+// the breaker's mu, where startLocked looks at running: an opening never
+// finds a loop that is about to quit.
+func (c *Checker) loop() {
+	b := c.b
+	defer c.wg.Done()
+	timer := time.NewTimer(c.s.Interval)
 	defer timer.Stop()
 	for {
 		select {
-		case <-h.ctx.Done():
+		case <-c.ctx.Done():
 			b.mu.Lock()
-			h.running = false
+			c.running = false
 			b.mu.Unlock()
 			return
 		case <-timer.C:
@@ -99,88 +138,85 @@ func (b *Breaker) healthLoop() {
 		now := b.clock.Now()
 		b.mu.Lock()
 		b.advanceLocked(now)
-		if !b.checkableLocked() {
-			h.running = false
+		if !c.checkableLocked() {
+			c.running = false
 			b.unlockAndEmit()
 			return
 		}
 		b.unlockAndEmit()
-		// A skipped check (a CheckHealth call running) waits for the next tick.
-		_ = b.CheckHealth(h.ctx)
-		timer.Reset(b.cfg().HealthCheckInterval)
+		// A skipped check (a Check call running) waits for the next tick.
+		_ = c.Check(c.ctx)
+		timer.Reset(c.s.Interval)
 	}
 }
 
-// checkableLocked reports whether a health check may move the breaker:
-// open, and not forced open. b.mu must be held.
-func (b *Breaker) checkableLocked() bool {
-	w := word(b.word.Load())
-	return w.state() == Open && !w.mode().forced() && !b.health.closed
+// checkableLocked reports whether a check may move the breaker: open, not
+// forced open, and the checker not stopped. The breaker's mu must be held.
+func (c *Checker) checkableLocked() bool {
+	w := word(c.b.word.Load())
+	return w.state() == Open && !w.mode().forced() && !c.stopped
 }
 
-// CheckHealth is circuit.Breaker.CheckHealth.
-func (b *Breaker) CheckHealth(ctx context.Context) error {
-	h, c := &b.health, b.cfg() // one configuration for the whole check
-	if c.HealthCheck == nil {
-		return fmt.Errorf("%w: no HealthCheck configured", ErrHealthCheckSkipped)
-	}
-	if !h.busy.CompareAndSwap(false, true) {
+// Check is healthcheck.Checker.Check.
+func (c *Checker) Check(ctx context.Context) error {
+	b := c.b
+	name := b.cfg().Name
+	if !c.busy.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: a check is running", ErrHealthCheckSkipped)
 	}
-	defer h.busy.Store(false)
+	defer c.busy.Store(false)
 	now := b.clock.Now()
 	b.mu.Lock()
 	b.advanceLocked(now)
-	ok, gen := b.checkableLocked(), word(b.word.Load()).gen()
+	ok, gen := c.checkableLocked(), word(b.word.Load()).gen()
 	b.unlockAndEmit()
 	if !ok {
-		return fmt.Errorf("%w: breaker %q is not open", ErrHealthCheckSkipped, c.Name)
+		return fmt.Errorf("%w: breaker %q is not open, or the checker is stopped", ErrHealthCheckSkipped, name)
 	}
-	err := c.runCheck(ctx)
-	h.checks.Add(1)
+	err := c.run(ctx)
+	c.checks.Add(1)
 	if err != nil {
-		h.failures.Add(1)
+		c.failures.Add(1)
 		msg := err.Error()
-		h.lastErr.Store(&msg)
-		return fmt.Errorf("%w: breaker %q: %w", ErrHealthCheckFailed, c.Name, err)
+		c.lastErr.Store(&msg)
+		return fmt.Errorf("circuit: health check failed: breaker %q: %w", name, err)
 	}
-	h.lastErr.Store(nil)
+	c.lastErr.Store(nil)
 	now = b.clock.Now()
 	b.mu.Lock()
 	b.advanceLocked(now)
-	if w := word(b.word.Load()); w.gen() == gen && b.checkableLocked() {
+	if w := word(b.word.Load()); w.gen() == gen && c.checkableLocked() {
 		b.transitionLocked(now, HalfOpen, w.mode(), ReasonHealthCheck)
 	}
 	b.unlockAndEmit()
 	return nil
 }
 
-// runCheck calls the health check of settings c with its timeout, turning
-// a panic into an error (logged at Error level with its stack).
-func (c *settings) runCheck(ctx context.Context) (err error) {
-	ctx, cancel := context.WithTimeout(ctx, c.HealthCheckTimeout)
+// run calls the check with its timeout, turning a panic into an error
+// (logged at Error level with its stack).
+func (c *Checker) run(ctx context.Context) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, c.s.Timeout)
 	defer cancel()
 	defer func() {
 		if v := recover(); v != nil {
 			stack := string(debug.Stack())
-			c.Logger.LogAttrs(context.Background(), slog.LevelError, "circuit breaker HealthCheck.Check panicked",
-				slog.String("breaker", c.Name), slog.Any("panic", v), slog.String("stack", stack))
+			s := c.b.cfg()
+			s.Logger.LogAttrs(context.Background(), slog.LevelError, "circuit breaker health check panicked",
+				slog.String("breaker", s.Name), slog.Any("panic", v), slog.String("stack", stack))
 			err = fmt.Errorf("panic: %v", v)
 		}
 	}()
-	return c.HealthCheck(ctx)
+	return c.s.Check(ctx)
 }
 
-// Close is circuit.Breaker.Close: it stops the health checks and waits for
-// their goroutine.
-func (b *Breaker) Close() {
-	h := &b.health
-	if h.cancel == nil {
-		return
-	}
+// Stop is healthcheck.Checker.Stop: it detaches the checker, cancels a
+// check in progress and waits for the scheduling goroutine.
+func (c *Checker) Stop() {
+	b := c.b
 	b.mu.Lock()
-	h.closed = true
+	c.stopped = true
+	b.checker.CompareAndSwap(c, nil)
 	b.mu.Unlock()
-	h.cancel()
-	h.wg.Wait()
+	c.cancel()
+	c.wg.Wait()
 }

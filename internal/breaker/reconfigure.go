@@ -1,7 +1,6 @@
 package breaker
 
 import (
-	"context"
 	"log/slog"
 	"math"
 	"time"
@@ -23,13 +22,10 @@ type Settings struct {
 	SlowCallRatio    float64
 	Confidence       float64 // 0: the ratios trip as they are; else their Wilson lower bounds at this confidence do
 
-	// Open: how long, and the health check that may end it early.
-	OpenDuration        time.Duration
-	Backoff             float64 // multiplies the open duration after a failed trial; at least 1
-	MaxOpenDuration     time.Duration
-	HealthCheck         func(context.Context) error // nil: none
-	HealthCheckInterval time.Duration               // <= 0: none scheduled (CheckHealth only)
-	HealthCheckTimeout  time.Duration
+	// Open: how long.
+	OpenDuration    time.Duration
+	Backoff         float64 // multiplies the open duration after a failed trial; at least 1
+	MaxOpenDuration time.Duration
 
 	// Half-open: the trial.
 	HalfOpenProbes    int
@@ -51,8 +47,11 @@ type Settings struct {
 	OnTransition func(Transition) // nil: none
 
 	// Config is what these settings were derived from, kept for their
-	// deriver: circuit.Breaker.Config returns it.
-	Config any
+	// deriver: circuit.Breaker.Config returns it. CheckReplacement reports
+	// whether the deriver would accept cfg (a circuit.Config) in place of
+	// Config: circuit.Breaker.Reconfigure's checks, for CheckReconfigure.
+	Config           any
+	CheckReplacement func(cfg any) error
 }
 
 // MaxProbes bounds HalfOpenProbes: the in-flight probe count shares an
@@ -77,6 +76,11 @@ func (b *Breaker) cfg() *settings { return b.settings.Load() }
 func derive(s Settings, w *metrics.Rolling) *settings {
 	return &settings{Settings: s, window: w, slowOn: s.SlowCallDuration > 0, z: zScore(s.Confidence)}
 }
+
+// CheckReconfigure reports whether circuit.Breaker.Reconfigure would
+// accept cfg, a circuit.Config, without changing anything: package command
+// checks every breaker of a group before it reconfigures any.
+func (b *Breaker) CheckReconfigure(cfg any) error { return b.cfg().CheckReplacement(cfg) }
 
 // Reconfigure replaces the breaker's settings with s, validated by its
 // caller, and returns the settings it replaced and the count of accepted
