@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"reflect"
+	"slices"
 
 	"github.com/bulwark-go/bulwark/command"
 )
@@ -39,6 +40,9 @@ type encoder struct {
 func (e *encoder) encode(snap command.Snapshot, sizeHint int) ([]byte, error) {
 	buf := make([]byte, 0, sizeHint+sizeHint/8+len(ping))
 	event := func(p *plan, v any) (err error) {
+		if cap(buf)-len(buf) < 4<<10 {
+			buf = slices.Grow(buf, cap(buf)) // doubling, where append grows a large slice by a quarter
+		}
 		buf = append(buf, dataPrefix...)
 		if buf, err = p.append(buf, reflect.ValueOf(v).Elem()); err != nil {
 			return err
