@@ -123,3 +123,15 @@ func (s *CommandSnapshot) Latencies() (run, total *metrics.Distribution) {
 	}
 	return s.live.CumulativeLatency()
 }
+
+// TotalLatencies returns the count and the sum of the command's total
+// latencies since it was created: Latencies' total Count and Sum, read
+// without building either distribution (see metrics.Rolling.CumulativeTotal),
+// for an exporter that needs no buckets. ok is false where Latencies
+// returns nil.
+func (s *CommandSnapshot) TotalLatencies() (count int64, sum time.Duration, ok bool) {
+	if s.live == nil {
+		return 0, 0, false
+	}
+	return s.live.CumulativeTotal()
+}

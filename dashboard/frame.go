@@ -1,8 +1,8 @@
 package dashboard
 
 import (
-	"bytes"
-	"encoding/json"
+	"reflect"
+	"slices"
 
 	"github.com/bulwark-go/bulwark/command"
 )
@@ -12,6 +12,14 @@ import (
 var (
 	dataPrefix = []byte("data: ")
 	ping       = []byte("ping: \n\n")
+)
+
+// The plans of the four event types (see json.go), built once.
+var (
+	hystrixCommandPlan    = newPlan(reflect.TypeFor[hystrixCommand]())
+	hystrixThreadPoolPlan = newPlan(reflect.TypeFor[hystrixThreadPool]())
+	bulwarkCommandPlan    = newPlan(reflect.TypeFor[bulwarkCommand]())
+	bulwarkGroupPlan      = newPlan(reflect.TypeFor[bulwarkGroup]())
 )
 
 // encoder turns snapshots into frames. It keeps one event value of each kind
@@ -30,15 +38,16 @@ type encoder struct {
 // all thread pools), then bulwark's own events (commands, then groups), then
 // the ping. sizeHint is the previous frame's length.
 func (e *encoder) encode(snap command.Snapshot, sizeHint int) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(sizeHint + sizeHint/8 + len(ping))
-	enc := json.NewEncoder(&buf) // Encode appends '\n'; one more ends the event
-	event := func(v any) error {
-		buf.Write(dataPrefix)
-		if err := enc.Encode(v); err != nil {
+	buf := make([]byte, 0, sizeHint+sizeHint/8+len(ping))
+	event := func(p *plan, v any) (err error) {
+		if cap(buf)-len(buf) < 4<<10 {
+			buf = slices.Grow(buf, cap(buf)) // doubling, where append grows a large slice by a quarter
+		}
+		buf = append(buf, dataPrefix...)
+		if buf, err = p.append(buf, reflect.ValueOf(v).Elem()); err != nil {
 			return err
 		}
-		buf.WriteByte('\n')
+		buf = append(buf, '\n', '\n')
 		return nil
 	}
 	now := snap.Time.UnixMilli()
@@ -50,7 +59,7 @@ func (e *encoder) encode(snap command.Snapshot, sizeHint int) ([]byte, error) {
 				rate, errs := rates(&e.hc)
 				e.hist.add(now, e.hc.Group, e.hc.Name, rate, errs)
 			}
-			if err := event(&e.hc); err != nil {
+			if err := event(hystrixCommandPlan, &e.hc); err != nil {
 				return nil, err
 			}
 		}
@@ -60,24 +69,23 @@ func (e *encoder) encode(snap command.Snapshot, sizeHint int) ([]byte, error) {
 			continue
 		}
 		e.hp.fill(now, &gs[i])
-		if err := event(&e.hp); err != nil {
+		if err := event(hystrixThreadPoolPlan, &e.hp); err != nil {
 			return nil, err
 		}
 	}
 	for i := range gs {
 		for j := range gs[i].Commands {
 			e.bc.fill(now, &gs[i], &gs[i].Commands[j])
-			if err := event(&e.bc); err != nil {
+			if err := event(bulwarkCommandPlan, &e.bc); err != nil {
 				return nil, err
 			}
 		}
 	}
 	for i := range gs {
 		e.bg.fill(now, &gs[i])
-		if err := event(&e.bg); err != nil {
+		if err := event(bulwarkGroupPlan, &e.bg); err != nil {
 			return nil, err
 		}
 	}
-	buf.Write(ping)
-	return buf.Bytes(), nil
+	return append(buf, ping...), nil
 }

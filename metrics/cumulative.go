@@ -240,3 +240,58 @@ func (r *Rolling) CumulativeLatency() (run, total *Distribution) {
 	r.mu.Unlock()
 	return accRun.distribution(), accTotal.distribution()
 }
+
+// CumulativeTotal returns the count and the sum of the total latencies
+// recorded since the ring was created: CumulativeLatency's total Count and
+// Sum, read without merging any bins into an accumulator and without
+// allocating, for an exporter that needs no buckets (a summary's count and
+// sum). ok is false for a ring without latency. Like CumulativeLatency it
+// takes the ring's mutex and reads each live bucket's bins, so call it on a
+// schedule, not per request.
+func (r *Rolling) CumulativeTotal() (count int64, sum time.Duration, ok bool) {
+	if !r.withLat {
+		return 0, 0, false
+	}
+	var s int64
+	r.mu.Lock()
+	if t := r.foldedLat; t != nil {
+		for _, b := range [2]*sparseBins{&t.same, &t.total} {
+			for _, bc := range b.bins {
+				count += bc.n
+			}
+			s = addSaturating(s, b.sum)
+		}
+	}
+	for i := range r.buckets {
+		if l := r.buckets[i].lat.Load(); l != nil {
+			for _, h := range [2]*Histogram{&l.same, l.total.Load()} {
+				if h != nil {
+					n, hs := h.countSum()
+					count += n
+					s = addSaturating(s, hs)
+				}
+			}
+		}
+	}
+	r.mu.Unlock()
+	if s < 0 { // saturated: the sum is estimated from the bins
+		_, total := r.CumulativeLatency()
+		return total.Count(), total.Sum(), true
+	}
+	return count, time.Duration(s), true
+}
+
+// countSum returns the number of records in h and their sum (negative:
+// saturated), as histAccumulator.add reads them.
+func (h *Histogram) countSum() (count, sum int64) {
+	sum = h.sum.Load()
+	if sum == 0 && h.bins[0].Load() == 0 {
+		return 0, 0
+	}
+	for i := range h.bins {
+		if c := h.bins[i].Load(); c != 0 {
+			count += int64(min(c, binMax))
+		}
+	}
+	return count, sum
+}

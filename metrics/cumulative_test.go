@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -103,7 +105,7 @@ func TestCumulativeLatencyExactUnderRotation(t *testing.T) {
 		})
 	}
 	wg.Go(func() {
-		var last int64
+		var last, lastTotal int64
 		for i := 0; left.Load() > 0; i++ {
 			clock.Advance(3 * time.Millisecond)
 			if i%50 == 0 {
@@ -112,6 +114,10 @@ func TestCumulativeLatencyExactUnderRotation(t *testing.T) {
 			run, _ := r.CumulativeLatency()
 			assert.GreaterOrEqual(t, run.Count(), last, "cumulative count went down")
 			last = run.Count()
+			n, _, ok := r.CumulativeTotal()
+			assert.True(t, ok)
+			assert.GreaterOrEqual(t, n, lastTotal, "CumulativeTotal's count went down")
+			lastTotal = n
 		}
 	})
 	wg.Wait()
@@ -119,4 +125,55 @@ func TestCumulativeLatencyExactUnderRotation(t *testing.T) {
 	assert.EqualValues(t, writers*per, run.Count())
 	assert.EqualValues(t, writers*per, total.Count())
 	assert.Equal(t, total.Sum()-run.Sum(), writers*per*time.Millisecond)
+	n, sum, ok := r.CumulativeTotal()
+	assert.True(t, ok)
+	assert.Equal(t, total.Count(), n)
+	assert.Equal(t, total.Sum(), sum)
+}
+
+// TestCumulativeTotalIsCumulativeLatencysTotal: over random calls spread
+// across buckets, rotations, late calls and Resets (latencies apart and
+// run equal to total alike), CumulativeTotal is the count and sum of
+// CumulativeLatency's total distribution, also once the sum saturates.
+func TestCumulativeTotalIsCumulativeLatencysTotal(t *testing.T) {
+	r := newRing(t, true)
+	var clock ManualClock
+	rnd := rand.New(rand.NewPCG(24, 3))
+	check := func() {
+		t.Helper()
+		_, total := r.CumulativeLatency()
+		n, sum, ok := r.CumulativeTotal()
+		require.True(t, ok)
+		require.Equal(t, total.Count(), n)
+		require.Equal(t, total.Sum(), sum)
+	}
+	check()
+	for i := range 3000 {
+		run := time.Duration(rnd.Int64N(int64(time.Second)))
+		total := run
+		if rnd.IntN(2) == 0 {
+			total += time.Duration(rnd.Int64N(int64(time.Millisecond)))
+		}
+		now := clock.Now()
+		if rnd.IntN(10) == 0 {
+			now -= time.Duration(rnd.Int64N(int64(20 * time.Second))) // late, or past the window
+		}
+		r.Record(now, SetOf(Success), run, total)
+		clock.Advance(time.Duration(rnd.Int64N(int64(300 * time.Millisecond))))
+		if i%500 == 499 {
+			r.Reset()
+		}
+		if i%37 == 0 {
+			check()
+		}
+	}
+	check()
+	for range 1 << 20 { // a latency is clamped below 2^44 ns: 2^19 of them pass 2^63
+		r.Record(clock.Now(), SetOf(Success), math.MaxInt64, math.MaxInt64)
+	}
+	check()
+	_, sum, _ := r.CumulativeTotal()
+	require.Greater(t, sum, time.Duration(math.MaxInt64/2), "the saturated sum is estimated, not lost")
+	_, _, ok := newRing(t, false).CumulativeTotal()
+	require.False(t, ok)
 }

@@ -1,8 +1,10 @@
 package prom
 
 import (
+	"cmp"
 	"errors"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -19,7 +21,8 @@ var ErrNilSource = errors.New("prom: nil source")
 // Source is what the collector reads: *command.Registry satisfies it.
 type Source interface {
 	// Snapshot describes every group and command now; each
-	// CommandSnapshot's Latencies gives its latencies since it was created.
+	// CommandSnapshot's Latencies (WithDetail) or TotalLatencies (the
+	// lean default) gives its latencies since it was created.
 	Snapshot() command.Snapshot
 }
 
@@ -147,11 +150,23 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // never fails the whole scrape.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	o := out{ch: ch, dropped: &c.dropped, detail: c.detail}
-	for _, g := range c.src.Snapshot().Groups {
-		o.group(g)
-		for _, cmd := range g.Commands {
-			o.command(cmd)
+	gs := c.src.Snapshot().Groups
+	var cmds []*command.CommandSnapshot
+	for i := range gs {
+		o.group(gs[i])
+		for j := range gs[i].Commands {
+			cmds = append(cmds, &gs[i].Commands[j])
 		}
+	}
+	// Gather sorts each family's series by their label values, labels in
+	// name order ("command" before "group"): sent in that order, the sort
+	// (pdqsort) finds them sorted and costs one pass, where series sent
+	// group by group cost a fifth of a scrape of 10,000 commands to sort.
+	slices.SortFunc(cmds, func(a, b *command.CommandSnapshot) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Group, b.Group))
+	})
+	for _, cmd := range cmds {
+		o.command(cmd)
 	}
 	ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(c.dropped.Load()))
 }
@@ -223,12 +238,18 @@ func (o out) group(g command.GroupSnapshot) {
 
 // command sends the metrics of command c, with its latencies since it was
 // created (none when the source has none).
-func (o out) command(c command.CommandSnapshot) {
+func (o out) command(c *command.CommandSnapshot) {
 	m := c.Metrics
-	run, total := c.Latencies()
 	if o.detail {
+		run, total := c.Latencies()
 		o.histogram(run, c.Group, c.Name, "run")
 		o.histogram(total, c.Group, c.Name, "total")
+		if run != nil {
+			o.window(c, "run", m.Run, run.Count(), run.Sum())
+			o.window(c, "total", m.Total, total.Count(), total.Sum())
+		}
+	} else if n, sum, ok := c.TotalLatencies(); ok { // the lean summary needs no bins
+		o.window(c, "total", m.Total, n, sum)
 	}
 	for e := range metrics.NumEvents {
 		if n := m.Cumulative[e]; n > 0 || o.detail {
@@ -238,7 +259,6 @@ func (o out) command(c command.CommandSnapshot) {
 	o.counter(callsDesc, float64(m.Cumulative.Calls()), c.Group, c.Name)
 	o.gauge(inFlightDesc, float64(c.InFlight), c.Group, c.Name)
 	o.gauge(alarmDesc, oneIf(c.DegradedAlarm), c.Group, c.Name)
-	o.window(c, "total", m.Total, total)
 	o.tier(cmdAlertDesc, c.AlertTier, c.Group, c.Name)
 	o.transitions(c.Breaker, c.Group, c.Name)
 	if !o.detail {
@@ -252,19 +272,15 @@ func (o out) command(c command.CommandSnapshot) {
 	}
 	o.gauge(detachedDesc, float64(c.Detached), c.Group, c.Name)
 	o.gauge(degradedDesc, c.DegradedRate, c.Group, c.Name)
-	o.window(c, "run", m.Run, run)
 	o.breaker(breakerDescs{cmdStateDesc, cmdSinceDesc, cmdModeDesc, cmdBoundDesc}, c.Breaker, c.Group, c.Name)
 }
 
 // window sends the latency summary of one phase of command c: the
 // quantiles of its window win (none when the window has no call; the
-// median and the 99th percentile only without WithDetail), with the count
-// and sum of since, every latency since the command was created (no
-// summary without it); and, with WithDetail, the window's mean.
-func (o out) window(c command.CommandSnapshot, phase string, win metrics.Latency, since *metrics.Distribution) {
-	if since == nil {
-		return
-	}
+// median and the 99th percentile only without WithDetail), with count and
+// sum, those of every latency since the command was created; and, with
+// WithDetail, the window's mean.
+func (o out) window(c *command.CommandSnapshot, phase string, win metrics.Latency, count int64, sum time.Duration) {
 	qs := make(map[float64]float64, len(quantiles))
 	if win.Count > 0 {
 		if o.detail {
@@ -278,7 +294,7 @@ func (o out) window(c command.CommandSnapshot, phase string, win metrics.Latency
 			}
 		}
 	}
-	o.send(prometheus.NewConstSummary(latencyDesc, uint64(since.Count()), since.Sum().Seconds(), qs, c.Group, c.Name, phase))
+	o.send(prometheus.NewConstSummary(latencyDesc, uint64(count), sum.Seconds(), qs, c.Group, c.Name, phase))
 }
 
 // breakerDescs are the descriptions of a breaker's metrics, the group's or
