@@ -150,7 +150,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, g := range c.src.Snapshot().Groups {
 		o.group(g)
 		for _, cmd := range g.Commands {
-			o.command(cmd)
+			o.command(g.Name, cmd)
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(c.dropped.Load()))
@@ -221,47 +221,47 @@ func (o out) group(g command.GroupSnapshot) {
 	o.tier(grpAlertDesc, g.AlertTier, g.Name)
 }
 
-// command sends the metrics of command c, with its latencies since it was
-// created (none when the source has none).
-func (o out) command(c command.CommandSnapshot) {
+// command sends the metrics of command c of the group called group, with
+// its latencies since it was created (none when the source has none).
+func (o out) command(group string, c command.CommandSnapshot) {
 	m := c.Metrics
 	run, total := c.Latencies()
 	if o.detail {
-		o.histogram(run, c.Group, c.Name, "run")
-		o.histogram(total, c.Group, c.Name, "total")
+		o.histogram(run, group, c.Name, "run")
+		o.histogram(total, group, c.Name, "total")
 	}
 	for e := range metrics.NumEvents {
 		if n := m.Cumulative[e]; n > 0 || o.detail {
-			o.counter(eventsDesc, float64(n), c.Group, c.Name, e.Label())
+			o.counter(eventsDesc, float64(n), group, c.Name, e.Label())
 		}
 	}
-	o.counter(callsDesc, float64(m.Cumulative.Calls()), c.Group, c.Name)
-	o.gauge(inFlightDesc, float64(c.InFlight), c.Group, c.Name)
-	o.gauge(alarmDesc, oneIf(c.DegradedAlarm), c.Group, c.Name)
-	o.window(c, "total", m.Total, total)
-	o.tier(cmdAlertDesc, c.AlertTier, c.Group, c.Name)
-	o.transitions(c.Breaker, c.Group, c.Name)
+	o.counter(callsDesc, float64(m.Cumulative.Calls()), group, c.Name)
+	o.gauge(inFlightDesc, float64(c.InFlight), group, c.Name)
+	o.gauge(alarmDesc, oneIf(c.DegradedAlarm), group, c.Name)
+	o.window(group, c, "total", m.Total, total)
+	o.tier(cmdAlertDesc, c.AlertTier, group, c.Name)
+	o.transitions(c.Breaker, group, c.Name)
 	if !o.detail {
 		for _, s := range states {
-			o.gauge(cmdStateDesc, oneIf(c.Breaker.State == s), c.Group, c.Name, s.String())
+			o.gauge(cmdStateDesc, oneIf(c.Breaker.State == s), group, c.Name, s.String())
 		}
 		if c.Breaker.Config.Confidence > 0 {
-			o.gauge(cmdBoundDesc, c.Breaker.Health.ErrorBound, c.Group, c.Name)
+			o.gauge(cmdBoundDesc, c.Breaker.Health.ErrorBound, group, c.Name)
 		}
 		return
 	}
-	o.gauge(detachedDesc, float64(c.Detached), c.Group, c.Name)
-	o.gauge(degradedDesc, c.DegradedRate, c.Group, c.Name)
-	o.window(c, "run", m.Run, run)
-	o.breaker(breakerDescs{cmdStateDesc, cmdSinceDesc, cmdModeDesc, cmdBoundDesc}, c.Breaker, c.Group, c.Name)
+	o.gauge(detachedDesc, float64(c.Detached), group, c.Name)
+	o.gauge(degradedDesc, c.DegradedRate, group, c.Name)
+	o.window(group, c, "run", m.Run, run)
+	o.breaker(breakerDescs{cmdStateDesc, cmdSinceDesc, cmdModeDesc, cmdBoundDesc}, c.Breaker, group, c.Name)
 }
 
-// window sends the latency summary of one phase of command c: the
+// window sends the latency summary of one phase of command c of group: the
 // quantiles of its window win (none when the window has no call; the
 // median and the 99th percentile only without WithDetail), with the count
 // and sum of since, every latency since the command was created (no
 // summary without it); and, with WithDetail, the window's mean.
-func (o out) window(c command.CommandSnapshot, phase string, win metrics.Latency, since *metrics.Distribution) {
+func (o out) window(group string, c command.CommandSnapshot, phase string, win metrics.Latency, since *metrics.Distribution) {
 	if since == nil {
 		return
 	}
@@ -271,14 +271,14 @@ func (o out) window(c command.CommandSnapshot, phase string, win metrics.Latency
 			for i, q := range quantiles {
 				qs[q] = win.Percentiles[i].Seconds()
 			}
-			o.gauge(latencyAvgDesc, win.Mean.Seconds(), c.Group, c.Name, phase)
+			o.gauge(latencyAvgDesc, win.Mean.Seconds(), group, c.Name, phase)
 		} else {
 			for _, i := range leanQuantiles {
 				qs[quantiles[i]] = win.Percentiles[i].Seconds()
 			}
 		}
 	}
-	o.send(prometheus.NewConstSummary(latencyDesc, uint64(since.Count()), since.Sum().Seconds(), qs, c.Group, c.Name, phase))
+	o.send(prometheus.NewConstSummary(latencyDesc, uint64(since.Count()), since.Sum().Seconds(), qs, group, c.Name, phase))
 }
 
 // breakerDescs are the descriptions of a breaker's metrics, the group's or
