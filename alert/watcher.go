@@ -270,7 +270,7 @@ func (w *Watcher) checkDegraded(out []Alert, s *watched, c *command.CommandSnaps
 	default:
 		return out
 	}
-	return append(out, Alert{Kind: kind, Group: c.Group, Command: c.Name, Tier: w.cfg.Tiers[0].Name, State: c.Breaker.State,
+	return append(out, Alert{Kind: kind, Group: s.g.Name(), Command: c.Name, Tier: w.cfg.Tiers[0].Name, State: c.Breaker.State,
 		Calls: calls, DegradedRate: rate, Errors: s.rings[c.Name].samples()})
 }
 

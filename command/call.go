@@ -204,7 +204,7 @@ func (k *call) ended() {
 // refused by begin): what ExecuteInfo returns. Event, Events and
 // RunLatency are the last attempt's.
 func (k *call) info() Info {
-	in := Info{Group: k.g.name, Event: k.r.event, Events: k.events, Degraded: k.degraded,
+	in := Info{Event: k.r.event, Events: k.events, Degraded: k.degraded,
 		Deferred: k.degradation == metrics.DegradedDeferred, Latency: k.now - k.first, Attempts: int(k.attempts)}
 	if k.c != nil {
 		in.Command = k.c.name

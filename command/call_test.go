@@ -264,7 +264,7 @@ func TestFinishStageClosesTheBooks(t *testing.T) {
 	assert.Equal(t, int64(1), counted[metrics.BadRequest])
 	assert.Equal(t, int64(1), counted[metrics.ExceptionThrown])
 	info := k.info()
-	assert.Equal(t, Info{Command: "get", Group: "deps", Event: metrics.BadRequest,
+	assert.Equal(t, Info{Command: "get", Event: metrics.BadRequest,
 		Events:  metrics.SetOf(metrics.BadRequest, metrics.ExceptionThrown),
 		Latency: 3 * time.Millisecond, RunLatency: 2 * time.Millisecond, Attempts: 1}, info)
 }

@@ -71,8 +71,9 @@ func WithName(name string) Option { return Option{name: name} }
 
 // Info tells what happened during one call of ExecuteInfo.
 type Info struct {
-	// Command and Group name the command and its group.
-	Command, Group string
+	// Command names the command (its group is the one the call was given,
+	// and the one CallHook's methods are given).
+	Command string
 	// Event is the call's primary outcome, one of package metrics' events:
 	// metrics.Success, Failure, Timeout, BadRequest, ShortCircuited,
 	// ThreadPoolRejected, SemaphoreRejected, Cancelled, QueueTimeout,

@@ -147,7 +147,7 @@ func ExampleRegistry_Snapshot() {
 	_, _ = command.Execute(ctx, greeter, greet{"Bo"})
 
 	for _, g := range reg.Snapshot().Groups {
-		fmt.Println(g.Name, g.Strategy, g.Breaker.State)
+		fmt.Println(g.Name, g.Config.Strategy, g.Breaker.State)
 		for _, c := range g.Commands {
 			fmt.Printf("  %s: %d calls, %d failures, degraded rate %.0f%%\n", c.Name,
 				c.Metrics.Cumulative[metrics.Success]+c.Metrics.Cumulative[metrics.Failure],

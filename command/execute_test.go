@@ -41,7 +41,7 @@ func TestExecuteSuccess(t *testing.T) {
 		v, info, err := ExecuteInfo(context.Background(), g, op[int]{name: "get", run: succeed(42)})
 		require.NoError(t, err)
 		assert.Equal(t, 42, v)
-		assert.Equal(t, Info{Command: "get", Group: "deps", Event: metrics.Success, Events: events(metrics.Success), Attempts: 1}, info)
+		assert.Equal(t, Info{Command: "get", Event: metrics.Success, Events: events(metrics.Success), Attempts: 1}, info)
 		c := counts(t, g, "get")
 		assert.Equal(t, int64(1), c[metrics.Success])
 		assert.Equal(t, int64(1), c.Attempts())

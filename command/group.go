@@ -791,14 +791,12 @@ func (g *Group) Snapshot() GroupSnapshot {
 	now := g.clock.Now()
 	cfg := g.cfg()
 	s := GroupSnapshot{
-		Name:          g.name,
-		Strategy:      cfg.Strategy,
-		Timeout:       cfg.Timeout,
-		FallbackLimit: cfg.FallbackLimit,
-		Breaker:       g.breaker.Snapshot(),
-		Metrics:       g.metrics.Snapshot(now),
-		Throttle:      cfg.throttleSnapshot(now),
-		Adaptive:      g.adaptiveSnapshot(cfg),
+		Name:     g.name,
+		Config:   cfg.GroupConfig,
+		Breaker:  g.breaker.Snapshot(),
+		Metrics:  g.metrics.Snapshot(now),
+		Throttle: cfg.throttleSnapshot(now),
+		Adaptive: g.adaptiveSnapshot(cfg),
 
 		ConfigGeneration: cfg.generation,
 		ConfigAge:        now - cfg.changed,
@@ -847,7 +845,6 @@ func addCounts(sum *metrics.Counts, c metrics.Counts) {
 func (c *commandState) snapshot(now time.Duration) CommandSnapshot {
 	s := CommandSnapshot{
 		Name:       c.name,
-		Group:      c.group.name,
 		InFlight:   c.hot.inFlight.Load(),
 		Detached:   max(c.hot.detached.Load(), 0), // a brief -1: see commandCounters
 		Coalescing: c.hot.coalescing.Load(),

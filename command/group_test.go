@@ -252,13 +252,13 @@ func TestRegistrySnapshot(t *testing.T) {
 	require.Len(t, s.Groups, 2)
 	assert.Equal(t, "a", s.Groups[0].Name, "sorted by name")
 	sa, sb := s.Groups[0], s.Groups[1]
-	assert.Equal(t, Thread, sa.Strategy)
+	assert.Equal(t, Thread, sa.Config.Strategy)
 	assert.Equal(t, 2, sa.Bulkhead.Capacity)
 	assert.Equal(t, 1, sa.Bulkhead.QueueCapacity)
-	assert.Equal(t, 50*time.Millisecond, sa.Timeout)
-	assert.Equal(t, Semaphore, sb.Strategy)
-	assert.Equal(t, NoTimeout, sb.Timeout)
-	assert.Equal(t, 4, sb.FallbackLimit)
+	assert.Equal(t, 50*time.Millisecond, sa.Config.Timeout)
+	assert.Equal(t, Semaphore, sb.Config.Strategy)
+	assert.Equal(t, NoTimeout, sb.Config.Timeout)
+	assert.Equal(t, 4, sb.Config.FallbackLimit)
 	assert.Equal(t, 3, sb.Bulkhead.Capacity)
 	assert.Equal(t, "b", sb.Breaker.Config.Name)
 	assert.Equal(t, 20, sb.Breaker.Config.MinRequests)
@@ -266,7 +266,6 @@ func TestRegistrySnapshot(t *testing.T) {
 
 	require.Equal(t, []string{"x", "y"}, commandNames(sb))
 	x, y := sb.Commands[0], sb.Commands[1]
-	assert.Equal(t, "b", y.Group)
 	assert.Equal(t, "b/y", y.Breaker.Config.Name)
 	assert.Equal(t, int64(3), y.Metrics.Counts[metrics.Failure])
 	assert.Equal(t, int64(3), y.Metrics.Counts[metrics.FallbackSuccess])

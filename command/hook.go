@@ -13,8 +13,8 @@ type CallHook interface {
 	// Begin is called as each attempt of a call begins, before the rate
 	// limiters, with the call's context (the caller's for the first
 	// attempt; for a retry, the one Begin returned for the attempt before)
-	// and the call's Group, Command and Attempts (this attempt's number,
-	// 1 for the first). The context it returns becomes the call's: the
+	// and the call's group g and Info's Command and Attempts (this
+	// attempt's number, 1 for the first). The context it returns becomes the call's: the
 	// attempt's limiters, Run (whose context derives from it), a retry's
 	// backoff and the fallback after the last attempt see it, and End gets
 	// it. It must derive from ctx, keeping its deadline and cancellation
@@ -33,7 +33,7 @@ type CallHook interface {
 // context becomes the one h returns.
 func (k *call) hookBegin(h CallHook) {
 	defer k.g.recoverHook("CallHook.Begin")
-	in := Info{Group: k.g.name, Command: k.c.name, Attempts: int(k.attempts)}
+	in := Info{Command: k.c.name, Attempts: int(k.attempts)}
 	if ctx := h.Begin(k.ctx, k.g, in); ctx != nil {
 		k.ctx = ctx
 	}

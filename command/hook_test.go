@@ -81,7 +81,7 @@ func TestCallHookSeesEachAttempt(t *testing.T) {
 
 	require.Len(t, h.begins, 3)
 	for i, in := range h.begins {
-		assert.Equal(t, Info{Group: "deps", Command: "get", Attempts: i + 1}, in)
+		assert.Equal(t, Info{Command: "get", Attempts: i + 1}, in)
 	}
 	require.Len(t, h.ends, 3)
 	for i, in := range h.ends[:2] {

@@ -34,7 +34,8 @@ func (g *Group) writes(cmd any) (yes bool) {
 // the groups whose own ReadOnly is set read-only. It applies to the calls
 // that start after it returns, and logs the switch at Warn level (on) or
 // Info (off) once. It takes each group's lock in turn, as Reconfigure
-// does: Execute of a known command never waits for it.
+// does: Execute of a known command never waits for it. Group.ReadOnly
+// tells whether a group refuses writes now, by this switch or its own.
 func (r *Registry) SetReadOnly(on bool) {
 	r.ready()
 	r.mu.RLock() // NewGroup holds r.mu: a group is created before the switch or listed here
@@ -56,10 +57,6 @@ func (r *Registry) SetReadOnly(on bool) {
 		r.logger.Info("bulwark: registry read-only mode off", "groups", len(groups))
 	}
 }
-
-// ReadOnly reports whether the registry's read-only switch is on (a group
-// may also be read-only by its own GroupConfig.ReadOnly).
-func (r *Registry) ReadOnly() bool { return r.readOnly.Load() }
 
 // ReadOnly reports whether the group refuses writes now: its own
 // GroupConfig.ReadOnly, or its registry's switch.

@@ -84,18 +84,14 @@ func (r *Registry) setup(cfg RegistryConfig) {
 	}
 }
 
-// Clock returns the registry's clock, the clock of its groups (by default
-// metrics.SystemClock()): a rate limiter built for a group on this clock
-// tells time as the group does.
-func (r *Registry) Clock() metrics.Clock {
+// Config returns the registry's effective configuration: NewRegistry's
+// config (a zero Registry's is empty) with its defaults applied. Its Clock
+// is the clock of the registry's groups, so a rate limiter built for a
+// group on it tells time as the group does; its Logger is their default
+// logger.
+func (r *Registry) Config() RegistryConfig {
 	r.ready()
-	return r.clock
-}
-
-// Logger returns the registry's logger, the default logger of its groups.
-func (r *Registry) Logger() *slog.Logger {
-	r.ready()
-	return r.logger
+	return RegistryConfig{Exporter: r.export, Clock: r.clock, Logger: r.logger, Hook: r.hook}
 }
 
 // NewGroup creates the group called name. The error wraps ErrInvalidConfig

@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"log/slog"
 	"runtime"
 	"sync"
 	"testing"
@@ -113,11 +114,19 @@ func TestGroupOrNew(t *testing.T) {
 	assert.NotSame(t, g, fresh, "a closed group is replaced by a new one")
 }
 
-func TestRegistryClockIsItsGroupsClock(t *testing.T) {
+func TestRegistryConfigIsItsGroupsDefaults(t *testing.T) {
 	reg, clock := newTestRegistry(t)
-	assert.Same(t, clock, reg.Clock())
-	var zero Registry // the zero Registry is ready to use, on the system clock
-	assert.True(t, sameClock(zero.Clock(), metrics.SystemClock()))
+	assert.Same(t, clock, reg.Config().Clock)
+	logger := slog.New(slog.DiscardHandler)
+	hook := &recorder{}
+	cfg := NewRegistry(RegistryConfig{Logger: logger, Hook: hook}).Config()
+	assert.Same(t, logger, cfg.Logger)
+	assert.Equal(t, CallHook(hook), cfg.Hook)
+	var zero Registry // the zero Registry is ready to use, on the system clock and the default logger
+	assert.True(t, sameClock(zero.Config().Clock, metrics.SystemClock()))
+	assert.Same(t, slog.Default(), zero.Config().Logger)
+	assert.Nil(t, zero.Config().Hook)
+	assert.Nil(t, zero.Config().Exporter)
 }
 
 // TestExecuteAfterCloseMatchesErrClosed: a call to a group whose registry

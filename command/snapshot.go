@@ -23,14 +23,13 @@ type Snapshot struct {
 // its pool metrics and its commands.
 type GroupSnapshot struct {
 	Name string
-	// Strategy is the group's bulkhead: Thread (goroutine pool) or Semaphore.
-	Strategy Strategy
+	// Config is the group's effective configuration at the snapshot, what
+	// Group.Config returned then (defaults applied): its Strategy, its
+	// default Timeout (NoTimeout when there is none), its FallbackLimit, ...
+	// Its Commands map is the group's own: read it, never modify it.
+	Config GroupConfig
 	// Bulkhead holds the bulkhead's live gauges and counters.
 	Bulkhead isolation.Stats
-	// Timeout is the group's default timeout; NoTimeout when there is none.
-	Timeout time.Duration
-	// FallbackLimit is how many fallbacks of the group may run at once.
-	FallbackLimit int
 
 	// Breaker is the group-level breaker's state and thresholds.
 	Breaker circuit.Snapshot
@@ -70,9 +69,10 @@ type GroupSnapshot struct {
 	ConfigAge        time.Duration
 }
 
-// CommandSnapshot describes one command (a command name within a group).
+// CommandSnapshot describes one command (a command name within a group):
+// an element of its GroupSnapshot's Commands, whose Name is the group's.
 type CommandSnapshot struct {
-	Name, Group string
+	Name string
 	// InFlight is the number of calls of this command executing now (from
 	// admission until Execute returns).
 	InFlight int64

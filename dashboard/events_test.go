@@ -21,7 +21,8 @@ func TestEventsTableHystrixKeys(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rows, int(metrics.NumEvents))
 	snap := sampleSnapshot()
-	get := &snap.Groups[1].Commands[0]
+	users := &snap.Groups[1]
+	get := &users.Commands[0]
 	for e := range metrics.NumEvents {
 		get.Metrics.Counts[e] = 1 << e
 	}
@@ -45,7 +46,7 @@ func TestEventsTableHystrixKeys(t *testing.T) {
 		}
 		var ev map[string]any
 		require.NoError(t, json.Unmarshal(data, &ev))
-		if ev["name"] == get.Name && ev["group"] == get.Group {
+		if ev["name"] == get.Name && ev["group"] == users.Name {
 			got[ev["type"].(string)] = ev
 		}
 	}

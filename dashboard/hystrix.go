@@ -139,12 +139,12 @@ func (e *hystrixCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 		CircuitBreakerForceOpen:                    c.Breaker.Mode == circuit.ForcedOpen,
 		CircuitBreakerForceClosed:                  c.Breaker.Mode == circuit.ForcedClosed,
 		CircuitBreakerEnabled:                      c.Breaker.Mode != circuit.ObserveOnly,
-		ExecutionIsolationStrategy:                 g.Strategy.String(),
+		ExecutionIsolationStrategy:                 g.Config.Strategy.String(),
 		ExecutionIsolationThreadTimeoutInMillis:    timeoutMs(c.Timeout),
 		ExecutionTimeoutInMilliseconds:             timeoutMs(c.Timeout),
 		ExecutionIsolationThreadInterruptOnTimeout: true,
 		ExecutionIsolationSemaphoreMaxConcurrent:   int64(g.Bulkhead.Capacity),
-		FallbackIsolationSemaphoreMaxConcurrent:    int64(g.FallbackLimit),
+		FallbackIsolationSemaphoreMaxConcurrent:    int64(g.Config.FallbackLimit),
 		MetricsRollingStatisticalWindowInMillis:    ms(c.Metrics.Window.Length),
 
 		ReportingHosts: 1,
@@ -202,7 +202,7 @@ func (e *hystrixThreadPool) fill(now int64, g *command.GroupSnapshot) {
 // isPool reports whether g is isolated by a goroutine pool (Hystrix's thread
 // pool), the groups that get a HystrixThreadPool event.
 func isPool(g *command.GroupSnapshot) bool {
-	return g.Strategy == command.Thread
+	return g.Config.Strategy == command.Thread
 }
 
 // executed counts the calls in the window that ran in the bulkhead.

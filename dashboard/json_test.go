@@ -192,7 +192,6 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 				grp.Name = randString(r)
 				for c := range grp.Commands {
 					grp.Commands[c].Name = randString(r)
-					grp.Commands[c].Group = grp.Name
 					grp.Commands[c].InFlight = r.Int64N(100)
 				}
 			}

@@ -279,7 +279,7 @@ func (e *bulwarkGroup) fill(now int64, g *command.GroupSnapshot) {
 	e.Type = TypeBulwarkGroup
 	e.Name = g.Name
 	e.CurrentTime = now
-	e.Strategy = g.Strategy.String()
+	e.Strategy = g.Config.Strategy.String()
 	e.Capacity = b.Capacity
 	e.QueueCapacity = b.QueueCapacity
 	e.Active = b.Active
@@ -291,8 +291,8 @@ func (e *bulwarkGroup) fill(now int64, g *command.GroupSnapshot) {
 	e.RollingRejected = counts[metrics.ThreadPoolRejected] + counts[metrics.SemaphoreRejected]
 	e.RollingExecuted = executed(counts)
 	e.WindowMs = ms(g.Metrics.Window.Length)
-	e.TimeoutMs = timeoutMs(g.Timeout)
-	e.FallbackLimit = g.FallbackLimit
+	e.TimeoutMs = timeoutMs(g.Config.Timeout)
+	e.FallbackLimit = g.Config.FallbackLimit
 	e.breaker.fill(now, &g.Breaker)
 	e.AlertTier = g.AlertTier
 	e.ConfigGeneration = g.ConfigGeneration

@@ -200,27 +200,27 @@ func sampleSnapshot() command.Snapshot {
 		Run: latency(2 * time.Millisecond), Total: latency(3 * time.Millisecond)}
 	return command.Snapshot{Groups: []command.GroupSnapshot{
 		{
-			Name: "cache", Strategy: command.Semaphore,
+			Name:     "cache",
+			Config:   command.GroupConfig{Strategy: command.Semaphore, Timeout: command.NoTimeout, FallbackLimit: 10},
 			Bulkhead: isolation.Stats{Capacity: 20, Active: 2, LargestActive: 9, Completed: 500},
-			Timeout:  command.NoTimeout, FallbackLimit: 10,
-			Breaker: closed, Metrics: met,
+			Breaker:  closed, Metrics: met,
 			Commands: []command.CommandSnapshot{{
-				Name: `<img src=x onerror=alert(1)>`, Group: "cache", InFlight: 2, Timeout: command.NoTimeout,
+				Name: `<img src=x onerror=alert(1)>`, InFlight: 2, Timeout: command.NoTimeout,
 				Breaker: closed, Metrics: met, DegradedRate: 0.25,
 			}},
 		},
 		{
-			Name: "users", Strategy: command.Thread,
+			Name:   "users",
+			Config: command.GroupConfig{Strategy: command.Thread, Timeout: time.Second, FallbackLimit: 8},
 			Bulkhead: isolation.Stats{Capacity: 10, QueueCapacity: 5,
 				Active: 4, Queued: 3, Detached: 2, LargestActive: 10, Completed: 1234, Rejected: 56},
-			Timeout: time.Second, FallbackLimit: 8,
 			Breaker: closed, Metrics: met,
 			Throttle: throttle.Status{K: 2, Requests: 100, Accepts: 30, Probability: 40.0 / 101},
 			Adaptive: adaptive.Status{Limit: 10, NoLoad: 2500 * time.Microsecond, Latency: 3200*time.Microsecond + 999},
 			Commands: []command.CommandSnapshot{
-				{Name: "GetUser", Group: "users", InFlight: 4, Detached: 3, Timeout: 250 * time.Millisecond,
+				{Name: "GetUser", InFlight: 4, Detached: 3, Timeout: 250 * time.Millisecond,
 					Breaker: open, Metrics: met},
-				{Name: "ListUsers", Group: "users", InFlight: 0, Timeout: time.Second,
+				{Name: "ListUsers", InFlight: 0, Timeout: time.Second,
 					Breaker: closed, Metrics: met, DegradedRate: 1.0 / 3},
 			},
 		},

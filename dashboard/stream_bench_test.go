@@ -25,7 +25,6 @@ func bigSnapshot() command.Snapshot {
 		for c := range 10 {
 			cmd := users.Commands[0] // the one with transitions
 			cmd.Name = fmt.Sprintf("Command%02d", c)
-			cmd.Group = grp.Name
 			grp.Commands = append(grp.Commands, cmd)
 		}
 		snap.Groups = append(snap.Groups, grp)

@@ -239,7 +239,7 @@ func (s *Server) answer(rw *responseWriter, err error) {
 		}
 		// Logged here with the handler's own stack: a panic again from here
 		// would show net/http this function's.
-		s.reg.Logger().Error("bulwark: handler panicked", slog.String("group", e.Group),
+		s.reg.Config().Logger.Error("bulwark: handler panicked", slog.String("group", e.Group),
 			slog.Any("panic", pe.Value), slog.String("stack", string(pe.Stack)), slog.Bool("recovered", s.cfg.Recover))
 		if !s.cfg.Recover {
 			panic(pe.Value)

@@ -137,7 +137,7 @@ func NewTransport(reg *command.Registry, cfg Config) (*Transport, error) {
 		t.base = http.DefaultTransport
 	}
 	if t.logger == nil {
-		t.logger = reg.Logger()
+		t.logger = reg.Config().Logger
 	}
 	return t, nil
 }

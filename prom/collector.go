@@ -151,24 +151,30 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	o := out{ch: ch, dropped: &c.dropped, detail: c.detail}
 	gs := c.src.Snapshot().Groups
-	var cmds []*command.CommandSnapshot
+	var cmds []groupCommand
 	for i := range gs {
 		o.group(gs[i])
 		for j := range gs[i].Commands {
-			cmds = append(cmds, &gs[i].Commands[j])
+			cmds = append(cmds, groupCommand{gs[i].Name, &gs[i].Commands[j]})
 		}
 	}
 	// Gather sorts each family's series by their label values, labels in
 	// name order ("command" before "group"): sent in that order, the sort
 	// (pdqsort) finds them sorted and costs one pass, where series sent
 	// group by group cost a fifth of a scrape of 10,000 commands to sort.
-	slices.SortFunc(cmds, func(a, b *command.CommandSnapshot) int {
-		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Group, b.Group))
+	slices.SortFunc(cmds, func(a, b groupCommand) int {
+		return cmp.Or(strings.Compare(a.c.Name, b.c.Name), strings.Compare(a.group, b.group))
 	})
-	for _, cmd := range cmds {
-		o.command(cmd)
+	for _, gc := range cmds {
+		o.command(gc.group, gc.c)
 	}
 	ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(c.dropped.Load()))
+}
+
+// groupCommand is a command's snapshot with the name of its group.
+type groupCommand struct {
+	group string
+	c     *command.CommandSnapshot
 }
 
 // out sends one scrape's metrics, leaving out and counting in dropped those
@@ -236,65 +242,65 @@ func (o out) group(g command.GroupSnapshot) {
 	o.tier(grpAlertDesc, g.AlertTier, g.Name)
 }
 
-// command sends the metrics of command c, with its latencies since it was
-// created (none when the source has none).
-func (o out) command(c *command.CommandSnapshot) {
+// command sends the metrics of command c of the group called group, with
+// its latencies since it was created (none when the source has none).
+func (o out) command(group string, c *command.CommandSnapshot) {
 	m := c.Metrics
 	if o.detail {
 		run, total := c.Latencies()
-		o.histogram(run, c.Group, c.Name, "run")
-		o.histogram(total, c.Group, c.Name, "total")
+		o.histogram(run, group, c.Name, "run")
+		o.histogram(total, group, c.Name, "total")
 		if run != nil {
-			o.window(c, "run", m.Run, run.Count(), run.Sum())
-			o.window(c, "total", m.Total, total.Count(), total.Sum())
+			o.window(group, c, "run", m.Run, run.Count(), run.Sum())
+			o.window(group, c, "total", m.Total, total.Count(), total.Sum())
 		}
 	} else if n, sum, ok := c.TotalLatencies(); ok { // the lean summary needs no bins
-		o.window(c, "total", m.Total, n, sum)
+		o.window(group, c, "total", m.Total, n, sum)
 	}
 	for e := range metrics.NumEvents {
 		if n := m.Cumulative[e]; n > 0 || o.detail {
-			o.counter(eventsDesc, float64(n), c.Group, c.Name, e.Label())
+			o.counter(eventsDesc, float64(n), group, c.Name, e.Label())
 		}
 	}
-	o.counter(callsDesc, float64(m.Cumulative.Calls()), c.Group, c.Name)
-	o.gauge(inFlightDesc, float64(c.InFlight), c.Group, c.Name)
-	o.gauge(alarmDesc, oneIf(c.DegradedAlarm), c.Group, c.Name)
-	o.tier(cmdAlertDesc, c.AlertTier, c.Group, c.Name)
-	o.transitions(c.Breaker, c.Group, c.Name)
+	o.counter(callsDesc, float64(m.Cumulative.Calls()), group, c.Name)
+	o.gauge(inFlightDesc, float64(c.InFlight), group, c.Name)
+	o.gauge(alarmDesc, oneIf(c.DegradedAlarm), group, c.Name)
+	o.tier(cmdAlertDesc, c.AlertTier, group, c.Name)
+	o.transitions(c.Breaker, group, c.Name)
 	if !o.detail {
 		for _, s := range states {
-			o.gauge(cmdStateDesc, oneIf(c.Breaker.State == s), c.Group, c.Name, s.String())
+			o.gauge(cmdStateDesc, oneIf(c.Breaker.State == s), group, c.Name, s.String())
 		}
 		if c.Breaker.Config.Confidence > 0 {
-			o.gauge(cmdBoundDesc, c.Breaker.Health.ErrorBound, c.Group, c.Name)
+			o.gauge(cmdBoundDesc, c.Breaker.Health.ErrorBound, group, c.Name)
 		}
 		return
 	}
-	o.gauge(detachedDesc, float64(c.Detached), c.Group, c.Name)
-	o.gauge(degradedDesc, c.DegradedRate, c.Group, c.Name)
-	o.breaker(breakerDescs{cmdStateDesc, cmdSinceDesc, cmdModeDesc, cmdBoundDesc}, c.Breaker, c.Group, c.Name)
+	o.gauge(detachedDesc, float64(c.Detached), group, c.Name)
+	o.gauge(degradedDesc, c.DegradedRate, group, c.Name)
+	o.breaker(breakerDescs{cmdStateDesc, cmdSinceDesc, cmdModeDesc, cmdBoundDesc}, c.Breaker, group, c.Name)
 }
 
-// window sends the latency summary of one phase of command c: the
+// window sends the latency summary of one phase of command c of group: the
 // quantiles of its window win (none when the window has no call; the
 // median and the 99th percentile only without WithDetail), with count and
 // sum, those of every latency since the command was created; and, with
 // WithDetail, the window's mean.
-func (o out) window(c *command.CommandSnapshot, phase string, win metrics.Latency, count int64, sum time.Duration) {
+func (o out) window(group string, c *command.CommandSnapshot, phase string, win metrics.Latency, count int64, sum time.Duration) {
 	qs := make(map[float64]float64, len(quantiles))
 	if win.Count > 0 {
 		if o.detail {
 			for i, q := range quantiles {
 				qs[q] = win.Percentiles[i].Seconds()
 			}
-			o.gauge(latencyAvgDesc, win.Mean.Seconds(), c.Group, c.Name, phase)
+			o.gauge(latencyAvgDesc, win.Mean.Seconds(), group, c.Name, phase)
 		} else {
 			for _, i := range leanQuantiles {
 				qs[quantiles[i]] = win.Percentiles[i].Seconds()
 			}
 		}
 	}
-	o.send(prometheus.NewConstSummary(latencyDesc, uint64(count), sum.Seconds(), qs, c.Group, c.Name, phase))
+	o.send(prometheus.NewConstSummary(latencyDesc, uint64(count), sum.Seconds(), qs, group, c.Name, phase))
 }
 
 // breakerDescs are the descriptions of a breaker's metrics, the group's or

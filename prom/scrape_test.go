@@ -71,7 +71,7 @@ func (b badSource) Snapshot() command.Snapshot { return b.snap }
 // UTF-8 is left out of the scrape and counted; the others are served.
 func TestCollectorDropsSeriesItCannotBuild(t *testing.T) {
 	src := badSource{command.Snapshot{Groups: []command.GroupSnapshot{
-		{Name: "ok", Commands: []command.CommandSnapshot{{Name: "get", Group: "ok"}, {Name: "bad\xff", Group: "ok"}}},
+		{Name: "ok", Commands: []command.CommandSnapshot{{Name: "get"}, {Name: "bad\xff"}}},
 		{Name: "bad\xfe"},
 	}}}
 	body := serveMetrics(t, src)

@@ -81,8 +81,8 @@
 // spec, as written (burst 0 and burst 1 differ), builds a new limiter,
 // which starts full (a bucket) or empty (a window); so does a spec
 // removed and declared again. The limiters tell time by the registry's
-// clock (command.Registry.Clock), so Execute hands them its own clock
-// readings (see command.Registry.Clock). A limiter set in code stays unless
+// clock (the Clock of command.Registry.Config), so Execute hands them its
+// own clock readings. A limiter set in code stays unless
 // the document declares one in its place; a document cannot remove it.
 //
 // What a group's settings become: the base is the preset when one is named,

@@ -42,7 +42,7 @@ func NewManager(reg *command.Registry, logger *slog.Logger) (*Manager, error) {
 		return nil, errors.New("rules: NewManager: the registry is nil")
 	}
 	if logger == nil {
-		logger = reg.Logger()
+		logger = reg.Config().Logger
 	}
 	return &Manager{reg: reg, logger: logger, baselines: map[string]command.GroupConfig{}, named: map[string]bool{}}, nil
 }
@@ -95,7 +95,7 @@ type plan struct {
 }
 
 func (m *Manager) applyLocked(doc *Document) error {
-	lim := &limits{clock: m.reg.Clock(), prev: m.limits, next: map[limitSlot]builtLimit{}}
+	lim := &limits{clock: m.reg.Config().Clock, prev: m.limits, next: map[limitSlot]builtLimit{}}
 	plans, err := m.plan(doc, lim)
 	if err != nil {
 		return err

@@ -158,7 +158,7 @@ func run(w io.Writer, p params) error {
 
 	for _, g := range reg.Snapshot().Groups {
 		for _, c := range g.Commands {
-			fmt.Fprintf(w, "\nsummary of %s/%s: %d calls reached the inventory\n", c.Group, c.Name, inv.calls.Load())
+			fmt.Fprintf(w, "\nsummary of %s/%s: %d calls reached the inventory\n", g.Name, c.Name, inv.calls.Load())
 			for e := range metrics.NumEvents {
 				if n := c.Metrics.Cumulative[e]; n > 0 {
 					fmt.Fprintf(w, "  %-18s %d\n", e, n)

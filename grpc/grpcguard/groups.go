@@ -34,7 +34,7 @@ func newGroups(reg *command.Registry, cfg command.GroupConfig, maxGroups int, lo
 		maxGroups = DefaultMaxGroups
 	}
 	if logger == nil {
-		logger = reg.Logger()
+		logger = reg.Config().Logger
 	}
 	return &groups{reg: reg, cfg: cfg, max: maxGroups, logger: logger, created: map[string]struct{}{}}
 }

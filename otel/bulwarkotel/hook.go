@@ -73,8 +73,8 @@ func (h *Hook) Begin(ctx context.Context, g *command.Group, in command.Info) con
 			parent = p
 		}
 	}
-	_, span := h.tracer.Start(parent, "bulwark "+in.Group+"/"+in.Command, trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(KeyGroup.String(in.Group), KeyCommand.String(in.Command), KeyAttempt.Int(in.Attempts)))
+	_, span := h.tracer.Start(parent, "bulwark "+g.Name()+"/"+in.Command, trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(KeyGroup.String(g.Name()), KeyCommand.String(in.Command), KeyAttempt.Int(in.Attempts)))
 	ctx = trace.ContextWithSpan(ctx, span)
 	if in.Attempts == 1 {
 		ctx = context.WithValue(ctx, attemptMark{}, parent)
@@ -89,10 +89,10 @@ func (h *Hook) Begin(ctx context.Context, g *command.Group, in command.Info) con
 func (h *Hook) End(ctx context.Context, g *command.Group, in command.Info) {
 	retried := in.Events.Has(metrics.Retried)
 	if in.RunLatency > 0 {
-		h.run.Record(ctx, in.RunLatency.Seconds(), h.series(in)...)
+		h.run.Record(ctx, in.RunLatency.Seconds(), h.series(g, in)...)
 	}
 	if !retried {
-		h.duration.Record(ctx, in.Latency.Seconds(), h.series(in)...)
+		h.duration.Record(ctx, in.Latency.Seconds(), h.series(g, in)...)
 	}
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
@@ -122,7 +122,7 @@ func (h *Hook) End(ctx context.Context, g *command.Group, in command.Info) {
 // when it is not retried) in of group g went.
 func outcome(g *command.Group, in command.Info, retried bool) []attribute.KeyValue {
 	attrs := make([]attribute.KeyValue, 0, 10)
-	attrs = append(attrs, KeyGroup.String(in.Group), KeyCommand.String(in.Command),
+	attrs = append(attrs, KeyGroup.String(g.Name()), KeyCommand.String(in.Command),
 		KeyEvent.String(in.Event.Label()), KeyAttempt.Int(in.Attempts))
 	if retried {
 		attrs = append(attrs, KeyRetried.Bool(true))
@@ -146,15 +146,16 @@ func outcome(g *command.Group, in command.Info, retried bool) []attribute.KeyVal
 	return append(attrs, KeyGroupState.String(g.Breaker().State().String()))
 }
 
-// series returns the record options of in's histogram series: its group,
-// command and primary outcome, built once per series.
-func (h *Hook) series(in command.Info) []metric.RecordOption {
-	k := seriesKey{in.Group, in.Command, in.Event}
+// series returns the record options of the histogram series of in, an
+// attempt in group g: its group, command and primary outcome, built once
+// per series.
+func (h *Hook) series(g *command.Group, in command.Info) []metric.RecordOption {
+	k := seriesKey{g.Name(), in.Command, in.Event}
 	if v, ok := h.sets.Load(k); ok {
 		return v.([]metric.RecordOption)
 	}
 	opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(
-		KeyGroup.String(in.Group), KeyCommand.String(in.Command), KeyEvent.String(in.Event.Label())))}
+		KeyGroup.String(g.Name()), KeyCommand.String(in.Command), KeyEvent.String(in.Event.Label())))}
 	v, _ := h.sets.LoadOrStore(k, opts)
 	return v.([]metric.RecordOption)
 }
