@@ -20,7 +20,6 @@ package bench
 
 import (
 	"context"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 	sentinelcb "github.com/alibaba/sentinel-golang/core/circuitbreaker"
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/internal/cputime"
 	"github.com/bulwark-go/bulwark/metrics"
 	"github.com/failsafe-go/failsafe-go"
 	"github.com/failsafe-go/failsafe-go/bulkhead"
@@ -62,7 +62,7 @@ type benchCase struct {
 func runSerial(b *testing.B, c benchCase) {
 	op := c.setup(b)()
 	b.ReportAllocs()
-	start := cpuTime(b)
+	start := cputime.Used(b)
 	for b.Loop() {
 		op()
 	}
@@ -73,7 +73,7 @@ func runParallel(b *testing.B, c benchCase) {
 	newOp := c.setup(b)
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := cpuTime(b)
+	start := cputime.Used(b)
 	b.RunParallel(func(pb *testing.PB) {
 		op := newOp()
 		for pb.Next() {
@@ -83,21 +83,11 @@ func runParallel(b *testing.B, c benchCase) {
 	reportCPU(b, start)
 }
 
-// cpuTime is the CPU time the process has used so far: user and system, all its threads (the
-// caller, pool workers, timers, the runtime's spinning and GC, a peer's background goroutines).
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal("getrusage:", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // reportCPU reports the process's CPU time per call since start as cpu-ns/op. On a shared
 // machine ns/op (wall time) also counts the time other processes held the cores; the CPU time
 // does not, so it is the steadier figure under load.
 func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cputime.Used(b)-start)/float64(b.N), "cpu-ns/op")
 }
 
 func runCases(b *testing.B, cases []benchCase, parallel bool) {

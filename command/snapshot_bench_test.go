@@ -3,10 +3,10 @@ package command
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/bulwark-go/bulwark/internal/cputime"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -76,25 +76,14 @@ func BenchmarkRegistrySnapshot(b *testing.B) {
 						}
 						b.StartTimer()
 					}
-					start := cpuTime()
+					start := cputime.Used(b)
 					if s := reg.Snapshot(); len(s.Groups[0].Commands) != n {
 						b.Fatalf("snapshot has %d commands, want %d", len(s.Groups[0].Commands), n)
 					}
-					cpu += cpuTime() - start
+					cpu += cputime.Used(b) - start
 				}
 				b.ReportMetric(float64(cpu)/float64(b.N)/1e6, "cpu-ms/op")
 			})
 		}
 	}
-}
-
-// cpuTime returns the process's CPU time (user and system, every thread).
-// On a shared machine the wall clock also counts the time other processes
-// held the cores; the CPU time does not.
-func cpuTime() time.Duration {
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-		return 0
-	}
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/internal/cputime"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -100,23 +100,14 @@ func BenchmarkTick(b *testing.B) {
 			call(name, 3*time.Millisecond)
 		}
 		b.StartTimer()
-		start := cpuTime()
+		start := cputime.Used(b)
 		data, err := e.encode(reg.Snapshot(), size)
 		if err != nil {
 			b.Fatal(err)
 		}
-		cpu += cpuTime() - start
+		cpu += cputime.Used(b) - start
 		size = len(data)
 	}
 	b.ReportMetric(float64(cpu)/float64(b.N)/1e6, "cpu-ms/op")
 	b.ReportMetric(float64(size)/1e6, "MB/frame")
-}
-
-// cpuTime returns the process's CPU time (user and system, every thread).
-func cpuTime() time.Duration {
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-		return 0
-	}
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bulwark-go/bulwark/command"
+	"github.com/bulwark-go/bulwark/internal/cputime"
 )
 
 // BenchmarkCollectGather measures one scrape (Collect and Gather, as
@@ -49,9 +49,9 @@ func BenchmarkCollectGather(b *testing.B) {
 				series := 0
 				var cpu time.Duration
 				for b.Loop() {
-					start := cpuTime()
+					start := cputime.Used(b)
 					fams, err := pr.Gather()
-					cpu += cpuTime() - start
+					cpu += cputime.Used(b) - start
 					require.NoError(b, err)
 					series = 0
 					for _, f := range fams {
@@ -63,13 +63,4 @@ func BenchmarkCollectGather(b *testing.B) {
 			})
 		}
 	}
-}
-
-// cpuTime returns the process's CPU time (user and system, every thread).
-func cpuTime() time.Duration {
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-		return 0
-	}
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
