@@ -28,7 +28,7 @@ const emptyEpoch = math.MinInt64
 // write on one core does not invalidate the line every other core must read
 // first. Without it, parallel callers measured 2-3 times slower per call.
 //
-// bare counts the Records that carried no event (see Record): with the
+// bare counts the writes that carried no event (see bucket.add): with the
 // counts, it changes on every Record, after its latencies, which is what the
 // window's running sums check a bucket by (see windowsum.go). It is emptied
 // with the counts and counted nowhere else.
@@ -308,13 +308,9 @@ func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Dur
 	} else {
 		r.recordFirst(b, run, total)
 	}
-	// The events go in after the latencies, and a Record without one counts
-	// in bare: a snapshot that finds b's writes unchanged has seen every
+	// The events go in after the latencies (a Record without one counts in
+	// bare): a snapshot that finds b's writes unchanged has seen every
 	// latency of the Records that completed (see windowsum.go).
-	if events == 0 {
-		b.bare.Add(1)
-		return
-	}
 	b.add(events)
 }
 
@@ -373,10 +369,18 @@ func (r *Rolling) RecordCounts(now time.Duration, events EventSet) {
 	b.add(events)
 }
 
-// add counts every event in events in b.
+// add counts every event in events in b, or, for no event, one in bare.
 func (b *bucket) add(events EventSet) {
-	for s := uint32(events); s != 0; s &= s - 1 {
+	s := uint32(events)
+	if s == 0 {
+		b.bare.Add(1)
+		return
+	}
+	for {
 		b.counts[bits.TrailingZeros32(s)].Add(1)
+		if s &= s - 1; s == 0 {
+			return
+		}
 	}
 }
 
