@@ -371,16 +371,12 @@ func (r *Rolling) RecordCounts(now time.Duration, events EventSet) {
 
 // add counts every event in events in b, or, for no event, one in bare.
 func (b *bucket) add(events EventSet) {
-	s := uint32(events)
-	if s == 0 {
+	if events == 0 {
 		b.bare.Add(1)
 		return
 	}
-	for {
+	for s := uint32(events); s != 0; s &= s - 1 {
 		b.counts[bits.TrailingZeros32(s)].Add(1)
-		if s &= s - 1; s == 0 {
-			return
-		}
 	}
 }
 
