@@ -528,9 +528,10 @@ type Snapshot struct {
 
 // Snapshot summarises the window that ends at now, with the cumulative
 // counts read in the same pass under the ring's mutex (as Cumulative takes
-// it). On a ring with latency it reads the window's running sums and the
-// newest bucket (a pass over its bins), not every bucket's bins: call it on
-// a schedule (the stream does, every 500 ms), not per request.
+// it). On a ring with latency it reads the window's running sums, and the
+// newest bucket's bins (one pass) only if a Record reached it since
+// the last snapshot, never the other buckets' bins: call it on a schedule
+// (the stream does, every 500 ms), not per request.
 func (r *Rolling) Snapshot(now time.Duration) Snapshot {
 	s := Snapshot{Window: r.window}
 	cur := r.epoch(now)
