@@ -10,31 +10,12 @@ import "time"
 func (r *Rolling) Add(now time.Duration, e Event) { r.RecordCounts(now, SetOf(e)) }
 
 // ObserveRun records a run-time latency at instant now, as Histogram.Record
-// does (a negative d counts as zero). It does nothing on a ring created
-// without latency.
-func (r *Rolling) ObserveRun(now, d time.Duration) {
-	if l := r.latenciesAt(now); l != nil {
-		apart(&l.run).record(max(int64(d), 0))
-	}
-}
+// does (a negative d counts as zero): a Record without an event. It does
+// nothing on a ring created without latency.
+func (r *Rolling) ObserveRun(now, d time.Duration) { r.Record(now, 0, max(d, 0), NoLatency) }
 
 // ObserveTotal records an end-to-end latency (as the caller saw it) at
-// instant now, as Histogram.Record does (a negative d counts as zero). It
-// does nothing on a ring created without latency.
-func (r *Rolling) ObserveTotal(now, d time.Duration) {
-	if l := r.latenciesAt(now); l != nil {
-		apart(&l.total).record(max(int64(d), 0))
-	}
-}
-
-// latenciesAt returns the latencies of the bucket for instant now, created
-// if needed; nil on a ring without latency or for an instant too late for
-// any bucket.
-func (r *Rolling) latenciesAt(now time.Duration) *latencies {
-	b := r.at(now)
-	if b == nil {
-		return nil
-	}
-	r.newLatencies(b)
-	return b.lat.Load()
-}
+// instant now, as Histogram.Record does (a negative d counts as zero): a
+// Record without an event. It does nothing on a ring created without
+// latency.
+func (r *Rolling) ObserveTotal(now, d time.Duration) { r.Record(now, 0, NoLatency, max(d, 0)) }

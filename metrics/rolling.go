@@ -27,13 +27,29 @@ const emptyEpoch = math.MinInt64
 // on separate cache lines (and buckets apart from each other), so that a
 // write on one core does not invalidate the line every other core must read
 // first. Without it, parallel callers measured 2-3 times slower per call.
+//
+// bare counts the writes that carried no event (see bucket.add): with the
+// counts, it changes on every Record, after its latencies, which is what the
+// window's running sums check a bucket by (see windowsum.go). It is emptied
+// with the counts and counted nowhere else.
 type bucket struct {
 	epoch  atomic.Int64
 	lat    atomic.Pointer[latencies]
 	_      [cacheline.Size - 16]byte
 	counts [NumEvents]atomic.Int64
 	max    atomic.Int64
-	_      [(cacheline.Size - (int(NumEvents)+1)*8%cacheline.Size) % cacheline.Size]byte
+	bare   atomic.Int64
+	_      [(cacheline.Size - (int(NumEvents)+2)*8%cacheline.Size) % cacheline.Size]byte
+}
+
+// writes returns the sum of b's counts and bare: it grows with every Record
+// into b, and only a rotation or Reset (which empty b) lowers it.
+func (b *bucket) writes() int64 {
+	n := b.bare.Load()
+	for e := range b.counts {
+		n += b.counts[e].Load()
+	}
+	return n
 }
 
 // latencies holds a bucket's run and total latencies in three histograms, so
@@ -246,6 +262,7 @@ func (r *Rolling) empty(b *bucket) {
 		}
 	}
 	b.max.Store(0)
+	b.bare.Store(0)
 	if l := b.lat.Load(); !l.empty() {
 		l.moveTo(r.totals())
 	}
@@ -276,7 +293,6 @@ func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Dur
 		r.late(events, run, total)
 		return
 	}
-	b.add(events)
 	if l := b.lat.Load(); l != nil {
 		switch {
 		case run >= 0 && run == total:
@@ -292,11 +308,15 @@ func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Dur
 	} else {
 		r.recordFirst(b, run, total)
 	}
+	// The events go in after the latencies (a Record without one counts in
+	// bare): a snapshot that finds b's writes unchanged has seen every
+	// latency of the Records that completed (see windowsum.go).
+	b.add(events)
 }
 
 // recordFirst is Record's latencies for b, which has none yet: a call with
 // a latency creates b's, on a ring with latency, and records through Record
-// again, with no event (they are counted) and an instant of the interval b
+// again, with no event (Record counts them after) and an instant of the interval b
 // now holds; a call without, or a ring without latency, creates nothing.
 // Kept out of line, as create is, so that Record's common path stays a
 // load, a test and a branch (and needs its instant no longer).
@@ -349,8 +369,12 @@ func (r *Rolling) RecordCounts(now time.Duration, events EventSet) {
 	b.add(events)
 }
 
-// add counts every event in events in b.
+// add counts every event in events in b, or, for no event, one in bare.
 func (b *bucket) add(events EventSet) {
+	if events == 0 {
+		b.bare.Add(1)
+		return
+	}
 	for s := uint32(events); s != 0; s &= s - 1 {
 		b.counts[bits.TrailingZeros32(s)].Add(1)
 	}
@@ -504,9 +528,10 @@ type Snapshot struct {
 
 // Snapshot summarises the window that ends at now, with the cumulative
 // counts read in the same pass under the ring's mutex (as Cumulative takes
-// it). On a ring with latency it reads the window's running sums and the
-// newest bucket (a pass over its bins), not every bucket's bins: call it on
-// a schedule (the stream does, every 500 ms), not per request.
+// it). On a ring with latency it reads the window's running sums, and the
+// newest bucket's bins (one pass) only if a Record reached it since
+// the last snapshot, never the other buckets' bins: call it on a schedule
+// (the stream does, every 500 ms), not per request.
 func (r *Rolling) Snapshot(now time.Duration) Snapshot {
 	s := Snapshot{Window: r.window}
 	cur := r.epoch(now)
@@ -515,11 +540,14 @@ func (r *Rolling) Snapshot(now time.Duration) Snapshot {
 	for e := range s.Cumulative {
 		s.Cumulative[e] = r.folded[e].Load()
 	}
+	w := r.sums
 	for i := range r.buckets {
 		b := &r.buckets[i]
 		live := r.live(b.epoch.Load(), cur)
+		writes := b.bare.Load()
 		for e := range s.Counts {
 			n := b.counts[e].Load()
+			writes += n
 			s.Cumulative[e] += n
 			if live {
 				s.Counts[e] += n
@@ -527,6 +555,9 @@ func (r *Rolling) Snapshot(now time.Duration) Snapshot {
 		}
 		if live {
 			s.Max = max(s.Max, b.max.Load())
+		}
+		if w != nil {
+			w.marks[i].seen = writes // b.writes(), read with the counts
 		}
 	}
 	if r.withLat {

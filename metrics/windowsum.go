@@ -11,13 +11,17 @@ import "time"
 // call and a bounded pass per bucket interval.
 //
 // A writer delayed across a rotation may still record into a sealed bucket.
-// Each sealed bucket keeps a mark of what the sums hold of it: per
-// histogram, the records counted, their sum and bin 0. A snapshot compares
-// every live sealed bucket's sum and bin 0 with its mark (any record changes
-// one of them: a zero latency goes to bin 0, any other raises the sum), and
-// subtraction compares the records it reads with the mark's count; on a
-// difference the sums are rebuilt from the buckets (a full merge, as rare as
-// such late writes). All of it is guarded by the ring's mutex.
+// Each sealed bucket keeps a mark of what the sums hold of it: the bucket's
+// writes (its counts and bare, see bucket.writes) read before its
+// histograms, and per histogram the records counted and their sum. A Record
+// adds its latencies first and then its events (or bare), so a bucket whose
+// writes still equal its mark has received no latency since it was sealed,
+// but from Records that have not returned yet. A snapshot reads every
+// bucket's counts anyway: it compares each live sealed bucket's writes with
+// its mark, touching none of its histograms; subtraction compares the
+// records it reads with the mark's count. On a difference the sums are
+// rebuilt from the buckets (a full merge, as rare as such late writes). All
+// of it is guarded by the ring's mutex.
 //
 // A ring creates its sums at the first rotation that finds latencies in a
 // bucket other than the one it rotates in: until then at most one bucket
@@ -36,18 +40,18 @@ type binSum struct {
 	blocks [numBlocks]int64
 }
 
-// histMark is what a binSum holds of one histogram: the records counted,
-// their sum (read before the bins) and bin 0.
-type histMark struct {
-	n, sum int64
-	bin0   int64
-}
+// histMark is what a binSum holds of one histogram: the records counted
+// and their sum (read before the bins).
+type histMark struct{ n, sum int64 }
 
 // sealMark is a bucket's part in the sums: sealed when its histograms were
-// added, with a mark for each (same, run, total).
+// added, with the bucket's writes read before them and a mark for each
+// histogram (same, run, total). seen is the bucket's writes as the snapshot
+// under way read them, with its counts.
 type sealMark struct {
-	sealed bool
-	h      [3]histMark
+	sealed       bool
+	writes, seen int64
+	h            [3]histMark
 }
 
 // windowSums is a ring's running sums (see above).
@@ -63,15 +67,16 @@ type windowSums struct {
 
 // memo is the last latencies windowLatency computed, and what they were
 // computed from: the sums' generation (gen counts their changes), the
-// interval and the unsealed bucket read beside the sums, with a mark of each
-// of its histograms. A snapshot of a window in which nothing changed since
-// returns them without reading the bucket's bins.
+// interval, and the unsealed bucket read beside the sums with its writes
+// (read before its histograms, as a seal reads them). A snapshot of a window
+// in which nothing changed since returns them without reading the bucket's
+// histograms.
 type memo struct {
 	ok         bool
 	gen        uint64
 	cur        int64
 	extra      int
-	marks      [3]histMark
+	writes     int64
 	run, total Latency
 }
 
@@ -141,9 +146,6 @@ func (s *binSum) add(h *Histogram) histMark {
 			s.acc.bins[i] += v
 			s.blocks[i/subBuckets] += v
 			m.n += v
-			if i == 0 {
-				m.bin0 = v
-			}
 		}
 	}
 	s.acc.addSum(m.sum)
@@ -170,21 +172,12 @@ func (s *binSum) sub(h *Histogram, m histMark) bool {
 	return n == m.n
 }
 
-// matches reports whether h (nil: never created) still holds what m says,
-// judged by its sum and bin 0.
-func (m histMark) matches(h *Histogram) bool {
-	if h == nil {
-		return m == histMark{}
-	}
-	sum := h.sum.Load()
-	return sum >= 0 && sum == m.sum && int64(min(h.bins[0].Load(), binMax)) == m.bin0
-}
-
-// seal adds bucket b, in slot i, to the sums.
+// seal adds bucket b, in slot i, to the sums, its writes read first.
 func (w *windowSums) seal(b *bucket, i int) {
 	w.gen++
 	m := &w.marks[i]
 	m.sealed = true
+	m.writes = b.writes()
 	for k, h := range b.lat.Load().hists() {
 		m.h[k] = histMark{}
 		if h != nil {
@@ -238,7 +231,7 @@ func (r *Rolling) rotating(b *bucket, i int, ep int64) {
 
 // rotated is called by rotate, on a ring with sums, once b, in slot i, is
 // emptied: a bucket that is not the newest is sealed, with the nothing it
-// holds.
+// holds (no writes: a writer racing the rotation then shows).
 func (r *Rolling) rotated(i int) {
 	if w := r.sums; w.newest != i {
 		w.marks[i] = sealMark{sealed: true}
@@ -277,7 +270,8 @@ func (r *Rolling) rebuild(cur int64) {
 }
 
 // windowLatency returns the run and total latencies of the window ending
-// in interval cur. r.mu must be held.
+// in interval cur, given the buckets' writes in their marks' seen (Snapshot reads them
+// with the counts, before). r.mu must be held.
 func (r *Rolling) windowLatency(cur int64) (run, total Latency) {
 	w := r.sums
 	if w == nil {
@@ -292,12 +286,8 @@ func (r *Rolling) windowLatency(cur int64) (run, total Latency) {
 		case !w.marks[i].sealed:
 		case !r.live(b.epoch.Load(), cur):
 			w.unseal(b, i) // out of the window: it leaves the sums
-		default:
-			for k, h := range b.lat.Load().hists() {
-				if !w.marks[i].h[k].matches(h) {
-					w.valid = false
-				}
-			}
+		case w.marks[i].seen != w.marks[i].writes:
+			w.valid = false // a late write
 		}
 	}
 	if !w.valid {
@@ -313,23 +303,20 @@ func (r *Rolling) windowLatency(cur int64) (run, total Latency) {
 		}
 	}
 	m := &w.memo
+	var writes int64
+	if extra >= 0 {
+		writes = w.marks[extra].seen
+	}
+	if m.ok && m.gen == w.gen && m.cur == cur && m.extra == extra && m.writes == writes {
+		return m.run, m.total
+	}
 	var hs [3]*Histogram
 	if extra >= 0 {
 		hs = r.buckets[extra].lat.Load().hists()
 	}
-	if m.ok && m.gen == w.gen && m.cur == cur && m.extra == extra &&
-		m.marks[0].matches(hs[0]) && m.marks[1].matches(hs[1]) && m.marks[2].matches(hs[2]) {
-		return m.run, m.total
-	}
-	*m = memo{gen: w.gen, cur: cur, extra: extra}
 	var hb [3]histBlocks
+	*m = memo{ok: true, gen: w.gen, cur: cur, extra: extra, writes: writes}
 	m.run, m.total = latencyOf(w, hs, &hb)
-	for k, h := range hs {
-		if h != nil {
-			m.marks[k] = histMark{sum: hb[k].sum, bin0: hb[k].bin0}
-		}
-	}
-	m.ok = true
 	return m.run, m.total
 }
 
@@ -386,7 +373,6 @@ func latencyOf(w *windowSums, hs [3]*Histogram, hb *[3]histBlocks) (run, total L
 type histBlocks struct {
 	blocks [numBlocks]int64
 	sum    int64
-	bin0   int64 // bin 0 as the pass read it
 	empty  bool
 }
 
@@ -404,18 +390,11 @@ func blocksOf(h *Histogram) histBlocks {
 			v := h.bins[i].Load()
 			c += uint64(v)
 			any |= v
-			if i == 0 {
-				hb.bin0 = int64(min(v, binMax)) // the value summed, for a memo's mark
-			}
 		}
 		if any > binMax { // a writer racing a full bin's saturation: clamp bin by bin
 			c = 0
 			for i := b * subBuckets; i < (b+1)*subBuckets; i++ {
-				v := min(h.bins[i].Load(), binMax)
-				c += uint64(v)
-				if i == 0 {
-					hb.bin0 = int64(v)
-				}
+				c += uint64(min(h.bins[i].Load(), binMax))
 			}
 		}
 		hb.blocks[b] = int64(c)

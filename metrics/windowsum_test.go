@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -198,16 +199,69 @@ func TestWindowSumsSaturatedBins(t *testing.T) {
 		r.Record(now, SetOf(Success), time.Millisecond, time.Millisecond)
 		r.Record(now, SetOf(Success), 0, 2*time.Millisecond)
 		requireExactSnapshot(t, r, now, "bucket %d, before", k)
-		h := &r.at(now).lat.Load().same
+		b := r.at(now)
+		h := &b.lat.Load().same
 		// A full bin as writers leave it: binMax records (their sum added)
-		// and some past it, racing the saturation.
+		// and some past it, racing the saturation, and then their events.
 		h.bins[binOf(int64(time.Millisecond))].Store(binMax + 5)
 		h.sum.Add((binMax - 1) * int64(time.Millisecond))
+		b.add(SetOf(Success))
 		requireExactSnapshot(t, r, now, "bucket %d, a bin past binMax", k)
 		if k == 2 {
 			h.sum.Store(sumSaturated)
+			b.add(SetOf(Success))
 			requireExactSnapshot(t, r, now, "bucket %d, a saturated sum", k)
 		}
 	}
 	requireExactSnapshot(t, r, 3*width+width/2, "at the end")
+}
+
+// A snapshot of an unchanged window returns the last one's latencies
+// without reading a histogram, and every write is seen by the next
+// snapshot: a Record into the newest bucket or a sealed one, with events or
+// without (counted in bare), and a writer delayed between its bucket lookup
+// and its writes, once its events are in.
+func TestWindowSumsSeeEveryWrite(t *testing.T) {
+	r := newRing(t, true)
+	width := r.window.BucketWidth()
+	now := 10*width + width/2
+	for k := range 11 {
+		r.Record(time.Duration(k)*width, SetOf(Success), time.Duration(k+1)*time.Millisecond, time.Duration(k+1)*time.Millisecond)
+	}
+	first := r.Snapshot(now)
+	r.mu.Lock()
+	gen, memoOK := r.sums.gen, r.sums.memo.ok
+	r.mu.Unlock()
+	require.True(t, memoOK)
+	require.Equal(t, first, r.Snapshot(now), "nothing changed")
+	r.mu.Lock()
+	require.Equal(t, gen, r.sums.gen, "the sums did not change")
+	r.mu.Unlock()
+	requireExactSnapshot(t, r, now, "unchanged")
+
+	count := first.Run.Count
+	seen := func(msg string) {
+		t.Helper()
+		count++
+		s := r.Snapshot(now)
+		require.Equal(t, count, s.Run.Count, msg)
+		require.Equal(t, count, s.Total.Count, msg)
+		requireExactSnapshot(t, r, now, msg)
+	}
+	r.Record(now, SetOf(Success), 20*time.Millisecond, 20*time.Millisecond)
+	seen("a Record into the newest bucket")
+	r.Record(now, 0, 21*time.Millisecond, 21*time.Millisecond)
+	seen("a Record without an event into the newest bucket")
+	r.Record(now-3*width, SetOf(Failure), 22*time.Millisecond, 22*time.Millisecond)
+	seen("a Record into a sealed bucket")
+	r.Record(now-4*width, 0, 23*time.Millisecond, 23*time.Millisecond)
+	seen("a Record without an event into a sealed bucket")
+
+	for _, at := range []time.Duration{now, now - 5*width} {
+		b := r.at(at) // a writer that found its bucket, then was delayed
+		requireExactSnapshot(t, r, now, "before the delayed writer at %v", at)
+		b.lat.Load().same.record(int64(24 * time.Millisecond))
+		b.add(SetOf(Success))
+		seen(fmt.Sprintf("a delayed writer at %v", at))
+	}
 }
