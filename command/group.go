@@ -810,15 +810,17 @@ func (g *Group) Snapshot() GroupSnapshot {
 		s.Bulkhead = g.sem.Stats()
 	}
 	cmds := g.commands.Load().names.byNameOrder()
-	s.Commands = make([]CommandSnapshot, 0, len(cmds))
-	for _, c := range cmds {
+	// Each command's snapshot is built in place: at 10,000 commands the
+	// slice is 12 MB, and a copy through the stack doubled its stores.
+	s.Commands = make([]CommandSnapshot, len(cmds))
+	for i, c := range cmds {
 		if c.sum != nil {
 			s.RenamedCommands++
 		}
-		cs := c.snapshot(now)
+		cs := &s.Commands[i]
+		c.snapshotInto(cs, now)
 		addCounts(&s.Metrics.Counts, cs.Metrics.Counts)
 		addCounts(&s.Metrics.Cumulative, cs.Metrics.Cumulative)
-		s.Commands = append(s.Commands, cs)
 	}
 	return s
 }
@@ -842,22 +844,21 @@ func addCounts(sum *metrics.Counts, c metrics.Counts) {
 	}
 }
 
-func (c *commandState) snapshot(now time.Duration) CommandSnapshot {
-	s := CommandSnapshot{
-		Name:       c.name,
-		InFlight:   c.hot.inFlight.Load(),
-		Detached:   max(c.hot.detached.Load(), 0), // a brief -1: see commandCounters
-		Coalescing: c.hot.coalescing.Load(),
-		Timeout:    c.settings.Load().timeout,
-		Breaker:    c.breaker.Snapshot(),
-		Metrics:    c.metrics.Snapshot(now),
-		live:       c.metrics,
-	}
+// snapshotInto fills s, a zero CommandSnapshot, with the command's snapshot
+// at now.
+func (c *commandState) snapshotInto(s *CommandSnapshot, now time.Duration) {
+	s.Name = c.name
+	s.InFlight = c.hot.inFlight.Load()
+	s.Detached = max(c.hot.detached.Load(), 0) // a brief -1: see commandCounters
+	s.Coalescing = c.hot.coalescing.Load()
+	s.Timeout = c.settings.Load().timeout
+	s.Breaker = c.breaker.Snapshot()
+	s.Metrics = c.metrics.Snapshot(now)
+	s.live = c.metrics
 	_, s.DegradedRate = degradedRate(s.Metrics.Counts)
 	if a := c.group.alerts; a != nil {
 		s.AlertTier, s.DegradedAlarm = a.Status(c.group, c.name)
 	}
-	return s
 }
 
 // invalid returns a configuration error wrapping ErrInvalidConfig.

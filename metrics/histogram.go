@@ -55,9 +55,12 @@ type Latency struct {
 // If the sum of the recorded durations passes the largest Duration (about
 // 292 years), it saturates, and the mean is then estimated from the bins (to
 // within the bins' 1.6% precision) instead of computed exactly.
+//
+// The sum comes first, on the cache line of bin 0: what a snapshot compares
+// to tell whether a histogram changed (see histMark) is one line.
 type Histogram struct {
-	bins [numBins]atomic.Uint32 // at most binMax, but for writers racing the saturation
 	sum  atomic.Int64           // negative: saturated (see sumSaturated)
+	bins [numBins]atomic.Uint32 // at most binMax, but for writers racing the saturation
 }
 
 // binOf maps a value in nanoseconds, 0 ≤ v ≤ maxValue, to its bin index.

@@ -57,10 +57,12 @@ func (b *bucket) writes() int64 {
 // happened after Run: no fallback, no queue), costs one histogram record
 // instead of two. Run is same+run, Total is same+total, exactly. run and
 // total are created when first needed (a ring whose calls never differ
-// never has them) and kept across rotations.
+// never has them) and kept across rotations. The pointers come first, on
+// the cache line of same's sum and bin 0, so that a snapshot checking a
+// sealed bucket for late writes (see histMark.matches) reads one line.
 type latencies struct {
-	same       Histogram
 	run, total atomic.Pointer[Histogram]
+	same       Histogram
 }
 
 // apart returns the histogram in p, creating it if needed.
