@@ -7,8 +7,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
@@ -257,22 +259,23 @@ func (o out) command(group string, c *command.CommandSnapshot) {
 	} else if n, sum, ok := c.TotalLatencies(); ok { // the lean summary needs no bins
 		o.window(group, c, "total", m.Total, n, sum)
 	}
+	p := newCmdPairs(group, c.Name)
 	for e := range metrics.NumEvents {
 		if n := m.Cumulative[e]; n > 0 || o.detail {
-			o.counter(eventsDesc, float64(n), group, c.Name, e.Label())
+			o.shared(eventsDesc, true, float64(n), p.with(eventPairs[e], true))
 		}
 	}
-	o.counter(callsDesc, float64(m.Cumulative.Calls()), group, c.Name)
-	o.gauge(inFlightDesc, float64(c.InFlight), group, c.Name)
-	o.gauge(alarmDesc, oneIf(c.DegradedAlarm), group, c.Name)
+	o.shared(callsDesc, true, float64(m.Cumulative.Calls()), p)
+	o.shared(inFlightDesc, false, float64(c.InFlight), p)
+	o.shared(alarmDesc, false, oneIf(c.DegradedAlarm), p)
 	o.tier(cmdAlertDesc, c.AlertTier, group, c.Name)
 	o.transitions(c.Breaker, group, c.Name)
 	if !o.detail {
-		for _, s := range states {
-			o.gauge(cmdStateDesc, oneIf(c.Breaker.State == s), group, c.Name, s.String())
+		for i, s := range states {
+			o.shared(cmdStateDesc, false, oneIf(c.Breaker.State == s), p.with(statePairs[i], false))
 		}
 		if c.Breaker.Config.Confidence > 0 {
-			o.gauge(cmdBoundDesc, c.Breaker.Health.ErrorBound, group, c.Name)
+			o.shared(cmdBoundDesc, false, c.Breaker.Health.ErrorBound, p)
 		}
 		return
 	}
@@ -340,6 +343,83 @@ func (o out) tier(d *prometheus.Desc, tier string, labels ...string) {
 		return
 	}
 	o.gauge(d, 1, append(labels, tier)...)
+}
+
+// The label names of a command's series, and the pairs of the label
+// values that are the same for every command, built once.
+var (
+	commandLabel, groupLabel, eventLabel, stateLabel = "command", "group", "event", "state"
+
+	eventPairs = func() (ps [metrics.NumEvents]*dto.LabelPair) {
+		for e := range metrics.NumEvents {
+			ps[e] = &dto.LabelPair{Name: &eventLabel, Value: new(e.Label())}
+		}
+		return ps
+	}()
+	statePairs = func() (ps [len(states)]*dto.LabelPair) {
+		for i, s := range states {
+			ps[i] = &dto.LabelPair{Name: &stateLabel, Value: new(s.String())}
+		}
+		return ps
+	}()
+)
+
+// cmdPairs are the command and group label pairs of one command's series,
+// in name order as Gather wants them, built once per command and scrape
+// and shared by its series (prometheus.NewConstMetric builds three
+// allocations per label for every series); nil when a name is not valid
+// UTF-8 (a Source other than a command.Registry), which drops the series.
+type cmdPairs []*dto.LabelPair
+
+func newCmdPairs(group, cmd string) cmdPairs {
+	if !utf8.ValidString(group) || !utf8.ValidString(cmd) {
+		return nil
+	}
+	return cmdPairs{{Name: &commandLabel, Value: &cmd}, {Name: &groupLabel, Value: &group}}
+}
+
+// with returns p with the pair x, placed between command and group if
+// between (a label named before "group", as "event"), else after them.
+func (p cmdPairs) with(x *dto.LabelPair, between bool) cmdPairs {
+	if p == nil {
+		return nil
+	}
+	if between {
+		return cmdPairs{p[0], x, p[1]}
+	}
+	return cmdPairs{p[0], p[1], x}
+}
+
+// shared sends a counter (or gauge) of value v labelled with p, or counts
+// it dropped when p is nil.
+func (o out) shared(d *prometheus.Desc, counter bool, v float64, p cmdPairs) {
+	if p == nil {
+		o.dropped.Add(1)
+		return
+	}
+	o.ch <- &sharedMetric{desc: d, counter: counter, v: v, labels: p}
+}
+
+// sharedMetric is a counter or gauge whose label pairs other series share.
+type sharedMetric struct {
+	desc    *prometheus.Desc
+	counter bool
+	v       float64
+	labels  cmdPairs
+}
+
+// Desc implements prometheus.Metric.
+func (m *sharedMetric) Desc() *prometheus.Desc { return m.desc }
+
+// Write implements prometheus.Metric.
+func (m *sharedMetric) Write(out *dto.Metric) error {
+	out.Label = m.labels
+	if m.counter {
+		out.Counter = &dto.Counter{Value: &m.v}
+	} else {
+		out.Gauge = &dto.Gauge{Value: &m.v}
+	}
+	return nil
 }
 
 // oneIf returns 1 if b, else 0.

@@ -593,3 +593,68 @@ func TestCollectorExportsTheAdaptiveLimit(t *testing.T) {
 	assert.Equal(t, 12.0, value(t, fams, "bulwark_bulkhead_capacity", "group", "adaptive"), "the bulkhead's size is the limit")
 	require.Len(t, fams["bulwark_group_adaptive_limit"].GetMetric(), 1, "no series for the static group")
 }
+
+// TestSharedPairsMatchNewConstMetric: a command's series written with its
+// shared label pairs carry the same labels, in the same order, and the
+// same type and value as prometheus.NewConstMetric writes for the same
+// description and label values, for names with quotes, backslashes,
+// unicode and control characters; a name that is not valid UTF-8 gives no
+// pairs, as NewConstMetric gives an error.
+func TestSharedPairsMatchNewConstMetric(t *testing.T) {
+	names := []string{"", "get", `a"b`, `back\slash`, "ünï€ødé 🚀", "tab\tnl\nnul\x00", "sp ace"}
+	type written struct {
+		labels  [][2]string
+		counter *float64
+		gauge   *float64
+	}
+	write := func(m prometheus.Metric) written {
+		var d dto.Metric
+		require.NoError(t, m.Write(&d))
+		w := written{}
+		for _, l := range d.GetLabel() {
+			w.labels = append(w.labels, [2]string{l.GetName(), l.GetValue()})
+		}
+		if d.Counter != nil {
+			w.counter = new(d.GetCounter().GetValue())
+		}
+		if d.Gauge != nil {
+			w.gauge = new(d.GetGauge().GetValue())
+		}
+		return w
+	}
+	for _, group := range names {
+		for _, cmd := range names {
+			p := newCmdPairs(group, cmd)
+			require.NotNil(t, p)
+			for i, v := range []float64{0, 1, 0.25, 1e300, float64(1 << 62)} {
+				cases := []struct {
+					d       *prometheus.Desc
+					counter bool
+					p       cmdPairs
+					values  []string
+				}{
+					{callsDesc, true, p, []string{group, cmd}},
+					{inFlightDesc, false, p, []string{group, cmd}},
+					{eventsDesc, true, p.with(eventPairs[i], true), []string{group, cmd, metrics.Event(i).Label()}},
+					{cmdStateDesc, false, p.with(statePairs[i%len(states)], false), []string{group, cmd, states[i%len(states)].String()}},
+				}
+				for _, c := range cases {
+					typ := prometheus.GaugeValue
+					if c.counter {
+						typ = prometheus.CounterValue
+					}
+					want, err := prometheus.NewConstMetric(c.d, typ, v, c.values...)
+					require.NoError(t, err)
+					got := &sharedMetric{desc: c.d, counter: c.counter, v: v, labels: c.p}
+					assert.Equal(t, write(want), write(got), "%s %q %q %v", c.d, group, cmd, v)
+					assert.Equal(t, want.Desc(), got.Desc())
+				}
+			}
+		}
+	}
+	assert.Nil(t, newCmdPairs("ok", "bad\xff"))
+	assert.Nil(t, newCmdPairs("bad\xfe", "ok"))
+	assert.Nil(t, newCmdPairs("bad\xfe", "ok").with(statePairs[0], false))
+	_, err := prometheus.NewConstMetric(callsDesc, prometheus.CounterValue, 1, "ok", "bad\xff")
+	assert.Error(t, err)
+}
