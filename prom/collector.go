@@ -248,18 +248,18 @@ func (o out) group(g command.GroupSnapshot) {
 // its latencies since it was created (none when the source has none).
 func (o out) command(group string, c *command.CommandSnapshot) {
 	m := c.Metrics
+	p := newCmdPairs(group, c.Name)
 	if o.detail {
 		run, total := c.Latencies()
 		o.histogram(run, group, c.Name, "run")
 		o.histogram(total, group, c.Name, "total")
 		if run != nil {
-			o.window(group, c, "run", m.Run, run.Count(), run.Sum())
-			o.window(group, c, "total", m.Total, total.Count(), total.Sum())
+			o.window(p, runPair, m.Run, run.Count(), run.Sum())
+			o.window(p, totalPair, m.Total, total.Count(), total.Sum())
 		}
 	} else if n, sum, ok := c.TotalLatencies(); ok { // the lean summary needs no bins
-		o.window(group, c, "total", m.Total, n, sum)
+		o.window(p, totalPair, m.Total, n, sum)
 	}
-	p := newCmdPairs(group, c.Name)
 	for e := range metrics.NumEvents {
 		if n := m.Cumulative[e]; n > 0 || o.detail {
 			o.shared(eventsDesc, true, float64(n), p.with(eventPairs[e], true))
@@ -284,26 +284,28 @@ func (o out) command(group string, c *command.CommandSnapshot) {
 	o.breaker(breakerDescs{cmdStateDesc, cmdSinceDesc, cmdModeDesc, cmdBoundDesc}, c.Breaker, group, c.Name)
 }
 
-// window sends the latency summary of one phase of command c of group: the
-// quantiles of its window win (none when the window has no call; the
-// median and the 99th percentile only without WithDetail), with count and
-// sum, those of every latency since the command was created; and, with
-// WithDetail, the window's mean.
-func (o out) window(group string, c *command.CommandSnapshot, phase string, win metrics.Latency, count int64, sum time.Duration) {
-	qs := make(map[float64]float64, len(quantiles))
+// window sends the latency summary of one phase (the pair phase) of the
+// command with pairs p: the quantiles of its window win (none when the
+// window has no call; the median and the 99th percentile only without
+// WithDetail), with count and sum, those of every latency since the
+// command was created; and, with WithDetail, the window's mean.
+func (o out) window(p cmdPairs, phase *dto.LabelPair, win metrics.Latency, count int64, sum time.Duration) {
+	if o.detail && win.Count > 0 {
+		o.shared(latencyAvgDesc, false, win.Mean.Seconds(), p.with(phase, false))
+	}
+	if p == nil {
+		o.dropped.Add(1)
+		return
+	}
+	s := &dto.Summary{SampleCount: new(uint64(count)), SampleSum: new(sum.Seconds())}
 	if win.Count > 0 {
-		if o.detail {
-			for i, q := range quantiles {
-				qs[q] = win.Percentiles[i].Seconds()
-			}
-			o.gauge(latencyAvgDesc, win.Mean.Seconds(), group, c.Name, phase)
-		} else {
-			for _, i := range leanQuantiles {
-				qs[quantiles[i]] = win.Percentiles[i].Seconds()
+		for i := range quantiles {
+			if o.detail || slices.Contains(leanQuantiles, i) {
+				s.Quantile = append(s.Quantile, &dto.Quantile{Quantile: &quantiles[i], Value: new(win.Percentiles[i].Seconds())})
 			}
 		}
 	}
-	o.send(prometheus.NewConstSummary(latencyDesc, uint64(count), sum.Seconds(), qs, group, c.Name, phase))
+	o.ch <- &sharedMetric{desc: latencyDesc, labels: p.with(phase, false), summary: s}
 }
 
 // breakerDescs are the descriptions of a breaker's metrics, the group's or
@@ -348,7 +350,10 @@ func (o out) tier(d *prometheus.Desc, tier string, labels ...string) {
 // The label names of a command's series, and the pairs of the label
 // values that are the same for every command, built once.
 var (
-	commandLabel, groupLabel, eventLabel, stateLabel = "command", "group", "event", "state"
+	commandLabel, groupLabel, eventLabel, stateLabel, phaseLabel = "command", "group", "event", "state", "phase"
+
+	runPair   = &dto.LabelPair{Name: &phaseLabel, Value: new("run")}
+	totalPair = &dto.LabelPair{Name: &phaseLabel, Value: new("total")}
 
 	eventPairs = func() (ps [metrics.NumEvents]*dto.LabelPair) {
 		for e := range metrics.NumEvents {
@@ -400,11 +405,13 @@ func (o out) shared(d *prometheus.Desc, counter bool, v float64, p cmdPairs) {
 	o.ch <- &sharedMetric{desc: d, counter: counter, v: v, labels: p}
 }
 
-// sharedMetric is a counter or gauge whose label pairs other series share.
+// sharedMetric is a counter, gauge (v) or summary whose label pairs other
+// series share.
 type sharedMetric struct {
 	desc    *prometheus.Desc
 	counter bool
 	v       float64
+	summary *dto.Summary // a summary when not nil
 	labels  cmdPairs
 }
 
@@ -414,9 +421,12 @@ func (m *sharedMetric) Desc() *prometheus.Desc { return m.desc }
 // Write implements prometheus.Metric.
 func (m *sharedMetric) Write(out *dto.Metric) error {
 	out.Label = m.labels
-	if m.counter {
+	switch {
+	case m.summary != nil:
+		out.Summary = m.summary
+	case m.counter:
 		out.Counter = &dto.Counter{Value: &m.v}
-	} else {
+	default:
 		out.Gauge = &dto.Gauge{Value: &m.v}
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -657,4 +659,67 @@ func TestSharedPairsMatchNewConstMetric(t *testing.T) {
 	assert.Nil(t, newCmdPairs("bad\xfe", "ok").with(statePairs[0], false))
 	_, err := prometheus.NewConstMetric(callsDesc, prometheus.CounterValue, 1, "ok", "bad\xff")
 	assert.Error(t, err)
+}
+
+// TestWindowMatchesNewConstSummary: the latency summary window sends, lean
+// and in detail, for a window with and without calls, carries the labels,
+// count, sum and quantiles (sorted) that prometheus.NewConstSummary writes
+// for the same values, over odd names.
+func TestWindowMatchesNewConstSummary(t *testing.T) {
+	type written struct {
+		labels    [][2]string
+		count     uint64
+		sum       float64
+		quantiles [][2]float64
+	}
+	write := func(m prometheus.Metric) written {
+		var d dto.Metric
+		require.NoError(t, m.Write(&d))
+		require.NotNil(t, d.Summary)
+		w := written{count: d.GetSummary().GetSampleCount(), sum: d.GetSummary().GetSampleSum()}
+		for _, l := range d.GetLabel() {
+			w.labels = append(w.labels, [2]string{l.GetName(), l.GetValue()})
+		}
+		for _, q := range d.GetSummary().GetQuantile() {
+			w.quantiles = append(w.quantiles, [2]float64{q.GetQuantile(), q.GetValue()})
+		}
+		return w
+	}
+	var win metrics.Latency
+	for i := range win.Percentiles {
+		win.Percentiles[i] = time.Duration(i+1) * 1337 * time.Microsecond
+	}
+	for _, detail := range []bool{false, true} {
+		for _, calls := range []int64{0, 7} {
+			for _, name := range []string{"get", `a"b\c`, "ünï€ 🚀", "nl\nnul\x00"} {
+				win.Count = calls
+				ch := make(chan prometheus.Metric, 2)
+				o := out{ch: ch, dropped: new(atomic.Uint64), detail: detail}
+				o.window(newCmdPairs("grp "+name, name), totalPair, win, 42, 1500*time.Millisecond)
+				close(ch)
+				var got prometheus.Metric
+				for m := range ch {
+					if m.Desc() == latencyDesc {
+						got = m
+					}
+				}
+				require.NotNil(t, got)
+				qs := map[float64]float64{}
+				for i, q := range quantiles {
+					if calls > 0 && (detail || slices.Contains(leanQuantiles, i)) {
+						qs[q] = win.Percentiles[i].Seconds()
+					}
+				}
+				want, err := prometheus.NewConstSummary(latencyDesc, 42, 1.5, qs, "grp "+name, name, "total")
+				require.NoError(t, err)
+				assert.Equal(t, write(want), write(got), "detail %v, %d calls, %q", detail, calls, name)
+				assert.Zero(t, o.dropped.Load())
+			}
+		}
+	}
+	o := out{ch: make(chan prometheus.Metric, 2), dropped: new(atomic.Uint64), detail: true}
+	win.Count = 1
+	o.window(newCmdPairs("ok", "bad\xff"), runPair, win, 1, time.Second)
+	assert.Equal(t, uint64(2), o.dropped.Load(), "the mean and the summary dropped")
+	assert.Empty(t, o.ch)
 }
