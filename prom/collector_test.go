@@ -723,3 +723,22 @@ func TestWindowMatchesNewConstSummary(t *testing.T) {
 	assert.Equal(t, uint64(2), o.dropped.Load(), "the mean and the summary dropped")
 	assert.Empty(t, o.ch)
 }
+
+// TestPedanticRegistryGathers: a pedantic registry, which checks every
+// series' labels against its description, gathers a service with every
+// kind of series without an error, lean and in detail (the shared label
+// pairs are the descriptions' labels, in their order).
+func TestPedanticRegistryGathers(t *testing.T) {
+	for _, opts := range [][]Option{nil, {WithDetail()}} {
+		c, err := New(service(t), opts...)
+		require.NoError(t, err)
+		pr := prometheus.NewPedanticRegistry()
+		require.NoError(t, pr.Register(c))
+		fams, err := pr.Gather()
+		require.NoError(t, err)
+		assert.NotEmpty(t, fams)
+		i := slices.IndexFunc(fams, func(f *dto.MetricFamily) bool { return f.GetName() == "bulwark_collector_dropped_series_total" })
+		require.GreaterOrEqual(t, i, 0)
+		assert.Zero(t, fams[i].GetMetric()[0].GetCounter().GetValue())
+	}
+}
