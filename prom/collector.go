@@ -7,8 +7,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
@@ -246,33 +248,34 @@ func (o out) group(g command.GroupSnapshot) {
 // its latencies since it was created (none when the source has none).
 func (o out) command(group string, c *command.CommandSnapshot) {
 	m := c.Metrics
+	p := newCmdPairs(group, c.Name)
 	if o.detail {
 		run, total := c.Latencies()
 		o.histogram(run, group, c.Name, "run")
 		o.histogram(total, group, c.Name, "total")
 		if run != nil {
-			o.window(group, c, "run", m.Run, run.Count(), run.Sum())
-			o.window(group, c, "total", m.Total, total.Count(), total.Sum())
+			o.window(p, runPair, m.Run, run.Count(), run.Sum())
+			o.window(p, totalPair, m.Total, total.Count(), total.Sum())
 		}
 	} else if n, sum, ok := c.TotalLatencies(); ok { // the lean summary needs no bins
-		o.window(group, c, "total", m.Total, n, sum)
+		o.window(p, totalPair, m.Total, n, sum)
 	}
 	for e := range metrics.NumEvents {
 		if n := m.Cumulative[e]; n > 0 || o.detail {
-			o.counter(eventsDesc, float64(n), group, c.Name, e.Label())
+			o.shared(eventsDesc, true, float64(n), p.with(eventPairs[e], true))
 		}
 	}
-	o.counter(callsDesc, float64(m.Cumulative.Calls()), group, c.Name)
-	o.gauge(inFlightDesc, float64(c.InFlight), group, c.Name)
-	o.gauge(alarmDesc, oneIf(c.DegradedAlarm), group, c.Name)
+	o.shared(callsDesc, true, float64(m.Cumulative.Calls()), p)
+	o.shared(inFlightDesc, false, float64(c.InFlight), p)
+	o.shared(alarmDesc, false, oneIf(c.DegradedAlarm), p)
 	o.tier(cmdAlertDesc, c.AlertTier, group, c.Name)
 	o.transitions(c.Breaker, group, c.Name)
 	if !o.detail {
-		for _, s := range states {
-			o.gauge(cmdStateDesc, oneIf(c.Breaker.State == s), group, c.Name, s.String())
+		for i, s := range states {
+			o.shared(cmdStateDesc, false, oneIf(c.Breaker.State == s), p.with(statePairs[i], false))
 		}
 		if c.Breaker.Config.Confidence > 0 {
-			o.gauge(cmdBoundDesc, c.Breaker.Health.ErrorBound, group, c.Name)
+			o.shared(cmdBoundDesc, false, c.Breaker.Health.ErrorBound, p)
 		}
 		return
 	}
@@ -281,26 +284,28 @@ func (o out) command(group string, c *command.CommandSnapshot) {
 	o.breaker(breakerDescs{cmdStateDesc, cmdSinceDesc, cmdModeDesc, cmdBoundDesc}, c.Breaker, group, c.Name)
 }
 
-// window sends the latency summary of one phase of command c of group: the
-// quantiles of its window win (none when the window has no call; the
-// median and the 99th percentile only without WithDetail), with count and
-// sum, those of every latency since the command was created; and, with
-// WithDetail, the window's mean.
-func (o out) window(group string, c *command.CommandSnapshot, phase string, win metrics.Latency, count int64, sum time.Duration) {
-	qs := make(map[float64]float64, len(quantiles))
+// window sends the latency summary of one phase (the pair phase) of the
+// command with pairs p: the quantiles of its window win (none when the
+// window has no call; the median and the 99th percentile only without
+// WithDetail), with count and sum, those of every latency since the
+// command was created; and, with WithDetail, the window's mean.
+func (o out) window(p cmdPairs, phase *dto.LabelPair, win metrics.Latency, count int64, sum time.Duration) {
+	if o.detail && win.Count > 0 {
+		o.shared(latencyAvgDesc, false, win.Mean.Seconds(), p.with(phase, false))
+	}
+	if p == nil {
+		o.dropped.Add(1)
+		return
+	}
+	s := &dto.Summary{SampleCount: new(uint64(count)), SampleSum: new(sum.Seconds())}
 	if win.Count > 0 {
-		if o.detail {
-			for i, q := range quantiles {
-				qs[q] = win.Percentiles[i].Seconds()
-			}
-			o.gauge(latencyAvgDesc, win.Mean.Seconds(), group, c.Name, phase)
-		} else {
-			for _, i := range leanQuantiles {
-				qs[quantiles[i]] = win.Percentiles[i].Seconds()
+		for i := range quantiles {
+			if o.detail || slices.Contains(leanQuantiles, i) {
+				s.Quantile = append(s.Quantile, &dto.Quantile{Quantile: &quantiles[i], Value: new(win.Percentiles[i].Seconds())})
 			}
 		}
 	}
-	o.send(prometheus.NewConstSummary(latencyDesc, uint64(count), sum.Seconds(), qs, group, c.Name, phase))
+	o.ch <- &sharedMetric{desc: latencyDesc, labels: p.with(phase, false), summary: s}
 }
 
 // breakerDescs are the descriptions of a breaker's metrics, the group's or
@@ -340,6 +345,91 @@ func (o out) tier(d *prometheus.Desc, tier string, labels ...string) {
 		return
 	}
 	o.gauge(d, 1, append(labels, tier)...)
+}
+
+// The label names of a command's series, and the pairs of the label
+// values that are the same for every command, built once.
+var (
+	commandLabel, groupLabel, eventLabel, stateLabel, phaseLabel = "command", "group", "event", "state", "phase"
+
+	runPair   = &dto.LabelPair{Name: &phaseLabel, Value: new("run")}
+	totalPair = &dto.LabelPair{Name: &phaseLabel, Value: new("total")}
+
+	eventPairs = func() (ps [metrics.NumEvents]*dto.LabelPair) {
+		for e := range metrics.NumEvents {
+			ps[e] = &dto.LabelPair{Name: &eventLabel, Value: new(e.Label())}
+		}
+		return ps
+	}()
+	statePairs = func() (ps [len(states)]*dto.LabelPair) {
+		for i, s := range states {
+			ps[i] = &dto.LabelPair{Name: &stateLabel, Value: new(s.String())}
+		}
+		return ps
+	}()
+)
+
+// cmdPairs are the command and group label pairs of one command's series,
+// in name order as Gather wants them, built once per command and scrape
+// and shared by its series (prometheus.NewConstMetric builds three
+// allocations per label for every series); nil when a name is not valid
+// UTF-8 (a Source other than a command.Registry), which drops the series.
+type cmdPairs []*dto.LabelPair
+
+func newCmdPairs(group, cmd string) cmdPairs {
+	if !utf8.ValidString(group) || !utf8.ValidString(cmd) {
+		return nil
+	}
+	return cmdPairs{{Name: &commandLabel, Value: &cmd}, {Name: &groupLabel, Value: &group}}
+}
+
+// with returns p with the pair x, placed between command and group if
+// between (a label named before "group", as "event"), else after them.
+func (p cmdPairs) with(x *dto.LabelPair, between bool) cmdPairs {
+	if p == nil {
+		return nil
+	}
+	if between {
+		return cmdPairs{p[0], x, p[1]}
+	}
+	return cmdPairs{p[0], p[1], x}
+}
+
+// shared sends a counter (or gauge) of value v labelled with p, or counts
+// it dropped when p is nil.
+func (o out) shared(d *prometheus.Desc, counter bool, v float64, p cmdPairs) {
+	if p == nil {
+		o.dropped.Add(1)
+		return
+	}
+	o.ch <- &sharedMetric{desc: d, counter: counter, v: v, labels: p}
+}
+
+// sharedMetric is a counter, gauge (v) or summary whose label pairs other
+// series share.
+type sharedMetric struct {
+	desc    *prometheus.Desc
+	counter bool
+	v       float64
+	summary *dto.Summary // a summary when not nil
+	labels  cmdPairs
+}
+
+// Desc implements prometheus.Metric.
+func (m *sharedMetric) Desc() *prometheus.Desc { return m.desc }
+
+// Write implements prometheus.Metric.
+func (m *sharedMetric) Write(out *dto.Metric) error {
+	out.Label = m.labels
+	switch {
+	case m.summary != nil:
+		out.Summary = m.summary
+	case m.counter:
+		out.Counter = &dto.Counter{Value: &m.v}
+	default:
+		out.Gauge = &dto.Gauge{Value: &m.v}
+	}
+	return nil
 }
 
 // oneIf returns 1 if b, else 0.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -592,4 +594,151 @@ func TestCollectorExportsTheAdaptiveLimit(t *testing.T) {
 	assert.Equal(t, 12.0, value(t, fams, "bulwark_group_adaptive_limit", "group", "adaptive"))
 	assert.Equal(t, 12.0, value(t, fams, "bulwark_bulkhead_capacity", "group", "adaptive"), "the bulkhead's size is the limit")
 	require.Len(t, fams["bulwark_group_adaptive_limit"].GetMetric(), 1, "no series for the static group")
+}
+
+// TestSharedPairsMatchNewConstMetric: a command's series written with its
+// shared label pairs carry the same labels, in the same order, and the
+// same type and value as prometheus.NewConstMetric writes for the same
+// description and label values, for names with quotes, backslashes,
+// unicode and control characters; a name that is not valid UTF-8 gives no
+// pairs, as NewConstMetric gives an error.
+func TestSharedPairsMatchNewConstMetric(t *testing.T) {
+	names := []string{"", "get", `a"b`, `back\slash`, "ünï€ødé 🚀", "tab\tnl\nnul\x00", "sp ace"}
+	type written struct {
+		labels  [][2]string
+		counter *float64
+		gauge   *float64
+	}
+	write := func(m prometheus.Metric) written {
+		var d dto.Metric
+		require.NoError(t, m.Write(&d))
+		w := written{}
+		for _, l := range d.GetLabel() {
+			w.labels = append(w.labels, [2]string{l.GetName(), l.GetValue()})
+		}
+		if d.Counter != nil {
+			w.counter = new(d.GetCounter().GetValue())
+		}
+		if d.Gauge != nil {
+			w.gauge = new(d.GetGauge().GetValue())
+		}
+		return w
+	}
+	for _, group := range names {
+		for _, cmd := range names {
+			p := newCmdPairs(group, cmd)
+			require.NotNil(t, p)
+			for i, v := range []float64{0, 1, 0.25, 1e300, float64(1 << 62)} {
+				cases := []struct {
+					d       *prometheus.Desc
+					counter bool
+					p       cmdPairs
+					values  []string
+				}{
+					{callsDesc, true, p, []string{group, cmd}},
+					{inFlightDesc, false, p, []string{group, cmd}},
+					{eventsDesc, true, p.with(eventPairs[i], true), []string{group, cmd, metrics.Event(i).Label()}},
+					{cmdStateDesc, false, p.with(statePairs[i%len(states)], false), []string{group, cmd, states[i%len(states)].String()}},
+				}
+				for _, c := range cases {
+					typ := prometheus.GaugeValue
+					if c.counter {
+						typ = prometheus.CounterValue
+					}
+					want, err := prometheus.NewConstMetric(c.d, typ, v, c.values...)
+					require.NoError(t, err)
+					got := &sharedMetric{desc: c.d, counter: c.counter, v: v, labels: c.p}
+					assert.Equal(t, write(want), write(got), "%s %q %q %v", c.d, group, cmd, v)
+					assert.Equal(t, want.Desc(), got.Desc())
+				}
+			}
+		}
+	}
+	assert.Nil(t, newCmdPairs("ok", "bad\xff"))
+	assert.Nil(t, newCmdPairs("bad\xfe", "ok"))
+	assert.Nil(t, newCmdPairs("bad\xfe", "ok").with(statePairs[0], false))
+	_, err := prometheus.NewConstMetric(callsDesc, prometheus.CounterValue, 1, "ok", "bad\xff")
+	assert.Error(t, err)
+}
+
+// TestWindowMatchesNewConstSummary: the latency summary window sends, lean
+// and in detail, for a window with and without calls, carries the labels,
+// count, sum and quantiles (sorted) that prometheus.NewConstSummary writes
+// for the same values, over odd names.
+func TestWindowMatchesNewConstSummary(t *testing.T) {
+	type written struct {
+		labels    [][2]string
+		count     uint64
+		sum       float64
+		quantiles [][2]float64
+	}
+	write := func(m prometheus.Metric) written {
+		var d dto.Metric
+		require.NoError(t, m.Write(&d))
+		require.NotNil(t, d.Summary)
+		w := written{count: d.GetSummary().GetSampleCount(), sum: d.GetSummary().GetSampleSum()}
+		for _, l := range d.GetLabel() {
+			w.labels = append(w.labels, [2]string{l.GetName(), l.GetValue()})
+		}
+		for _, q := range d.GetSummary().GetQuantile() {
+			w.quantiles = append(w.quantiles, [2]float64{q.GetQuantile(), q.GetValue()})
+		}
+		return w
+	}
+	var win metrics.Latency
+	for i := range win.Percentiles {
+		win.Percentiles[i] = time.Duration(i+1) * 1337 * time.Microsecond
+	}
+	for _, detail := range []bool{false, true} {
+		for _, calls := range []int64{0, 7} {
+			for _, name := range []string{"get", `a"b\c`, "ünï€ 🚀", "nl\nnul\x00"} {
+				win.Count = calls
+				ch := make(chan prometheus.Metric, 2)
+				o := out{ch: ch, dropped: new(atomic.Uint64), detail: detail}
+				o.window(newCmdPairs("grp "+name, name), totalPair, win, 42, 1500*time.Millisecond)
+				close(ch)
+				var got prometheus.Metric
+				for m := range ch {
+					if m.Desc() == latencyDesc {
+						got = m
+					}
+				}
+				require.NotNil(t, got)
+				qs := map[float64]float64{}
+				for i, q := range quantiles {
+					if calls > 0 && (detail || slices.Contains(leanQuantiles, i)) {
+						qs[q] = win.Percentiles[i].Seconds()
+					}
+				}
+				want, err := prometheus.NewConstSummary(latencyDesc, 42, 1.5, qs, "grp "+name, name, "total")
+				require.NoError(t, err)
+				assert.Equal(t, write(want), write(got), "detail %v, %d calls, %q", detail, calls, name)
+				assert.Zero(t, o.dropped.Load())
+			}
+		}
+	}
+	o := out{ch: make(chan prometheus.Metric, 2), dropped: new(atomic.Uint64), detail: true}
+	win.Count = 1
+	o.window(newCmdPairs("ok", "bad\xff"), runPair, win, 1, time.Second)
+	assert.Equal(t, uint64(2), o.dropped.Load(), "the mean and the summary dropped")
+	assert.Empty(t, o.ch)
+}
+
+// TestPedanticRegistryGathers: a pedantic registry, which checks every
+// series' labels against its description, gathers a service with every
+// kind of series without an error, lean and in detail (the shared label
+// pairs are the descriptions' labels, in their order).
+func TestPedanticRegistryGathers(t *testing.T) {
+	for _, opts := range [][]Option{nil, {WithDetail()}} {
+		c, err := New(service(t), opts...)
+		require.NoError(t, err)
+		pr := prometheus.NewPedanticRegistry()
+		require.NoError(t, pr.Register(c))
+		fams, err := pr.Gather()
+		require.NoError(t, err)
+		assert.NotEmpty(t, fams)
+		i := slices.IndexFunc(fams, func(f *dto.MetricFamily) bool { return f.GetName() == "bulwark_collector_dropped_series_total" })
+		require.GreaterOrEqual(t, i, 0)
+		assert.Zero(t, fams[i].GetMetric()[0].GetCounter().GetValue())
+	}
 }
