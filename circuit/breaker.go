@@ -71,9 +71,10 @@ func (p Permit) Record(o metrics.Event, latency time.Duration) { breaker.Permit(
 
 // Allow asks to make one call. It returns a Permit to Record the outcome on,
 // or a refusal matching ErrOpen (open, forced open, half-open with all probe
-// slots in flight, or shed during ramp-up; the message says which). In ObserveOnly mode it never refuses. It does not
-// block; an open breaker whose open duration has elapsed turns half-open here,
-// and this call becomes its first probe. Allow does not allocate, and reads
+// slots in flight, or shed during ramp-up; the message says which). In
+// ObserveOnly mode it never refuses. It does not block; an open breaker
+// whose open duration has elapsed turns half-open here, and this call
+// becomes its first probe. Allow does not allocate, and reads
 // the clock only when the breaker is not simply closed (open, half-open or
 // ramping up).
 func (b *Breaker) Allow() (Permit, error) {

@@ -14,10 +14,10 @@ type CallHook interface {
 	// limiters, with the call's context (the caller's for the first
 	// attempt; for a retry, the one Begin returned for the attempt before)
 	// and the call's group g and Info's Command and Attempts (this
-	// attempt's number, 1 for the first). The context it returns becomes the call's: the
-	// attempt's limiters, Run (whose context derives from it), a retry's
-	// backoff and the fallback after the last attempt see it, and End gets
-	// it. It must derive from ctx, keeping its deadline and cancellation
+	// attempt's number, 1 for the first). The context it returns becomes
+	// the call's: the attempt's limiters, Run (whose context derives from
+	// it), a retry's backoff and the fallback after the last attempt see
+	// it, and End gets it. It must derive from ctx, keeping its deadline and cancellation
 	// (a value added, a span started); a nil return keeps ctx.
 	Begin(ctx context.Context, g *Group, in Info) context.Context
 	// End is called as each attempt ends, with the context Begin returned

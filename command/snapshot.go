@@ -115,8 +115,8 @@ type CommandSnapshot struct {
 // cover the rolling window only). They are read when it is called, not at
 // the snapshot's instant. Each call merges what left the window and the
 // window's histograms into two 10 KiB accumulators, so call it on a
-// schedule (a scrape), not per request. A CommandSnapshot that Registry.Snapshot did not build has
-// none: both are nil.
+// schedule (a scrape), not per request. A CommandSnapshot that
+// Registry.Snapshot did not build has none: both are nil.
 func (s *CommandSnapshot) Latencies() (run, total *metrics.Distribution) {
 	if s.live == nil {
 		return nil, nil

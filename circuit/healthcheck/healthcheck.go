@@ -70,8 +70,8 @@ type Checker breaker.Checker
 func (c *Checker) engine() *breaker.Checker { return (*breaker.Checker)(c) }
 
 // Start attaches a checker running cfg to b and returns it. If b is open
-// now (not forced open) the first check is scheduled at once, else at the
-// next opening. An invalid cfg is an error wrapping
+// now (not forced open) its schedule starts then (the first check one
+// Interval later), else at the next opening. An invalid cfg is an error wrapping
 // circuit.ErrInvalidConfig that names the field, and so is a nil b; a
 // breaker has at most one checker, so Start while another runs on b (not
 // stopped) is an error too. Stop the checker when b is no longer used:

@@ -324,8 +324,8 @@ func TestScheduled(t *testing.T) {
 	assert.Equal(t, calls, p.calls.Load(), "no check after Stop")
 }
 
-// A checker started on a breaker that is open already schedules its
-// first check at once, not at the next opening.
+// A checker started on a breaker that is open already starts its
+// schedule then, not at the next opening.
 func TestStartOnOpenBreaker(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	p := new(probe)
