@@ -318,7 +318,7 @@ func TestScheduled(t *testing.T) {
 	require.Eventually(t, func() bool { return p.calls.Load() > calls }, 10*time.Second, time.Millisecond)
 	p.healthy.Store(false)
 	c.Stop()
-	assert.True(t, checkerGone())
+	require.Eventually(t, checkerGone, 10*time.Second, time.Millisecond, "the schedule ends with Stop (Stop waits for its wg.Done, the goroutine returns right after)")
 	calls = p.calls.Load()
 	time.Sleep(20 * time.Millisecond)
 	assert.Equal(t, calls, p.calls.Load(), "no check after Stop")
@@ -355,7 +355,7 @@ func TestStopCancelsCheck(t *testing.T) {
 	r.trip()
 	<-entered
 	c.Stop()
-	assert.True(t, checkerGone())
+	require.Eventually(t, checkerGone, 10*time.Second, time.Millisecond, "the schedule ends with Stop")
 	assert.Equal(t, context.Canceled, cause.Load(), "the check's context ended with Stop, not its timeout")
 	assert.Equal(t, circuit.Open, r.b.State())
 }
