@@ -43,7 +43,18 @@ func (l *latencies) empty() bool {
 
 // empty reports whether h holds no record: a record goes to bin 0 (values
 // up to 0 ns) or makes the sum nonzero.
-func (h *Histogram) empty() bool { return h.sum.Load() == 0 && h.bins[0].Load() == 0 }
+func (h *Histogram) empty() bool {
+	_, empty := h.loadSum()
+	return empty
+}
+
+// loadSum returns h's sum (negative: saturated), read before any bin, and
+// whether h holds no record (see empty): a reader that then reads the bins
+// finds every record whose duration the sum holds.
+func (h *Histogram) loadSum() (sum int64, empty bool) {
+	sum = h.sum.Load()
+	return sum, sum == 0 && h.bins[0].Load() == 0
+}
 
 // moveTo moves l's latencies into t, leaving l empty. The ring's mutex must
 // be held.
@@ -245,7 +256,8 @@ func (r *Rolling) CumulativeLatency() (run, total *Distribution) {
 // recorded since the ring was created: CumulativeLatency's total Count and
 // Sum, read without merging any bins into an accumulator and without
 // allocating, for an exporter that needs no buckets (a summary's count and
-// sum). ok is false for a ring without latency. Like CumulativeLatency it
+// sum); only a saturated sum (past the largest Duration) is estimated from
+// the bins through CumulativeLatency, which allocates. ok is false for a ring without latency. Like CumulativeLatency it
 // takes the ring's mutex and reads each live bucket's bins, so call it on a
 // schedule, not per request.
 func (r *Rolling) CumulativeTotal() (count int64, sum time.Duration, ok bool) {
@@ -284,8 +296,8 @@ func (r *Rolling) CumulativeTotal() (count int64, sum time.Duration, ok bool) {
 // countSum returns the number of records in h and their sum (negative:
 // saturated), as histAccumulator.add reads them.
 func (h *Histogram) countSum() (count, sum int64) {
-	sum = h.sum.Load()
-	if sum == 0 && h.bins[0].Load() == 0 {
+	sum, empty := h.loadSum()
+	if empty {
 		return 0, 0
 	}
 	for i := range h.bins {

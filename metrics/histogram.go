@@ -56,8 +56,8 @@ type Latency struct {
 // 292 years), it saturates, and the mean is then estimated from the bins (to
 // within the bins' 1.6% precision) instead of computed exactly.
 //
-// The sum comes first, on the cache line of bin 0: what a snapshot compares
-// to tell whether a histogram changed (see histMark) is one line.
+// The sum comes first, on the cache line of bin 0: what tells an empty
+// histogram (Histogram.empty) is one line.
 type Histogram struct {
 	sum  atomic.Int64           // negative: saturated (see sumSaturated)
 	bins [numBins]atomic.Uint32 // at most binMax, but for writers racing the saturation
@@ -103,10 +103,9 @@ type histAccumulator struct {
 }
 
 func (a *histAccumulator) add(h *Histogram) {
-	// An empty histogram is skipped without a pass over its bins (see
-	// Histogram.empty).
-	sum := h.sum.Load()
-	if sum == 0 && h.bins[0].Load() == 0 {
+	// An empty histogram is skipped without a pass over its bins.
+	sum, empty := h.loadSum()
+	if empty {
 		return
 	}
 	for i := range h.bins {

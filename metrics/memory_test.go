@@ -18,6 +18,8 @@ const runs, trials = 50, 5
 // over runs, the least of trials such averages: the process's other
 // goroutines (the runtime's, the race detector's, a loaded machine's late
 // timers) only ever add allocations, so the least is the closest to f's.
+// It reads process-wide MemStats: no test of this package may run in
+// parallel (t.Parallel) with the tests that call it.
 func allocated(f func()) (bytes, objects float64) {
 	bytes, objects = math.Inf(1), math.Inf(1)
 	for range trials {
@@ -177,7 +179,10 @@ func TestRecordFirstLatency(t *testing.T) {
 	r := newRing(t, true)
 	b := r.at(0)
 	r.RecordCounts(r.window.Length, SetOf(Success)) // slot 0 rotates to the next window
-	r.recordFirst(b, time.Millisecond, 2*time.Millisecond)
+	l := r.firstLatencies(b, time.Millisecond, 2*time.Millisecond)
+	require.NotNil(t, l, "the slot's latencies, for Record to record into")
+	apart(&l.run).record(int64(time.Millisecond))
+	apart(&l.total).record(int64(2 * time.Millisecond))
 	s := r.Snapshot(r.window.Length)
 	assert.EqualValues(t, 1, s.Run.Count, "in the slot's new interval")
 	assert.EqualValues(t, 1, s.Total.Count)
@@ -185,7 +190,7 @@ func TestRecordFirstLatency(t *testing.T) {
 	r = newRing(t, true)
 	b = r.at(0)
 	r.Reset()
-	r.recordFirst(b, time.Millisecond, time.Millisecond)
+	assert.Nil(t, r.firstLatencies(b, time.Millisecond, time.Millisecond), "recorded already, cumulatively")
 	assert.Zero(t, r.Snapshot(0).Run.Count, "a Reset came between: not in the window")
 	run, total := r.CumulativeLatency()
 	assert.EqualValues(t, 1, run.Count(), "but counted since creation")

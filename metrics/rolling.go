@@ -20,7 +20,7 @@ const emptyEpoch = math.MinInt64
 // current epoch (acquire) adds into freshly emptied counters.
 //
 // lat is created by the first latency recorded in the slot (see
-// Rolling.recordFirst) and kept across rotations: nil, the bucket holds no
+// Rolling.firstLatencies) and kept across rotations: nil, the bucket holds no
 // latency, and always nil on a ring without latency.
 //
 // Every call reads epoch and lat and writes counts: the padding keeps the two
@@ -58,8 +58,8 @@ func (b *bucket) writes() int64 {
 // instead of two. Run is same+run, Total is same+total, exactly. run and
 // total are created when first needed (a ring whose calls never differ
 // never has them) and kept across rotations. The pointers come first, on
-// the cache line of same's sum and bin 0, so that a snapshot checking a
-// sealed bucket for late writes (see histMark.matches) reads one line.
+// the cache line of same's sum and bin 0, so that a reader skipping an
+// empty bucket (Histogram.empty) reads one line.
 type latencies struct {
 	run, total atomic.Pointer[Histogram]
 	same       Histogram
@@ -295,7 +295,11 @@ func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Dur
 		r.late(events, run, total)
 		return
 	}
-	if l := b.lat.Load(); l != nil {
+	l := b.lat.Load()
+	if l == nil {
+		l = r.firstLatencies(b, run, total)
+	}
+	if l != nil {
 		switch {
 		case run >= 0 && run == total:
 			l.same.record(int64(run))
@@ -307,8 +311,6 @@ func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Dur
 		case total >= 0:
 			apart(&l.total).record(int64(total))
 		}
-	} else {
-		r.recordFirst(b, run, total)
 	}
 	// The events go in after the latencies (a Record without one counts in
 	// bare): a snapshot that finds b's writes unchanged has seen every
@@ -316,35 +318,27 @@ func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Dur
 	b.add(events)
 }
 
-// recordFirst is Record's latencies for b, which has none yet: a call with
-// a latency creates b's, on a ring with latency, and records through Record
-// again, with no event (Record counts them after) and an instant of the interval b
-// now holds; a call without, or a ring without latency, creates nothing.
-// Kept out of line, as create is, so that Record's common path stays a
-// load, a test and a branch (and needs its instant no longer).
+// firstLatencies returns the latencies for Record to record a call's into,
+// when b has none yet: a call with a latency creates b's, on a ring with
+// latency; a call without, or a ring without latency, creates nothing and
+// gets nil. Kept out of line, as create is, so that Record's common path
+// stays a load, a test and a branch.
 //
 // b's interval is the call's, unless a rotation or Reset came between:
 // then the latencies go where a writer delayed as long puts them, in the
-// slot's new interval, or, after a Reset, cumulatively only.
+// slot's new interval, or, after a Reset, cumulatively only (and firstLatencies
+// returns nil, having recorded them).
 //
 //go:noinline
-func (r *Rolling) recordFirst(b *bucket, run, total time.Duration) {
+func (r *Rolling) firstLatencies(b *bucket, run, total time.Duration) *latencies {
 	if (run < 0 && total < 0) || !r.newLatencies(b) {
-		return
+		return nil
 	}
-	ep := b.epoch.Load()
-	if ep == emptyEpoch {
+	if b.epoch.Load() == emptyEpoch {
 		r.late(0, run, total)
-		return
+		return nil
 	}
-	// An instant of interval ep that cannot overflow: its first, between 0
-	// and the instant that made ep, or, for an interval before the clock's
-	// origin, its last, between that instant and 0.
-	at := ep * r.width
-	if ep < 0 {
-		at = (ep+1)*r.width - 1
-	}
-	r.Record(time.Duration(at), 0, run, total)
+	return b.lat.Load()
 }
 
 // newLatencies installs b's latencies, unless another writer just did, and

@@ -512,9 +512,6 @@ func TestRollingLatenciesSplitExactly(t *testing.T) {
 	assert.Equal(t, total.Snapshot(), s.Total)
 }
 
-// A call whose run and total latencies are equal costs one histogram record
-// and never allocates; the first call of a bucket slot whose latencies
-// differ creates the histograms for them, once for the ring's life.
 // TestRollingRecordCounts: RecordCounts counts what Record with NoLatency
 // counts, late events included, on both kinds of ring, records no latency
 // and allocates nothing.

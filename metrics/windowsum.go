@@ -136,10 +136,11 @@ func (w *windowSums) sumFor(k int, create bool) *binSum {
 // add adds h to s and returns what it added. The sum is read before the
 // bins: a record whose sum the mark holds is then in the bins too.
 func (s *binSum) add(h *Histogram) histMark {
-	m := histMark{sum: h.sum.Load()}
-	if m.sum == 0 && h.bins[0].Load() == 0 {
-		return histMark{} // empty: see histAccumulator.add
+	sum, empty := h.loadSum()
+	if empty {
+		return histMark{}
 	}
+	m := histMark{sum: sum}
 	for i := range h.bins {
 		if c := h.bins[i].Load(); c != 0 {
 			v := int64(min(c, binMax))
@@ -378,9 +379,8 @@ type histBlocks struct {
 
 // blocksOf reads h's block totals.
 func blocksOf(h *Histogram) histBlocks {
-	hb := histBlocks{sum: h.sum.Load()}
-	if hb.sum == 0 && h.bins[0].Load() == 0 {
-		hb.empty = true
+	var hb histBlocks
+	if hb.sum, hb.empty = h.loadSum(); hb.empty {
 		return hb
 	}
 	for b := range hb.blocks {
