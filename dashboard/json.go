@@ -13,7 +13,7 @@ import (
 // from its struct's json tags, appending into the frame's buffer: the same
 // bytes as encoding/json (HTML-safe escaping, its float format; checked by
 // TestPlanMatchesEncodingJSON), without its per-value reflection walk and
-// allocations, about a third of a tick's cost at thousands of commands.
+// allocations (BenchmarkEncode; PERFORMANCE.md has the figures).
 
 // plan writes one struct type as a JSON object.
 type plan struct {
@@ -27,12 +27,13 @@ type planField struct {
 	key   string
 	index []int
 	kind  reflect.Kind
-	elem  reflect.Kind // the pointed-to kind of a pointer
 	sub   *plan
 }
 
-// newPlan returns the plan of struct type t. It panics for a field kind it
-// does not write: the event types are fixed, and the tests build every plan.
+// newPlan returns the plan of struct type t. It panics for a field it does
+// not write (a kind other than those below, a pointer to anything but a
+// string, a json tag with options or "-"): the event types are fixed, and
+// the tests build every plan.
 func newPlan(t reflect.Type) *plan {
 	p := &plan{}
 	p.add(t, nil)
@@ -57,7 +58,11 @@ func (p *plan) add(t reflect.Type, index []int) {
 		if !f.IsExported() {
 			continue
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		tag := f.Tag.Get("json")
+		if tag == "-" || strings.Contains(tag, ",") {
+			panic(fmt.Sprintf("dashboard: no JSON plan for the json tag %q of field %s", tag, f.Name))
+		}
+		name := tag
 		if name == "" {
 			name = f.Name
 		}
@@ -68,13 +73,15 @@ func (p *plan) add(t reflect.Type, index []int) {
 		case reflect.Slice:
 			pf.sub = newPlan(f.Type.Elem())
 		case reflect.Pointer:
-			pf.elem = f.Type.Elem().Kind()
+			if elem := f.Type.Elem().Kind(); elem != reflect.String {
+				panic(fmt.Sprintf("dashboard: no JSON plan for field %s, a pointer to %v", f.Name, elem))
+			}
 		case reflect.String, reflect.Bool, reflect.Int, reflect.Int64, reflect.Uint64, reflect.Float64:
 		default:
 			panic(fmt.Sprintf("dashboard: no JSON plan for field %s of kind %v", f.Name, pf.kind))
 		}
 		for _, q := range p.fields {
-			if strings.TrimPrefix(q.key, ",") == pf.key {
+			if q.key == pf.key { // the commas come after add
 				panic(fmt.Sprintf("dashboard: JSON key %s appears twice in %v", name, t))
 			}
 		}
@@ -102,14 +109,11 @@ func (p *plan) append(b []byte, v reflect.Value) ([]byte, error) {
 			b = strconv.AppendUint(b, fv.Uint(), 10)
 		case reflect.Float64:
 			b, err = appendFloat(b, fv.Float())
-		case reflect.Pointer:
-			switch {
-			case fv.IsNil():
+		case reflect.Pointer: // to a string (see add)
+			if fv.IsNil() {
 				b = append(b, "null"...)
-			case f.elem == reflect.String:
+			} else {
 				b = appendString(b, fv.Elem().String())
-			default:
-				panic(fmt.Sprintf("dashboard: no JSON plan for a pointer to %v", f.elem))
 			}
 		case reflect.Struct:
 			b, err = f.sub.append(b, fv)
