@@ -208,7 +208,7 @@ func replayStampede(p CoalesceParams, mode string) (CoalesceResult, error) {
 		res.Calls++
 		if mode != coalesceOff { // the call reads its start at this instant
 			if _, err := receive(s.keyed, "a call's key"); err != nil {
-				return res, err
+				return res, fmt.Errorf("coalesce: %w", err)
 			}
 		}
 		if r := inFlight[key]; r != nil {
@@ -226,7 +226,7 @@ func replayStampede(p CoalesceParams, mode string) (CoalesceResult, error) {
 		}
 		release, err := receive(s.started, "a Run's start")
 		if err != nil {
-			return res, err
+			return res, fmt.Errorf("coalesce: %w", err)
 		}
 		res.Runs++
 		perSecond[int64(at/time.Second)]++
@@ -263,7 +263,7 @@ func receive[T any](ch <-chan T, what string) (T, error) {
 		return v, nil
 	case <-time.After(10 * time.Second):
 		var zero T
-		return zero, fmt.Errorf("coalesce: no %s within 10 s", what)
+		return zero, fmt.Errorf("no %s within 10 s", what)
 	}
 }
 

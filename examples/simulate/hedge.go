@@ -405,10 +405,8 @@ func (p HedgeParams) replay(mode string, hc hedge.Config, outage string) (HedgeR
 			close(e.w.release)
 		}
 		if expect {
-			select {
-			case <-s.reported:
-			case <-time.After(10 * time.Second):
-				return res, errors.New("hedge: no Run started nor call answered within 10 s")
+			if _, err := receive(s.reported, "Run started nor call answered"); err != nil {
+				return res, fmt.Errorf("hedge: %w", err)
 			}
 		}
 		if err := q0.wait(); err != nil {
