@@ -3,10 +3,12 @@ package metrics
 import (
 	"math"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
 
+	"github.com/bulwark-go/bulwark/internal/cacheline"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -54,7 +56,8 @@ func requireNone(t *testing.T, bytes, objects float64, what string) {
 	require.Less(t, bytes*runs, float64(unsafe.Sizeof(Histogram{})), what)
 }
 
-// TestRollingAllocatesWhatItUses: a new ring is its struct and its buckets;
+// TestRollingAllocatesWhatItUses: a new ring is its struct, its slots'
+// epochs and its buckets;
 // the first latency recorded in a bucket slot adds that slot's histogram,
 // and the first rotation that finds latencies in another bucket adds the
 // window's running sums. A ring without latency allocates nothing more,
@@ -62,7 +65,8 @@ func requireNone(t *testing.T, bytes, objects float64, what string) {
 func TestRollingAllocatesWhatItUses(t *testing.T) {
 	w := DefaultWindow()
 	width := w.BucketWidth()
-	ring := unsafe.Sizeof(Rolling{}) + uintptr(w.Buckets)*unsafe.Sizeof(bucket{})
+	epochs := uintptr(w.Buckets) * unsafe.Sizeof(atomic.Int64{})
+	ring := unsafe.Sizeof(Rolling{}) + epochs + uintptr(w.Buckets)*unsafe.Sizeof(bucket{})
 	lat := unsafe.Sizeof(latencies{})
 	sums := unsafe.Sizeof(windowSums{}) + uintptr(w.Buckets)*unsafe.Sizeof(sealMark{})
 	rings := make([]*Rolling, 0, 3*trials*runs+2) // kept, so that nothing is freed before it is counted
@@ -74,7 +78,7 @@ func TestRollingAllocatesWhatItUses(t *testing.T) {
 	}
 
 	bytes, objects := allocated(func() { newRolling(CountsAndLatencies) })
-	assert.InDelta(t, 2, objects, 0.1, "the ring and its buckets")
+	assert.InDelta(t, 3, objects, 0.1, "the ring, its epochs and its buckets")
 	requireSize(t, ring, bytes, "a new ring")
 
 	bytes, objects = allocated(func() {
@@ -83,7 +87,7 @@ func TestRollingAllocatesWhatItUses(t *testing.T) {
 		r.Record(width/2, SetOf(Success), 2*time.Millisecond, 2*time.Millisecond)
 		r.Snapshot(width / 2)
 	})
-	assert.InDelta(t, 3, objects, 0.1, "the ring, its buckets, one bucket's latencies")
+	assert.InDelta(t, 4, objects, 0.1, "the ring, its epochs, its buckets, one bucket's latencies")
 	requireSize(t, ring+lat, bytes, "a ring with calls in one bucket")
 
 	bytes, objects = allocated(func() {
@@ -92,7 +96,7 @@ func TestRollingAllocatesWhatItUses(t *testing.T) {
 		r.Record(width, SetOf(Success), time.Millisecond, time.Millisecond)
 		r.Snapshot(width)
 	})
-	assert.InDelta(t, 6, objects, 0.1, "the ring, its buckets, two buckets' latencies, the sums and their marks")
+	assert.InDelta(t, 7, objects, 0.1, "the ring, its epochs, its buckets, two buckets' latencies, the sums and their marks")
 	requireSize(t, ring+2*lat+sums, bytes, "a ring with calls in two buckets")
 
 	r := newRolling(CountsAndLatencies)
@@ -179,7 +183,7 @@ func TestRecordFirstLatency(t *testing.T) {
 	r := newRing(t, true)
 	b := r.at(0)
 	r.RecordCounts(r.window.Length, SetOf(Success)) // slot 0 rotates to the next window
-	l := r.firstLatencies(b, time.Millisecond, 2*time.Millisecond)
+	l := r.firstLatencies(b, 0, time.Millisecond, 2*time.Millisecond)
 	require.NotNil(t, l, "the slot's latencies, for Record to record into")
 	apart(&l.run).record(int64(time.Millisecond))
 	apart(&l.total).record(int64(2 * time.Millisecond))
@@ -190,9 +194,24 @@ func TestRecordFirstLatency(t *testing.T) {
 	r = newRing(t, true)
 	b = r.at(0)
 	r.Reset()
-	assert.Nil(t, r.firstLatencies(b, time.Millisecond, time.Millisecond), "recorded already, cumulatively")
+	assert.Nil(t, r.firstLatencies(b, 0, time.Millisecond, time.Millisecond), "recorded already, cumulatively")
 	assert.Zero(t, r.Snapshot(0).Run.Count, "a Reset came between: not in the window")
 	run, total := r.CumulativeLatency()
 	assert.EqualValues(t, 1, run.Count(), "but counted since creation")
 	assert.EqualValues(t, 1, total.Count())
+}
+
+// TestBucketLayout: a bucket fills whole cache lines, and the latencies'
+// pointer, which every Record reads, shares no line with the counter of an
+// event a common call writes.
+func TestBucketLayout(t *testing.T) {
+	var b bucket
+	require.Zero(t, unsafe.Sizeof(b)%cacheline.Size, "whole cache lines")
+	lat := unsafe.Offsetof(b.lat) / cacheline.Size
+	for _, e := range []Event{Success, Failure, Timeout, BadRequest, ShortCircuited, ThreadPoolRejected,
+		SemaphoreRejected, FallbackSuccess, FallbackFailure, FallbackRejection, FallbackMissing,
+		ExceptionThrown, Cancelled, Slow, QueueTimeout, Probe} {
+		off := unsafe.Offsetof(b.counts) + uintptr(e)*unsafe.Sizeof(b.counts[0])
+		assert.NotEqual(t, lat, off/cacheline.Size, "%v's counter is on the latencies' line", e)
+	}
 }

@@ -2,44 +2,39 @@ package metrics
 
 import (
 	"fmt"
-	"math"
 	"math/bits"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/bulwark-go/bulwark/internal/cacheline"
 )
 
-// emptyEpoch marks a bucket that holds no interval.
-const emptyEpoch = math.MinInt64
-
-// bucket holds what happened during one bucket interval. epoch is the
-// interval's number (time / bucket width); it is written only under the
-// ring's mutex, after the counters were emptied, so a writer that loads the
-// current epoch (acquire) adds into freshly emptied counters.
+// bucket holds what happened during one bucket interval; the interval is
+// the ring's epoch of the bucket's slot (see ring).
 //
 // lat is created by the first latency recorded in the slot (see
 // Rolling.firstLatencies) and kept across rotations: nil, the bucket holds no
 // latency, and always nil on a ring without latency.
 //
-// Every call reads epoch and lat and writes counts: the padding keeps the two
-// on separate cache lines (and buckets apart from each other), so that a
-// write on one core does not invalidate the line every other core must read
-// first. Without it, parallel callers measured 2-3 times slower per call.
+// Every call reads lat and writes counts. lat comes last, on the cache line
+// of the counts of the events a call rarely has (from ProbeSuccess on: probe
+// verdicts, rate limiting, retries, degraded answers, hedges), of max, which
+// ObserveMax writes only when it rises, and of bare: a common call (Success,
+// Failure, Timeout, Slow, a rejection, a fallback) writes only the first
+// line, so that its write on one core does not invalidate the line every
+// other core reads lat from (TestBucketLayout). The padding, before lat,
+// keeps buckets on lines of their own.
 //
 // bare counts the writes that carried no event (see bucket.add): with the
 // counts, it changes on every Record, after its latencies, which is what the
 // window's running sums check a bucket by (see windowsum.go). It is emptied
 // with the counts and counted nowhere else.
 type bucket struct {
-	epoch  atomic.Int64
-	lat    atomic.Pointer[latencies]
-	_      [cacheline.Size - 16]byte
 	counts [NumEvents]atomic.Int64
 	max    atomic.Int64
 	bare   atomic.Int64
-	_      [(cacheline.Size - (int(NumEvents)+2)*8%cacheline.Size) % cacheline.Size]byte
+	_      [(cacheline.Size - (int(NumEvents)+3)*8%cacheline.Size) % cacheline.Size]byte
+	lat    atomic.Pointer[latencies] // last: a zero-size last field would add a word
 }
 
 // writes returns the sum of b's counts and bare: it grows with every Record
@@ -98,25 +93,6 @@ func (l *latencies) addTo(run, total *histAccumulator) {
 	}
 }
 
-// The ring's current-bucket hint, cur, packs the newest bucket's epoch with
-// its slot index, so that a write finds its bucket with one load, a multiply
-// and a compare instead of a 64-bit division:
-//
-//	bits 0-9    slot index (MaxBuckets ≤ 1024)
-//	bit  10     valid
-//	bits 11-63  epoch (signed)
-//
-// Only epochs whose interval starts within ±2^62 ns (±146 years) of the
-// clock's origin are published, so that now - start never overflows into a
-// false match; instants beyond take the division path.
-const (
-	curSlotBits        = 10
-	curSlotMask        = 1<<curSlotBits - 1
-	curValid    uint64 = 1 << curSlotBits
-	curShift           = curSlotBits + 1
-	curMaxStart        = 1 << 62
-)
-
 // Rolling counts events and latencies over a sliding window of buckets, plus
 // cumulative counts since creation. Recording is lock-free and allocation
 // free: a bucket is reset lazily by the first write of a new interval (under
@@ -134,12 +110,10 @@ const (
 // at the same moment in the window, never in the cumulative counts. Rolling
 // is safe for concurrent use.
 type Rolling struct {
+	ring    // the buckets' intervals; its mu guards what is said below
 	window  Window
-	width   int64 // bucket width in ns
-	maxEp   int64 // largest |epoch| cur may hold (see curMaxStart)
 	buckets []bucket
-	cur     atomic.Uint64 // hint: the newest bucket (see curSlotBits); 0 when none
-	withLat bool          // the ring records latencies (CountsAndLatencies)
+	withLat bool // the ring records latencies (CountsAndLatencies)
 
 	// The cumulative counts are folded, not counted twice: each event is
 	// added to its bucket only, and a rotation or Reset moves the bucket's
@@ -147,7 +121,6 @@ type Rolling struct {
 	// nor doubled). Cumulative sums folded and the buckets under mu. Events
 	// too late for any bucket go straight into folded.
 	folded [NumEvents]atomic.Int64
-	mu     sync.Mutex // serialises bucket rotation, Reset and Cumulative
 
 	// foldedLat holds the latencies rotation and Reset moved out of the
 	// buckets, and those of calls too late for any bucket, as folded does
@@ -190,69 +163,37 @@ func NewRolling(w Window, c Contents) (*Rolling, error) {
 	if c > CountsAndLatencies {
 		return nil, fmt.Errorf("%w: Contents %d is not CountsOnly or CountsAndLatencies", ErrInvalidConfig, c)
 	}
-	width := int64(w.BucketWidth())
-	r := &Rolling{window: w, width: width, maxEp: curMaxStart / width, buckets: make([]bucket, w.Buckets),
-		withLat: c == CountsAndLatencies}
-	for i := range r.buckets {
-		r.buckets[i].epoch.Store(emptyEpoch)
-	}
-	return r, nil
+	return &Rolling{ring: makeRing(w), window: w, buckets: make([]bucket, w.Buckets), withLat: c == CountsAndLatencies}, nil
 }
 
 // Window returns the window the ring covers.
 func (r *Rolling) Window() Window { return r.window }
 
-// at returns the bucket for instant now, rotating it in if needed, or nil if
-// now is older than what the bucket's slot already holds. The common case,
-// now in the newest bucket's interval, costs two loads and no division.
+// at returns the bucket for instant now, rotating it in if needed, or nil
+// if now is older than what the bucket's slot already holds. The common
+// case, now in the newest bucket's interval, costs one load and no
+// division.
 func (r *Rolling) at(now time.Duration) *bucket {
-	if c := r.cur.Load(); c&curValid != 0 {
-		ep := int64(c) >> curShift
-		b := &r.buckets[c&curSlotMask]
-		// Unsigned: one compare tests start <= now < start+width.
-		if uint64(int64(now)-ep*r.width) < uint64(r.width) && b.epoch.Load() == ep {
-			return b
-		}
+	if i, ok := r.hint(now); ok {
+		return &r.buckets[i]
 	}
-	return r.atEpoch(r.epoch(now))
+	if i := r.slotOf(r.epoch(now), r); i >= 0 {
+		return &r.buckets[i]
+	}
+	return nil
 }
 
-// atEpoch is at for the bucket interval ep.
-func (r *Rolling) atEpoch(ep int64) *bucket {
-	n := int64(len(r.buckets))
-	slot := (ep%n + n) % n
-	if b := &r.buckets[slot]; b.epoch.Load() == ep {
-		return b
-	}
-	return r.rotate(slot, ep)
-}
-
-// rotate makes the bucket in slot, the slot of interval ep, hold ep, unless
-// it already holds a later interval (then it returns nil).
-func (r *Rolling) rotate(slot, ep int64) *bucket {
-	b := &r.buckets[slot]
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	switch cur := b.epoch.Load(); {
-	case cur == ep:
-		return b
-	case cur > ep:
-		return nil
-	}
+// rotateIn empties the bucket in slot i for interval ep, for the ring's
+// rotate. r.mu is held.
+func (r *Rolling) rotateIn(i int, ep int64) {
+	b := &r.buckets[i]
 	if r.withLat {
-		r.rotating(b, int(slot), ep)
+		r.rotating(b, i, ep)
 	}
 	r.empty(b)
 	if r.sums != nil {
-		r.rotated(int(slot))
+		r.rotated(i)
 	}
-	b.epoch.Store(ep)
-	if ep >= -r.maxEp && ep <= r.maxEp {
-		if c := r.cur.Load(); c&curValid == 0 || int64(c)>>curShift < ep {
-			r.cur.Store(uint64(ep)<<curShift | curValid | uint64(slot))
-		}
-	}
-	return b
 }
 
 // empty moves b's counts and latencies into the cumulative ones and clears
@@ -297,7 +238,7 @@ func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Dur
 	}
 	l := b.lat.Load()
 	if l == nil {
-		l = r.firstLatencies(b, run, total)
+		l = r.firstLatencies(b, now, run, total)
 	}
 	if l != nil {
 		switch {
@@ -319,22 +260,23 @@ func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Dur
 }
 
 // firstLatencies returns the latencies for Record to record a call's into,
-// when b has none yet: a call with a latency creates b's, on a ring with
+// when b, the bucket at found for instant now, has none yet: a call with a
+// latency creates b's, on a ring with
 // latency; a call without, or a ring without latency, creates nothing and
 // gets nil. Kept out of line, as create is, so that Record's common path
 // stays a load, a test and a branch.
 //
-// b's interval is the call's, unless a rotation or Reset came between:
+// The slot's interval is the call's, unless a rotation or Reset came between:
 // then the latencies go where a writer delayed as long puts them, in the
 // slot's new interval, or, after a Reset, cumulatively only (and firstLatencies
 // returns nil, having recorded them).
 //
 //go:noinline
-func (r *Rolling) firstLatencies(b *bucket, run, total time.Duration) *latencies {
+func (r *Rolling) firstLatencies(b *bucket, now, run, total time.Duration) *latencies {
 	if (run < 0 && total < 0) || !r.newLatencies(b) {
 		return nil
 	}
-	if b.epoch.Load() == emptyEpoch {
+	if r.epochs[r.slot(r.epoch(now))].Load() == emptyEpoch {
 		r.late(0, run, total)
 		return nil
 	}
@@ -405,22 +347,6 @@ func (r *Rolling) ObserveMax(now time.Duration, v int64) {
 	}
 }
 
-// epoch returns the number of the bucket interval holding now, rounding
-// down so that instants before the clock's origin work too.
-func (r *Rolling) epoch(now time.Duration) int64 {
-	ep := int64(now) / r.width
-	if now < 0 && int64(now)%r.width != 0 {
-		ep--
-	}
-	return ep
-}
-
-// live reports whether a bucket holding epoch ep lies in the window ending at
-// epoch cur.
-func (r *Rolling) live(ep, cur int64) bool {
-	return ep <= cur && ep > cur-int64(len(r.buckets))
-}
-
 // Counts returns the event counts in the window that ends at now. It reads
 // every event's counter in every bucket of the window; a caller that needs
 // only a few events reads less with CountsOf or Count.
@@ -428,10 +354,10 @@ func (r *Rolling) Counts(now time.Duration) Counts {
 	var c Counts
 	cur := r.epoch(now)
 	for i := range r.buckets {
-		b := &r.buckets[i]
-		if !r.live(b.epoch.Load(), cur) {
+		if !r.live(i, cur) {
 			continue
 		}
+		b := &r.buckets[i]
 		for e := range c {
 			c[e] += b.counts[e].Load()
 		}
@@ -441,18 +367,18 @@ func (r *Rolling) Counts(now time.Duration) Counts {
 
 // CountsOf returns the counts of the events in set in the window that ends
 // at now, and 0 for every other event: Counts(now) with the events outside
-// set zeroed, reading only set's counters (a breaker judges by four events
-// of NumEvents). Bits of set that stand for no event (NumEvents and above)
+// set zeroed, reading only set's counters (a retry budget reads the events
+// Counts.Calls needs). Bits of set that stand for no event (NumEvents and above)
 // are ignored: no such event is ever counted.
 func (r *Rolling) CountsOf(now time.Duration, set EventSet) Counts {
 	var c Counts
 	set &= allEvents
 	cur := r.epoch(now)
 	for i := range r.buckets {
-		b := &r.buckets[i]
-		if !r.live(b.epoch.Load(), cur) {
+		if !r.live(i, cur) {
 			continue
 		}
+		b := &r.buckets[i]
 		for s := uint32(set); s != 0; s &= s - 1 {
 			e := bits.TrailingZeros32(s)
 			c[e] += b.counts[e].Load()
@@ -471,9 +397,8 @@ func (r *Rolling) Count(now time.Duration, e Event) int64 {
 	var n int64
 	cur := r.epoch(now)
 	for i := range r.buckets {
-		b := &r.buckets[i]
-		if r.live(b.epoch.Load(), cur) {
-			n += b.counts[e].Load()
+		if r.live(i, cur) {
+			n += r.buckets[i].counts[e].Load()
 		}
 	}
 	return n
@@ -502,9 +427,8 @@ func (r *Rolling) Cumulative() Counts {
 func (r *Rolling) Reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.cur.Store(0)
+	r.clear()
 	for i := range r.buckets {
-		r.buckets[i].epoch.Store(emptyEpoch)
 		r.empty(&r.buckets[i])
 	}
 	if r.sums != nil {
@@ -539,7 +463,7 @@ func (r *Rolling) Snapshot(now time.Duration) Snapshot {
 	w := r.sums
 	for i := range r.buckets {
 		b := &r.buckets[i]
-		live := r.live(b.epoch.Load(), cur)
+		live := r.live(i, cur)
 		writes := b.bare.Load()
 		for e := range s.Counts {
 			n := b.counts[e].Load()

@@ -91,7 +91,7 @@ func (r *Rolling) startSums(i int) *windowSums {
 		if j != i && b.lat.Load() != nil {
 			found = true
 		}
-		if ep := b.epoch.Load(); ep != emptyEpoch && (newest < 0 || ep > newestEp) {
+		if ep := r.epochs[j].Load(); ep != emptyEpoch && (newest < 0 || ep > newestEp) {
 			newest, newestEp = j, ep // as rotating tracks it: the latest interval
 		}
 	}
@@ -221,7 +221,7 @@ func (r *Rolling) rotating(b *bucket, i int, ep int64) {
 	if w.marks[i].sealed {
 		w.unseal(b, i)
 	}
-	if w.newest >= 0 && w.newest != i && r.buckets[w.newest].epoch.Load() > ep {
+	if w.newest >= 0 && w.newest != i && r.epochs[w.newest].Load() > ep {
 		return // an older interval: sealed (empty) once emptied, see rotated
 	}
 	if w.newest >= 0 && w.newest != i && w.valid {
@@ -264,7 +264,7 @@ func (r *Rolling) rebuild(cur int64) {
 	w := r.sums
 	w.clear()
 	for i := range r.buckets {
-		if i != w.newest && r.live(r.buckets[i].epoch.Load(), cur) {
+		if i != w.newest && r.live(i, cur) {
 			w.seal(&r.buckets[i], i)
 		}
 	}
@@ -285,7 +285,7 @@ func (r *Rolling) windowLatency(cur int64) (run, total Latency) {
 		b := &r.buckets[i]
 		switch {
 		case !w.marks[i].sealed:
-		case !r.live(b.epoch.Load(), cur):
+		case !r.live(i, cur):
 			w.unseal(b, i) // out of the window: it leaves the sums
 		case w.marks[i].seen != w.marks[i].writes:
 			w.valid = false // a late write
@@ -296,7 +296,7 @@ func (r *Rolling) windowLatency(cur int64) (run, total Latency) {
 	}
 	extra := -1
 	for i := range r.buckets {
-		if !w.marks[i].sealed && r.live(r.buckets[i].epoch.Load(), cur) {
+		if !w.marks[i].sealed && r.live(i, cur) {
 			if extra >= 0 {
 				return r.mergeLive(cur) // two unsealed live buckets: rare
 			}
@@ -327,8 +327,7 @@ func (r *Rolling) windowLatency(cur int64) (run, total Latency) {
 func (r *Rolling) unsummed(cur int64) (run, total Latency) {
 	var l *latencies
 	for i := range r.buckets {
-		b := &r.buckets[i]
-		if bl := b.lat.Load(); bl != nil && r.live(b.epoch.Load(), cur) {
+		if bl := r.buckets[i].lat.Load(); bl != nil && r.live(i, cur) {
 			if l != nil {
 				return r.mergeLive(cur)
 			}
@@ -407,8 +406,8 @@ func blocksOf(h *Histogram) histBlocks {
 func (r *Rolling) mergeLive(cur int64) (Latency, Latency) {
 	var run, total histAccumulator
 	for i := range r.buckets {
-		if b := &r.buckets[i]; r.live(b.epoch.Load(), cur) {
-			b.lat.Load().addTo(&run, &total)
+		if r.live(i, cur) {
+			r.buckets[i].lat.Load().addTo(&run, &total)
 		}
 	}
 	return run.latency(), total.latency()
