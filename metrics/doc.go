@@ -39,6 +39,11 @@
 // moves what leaves the window into them, for exporters of cumulative
 // histograms such as the prom module.
 //
+// A [Tally] counts the events of one set over a window the same way (the
+// same code rotates both), and nothing else: one counter per event of the
+// set in each bucket, no cumulative counts, maximum or latency. A circuit
+// breaker's health window is a Tally of the four events it judges.
+//
 // Package gmbridge publishes these windows as go-metrics gauges; this
 // package depends on nothing outside the standard library.
 package metrics
