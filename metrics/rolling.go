@@ -297,7 +297,7 @@ func (r *Rolling) newLatencies(b *bucket) bool {
 // RecordCounts counts one call at instant now, every event in events (in
 // the window and cumulatively), and no latency: Record with NoLatency for
 // both, without the latency path, for the rings that keep none (a
-// breaker's window, a sliding-window limit).
+// sliding-window limit).
 func (r *Rolling) RecordCounts(now time.Duration, events EventSet) {
 	b := r.at(now)
 	if b == nil {
@@ -422,8 +422,7 @@ func (r *Rolling) Cumulative() Counts {
 	return c
 }
 
-// Reset empties the window (cumulative counts are kept). A circuit breaker
-// calls it on closing so that old failures cannot reopen it.
+// Reset empties the window (cumulative counts are kept).
 func (r *Rolling) Reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
