@@ -42,7 +42,9 @@
 // A [Tally] counts the events of one set over a window the same way (the
 // same code rotates both), and nothing else: one counter per event of the
 // set in each bucket, no cumulative counts, maximum or latency. A circuit
-// breaker's health window is a Tally of the four events it judges.
+// breaker's health window is a Tally of the four events it judges. A
+// [Peak] keeps a window's maximum alone, one value per bucket: a group's
+// peak of calls running at once.
 //
 // Package gmbridge publishes these windows as go-metrics gauges; this
 // package depends on nothing outside the standard library.

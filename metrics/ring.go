@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/bulwark-go/bulwark/internal/cacheline"
 )
 
 // emptyEpoch marks a bucket slot that holds no interval.
@@ -65,6 +67,25 @@ func makeRing(w Window) ring {
 		epochs[i].Store(emptyEpoch)
 	}
 	return ring{width: width, maxEp: curMaxStart / width, epochs: epochs}
+}
+
+// lines returns n counters in whole cache lines: the allocator rounds a
+// size of whole lines to a class of whole lines, so the array starts on a
+// line, and the counters share no line with another object (a write on one
+// core does not invalidate a line another ring's writers use).
+func lines(n int) []atomic.Int64 {
+	perLine := cacheline.Size / 8
+	return make([]atomic.Int64, n, (n+perLine-1)/perLine*perLine)
+}
+
+// raise raises m to v if v is larger.
+func raise(m *atomic.Int64, v int64) {
+	for {
+		cur := m.Load()
+		if v <= cur || m.CompareAndSwap(cur, v) {
+			return
+		}
+	}
 }
 
 // hint returns the slot of instant now and true if now lies in the newest

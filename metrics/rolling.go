@@ -335,15 +335,8 @@ func (r *Rolling) late(events EventSet, run, total time.Duration) {
 // ObserveMax raises the rolling maximum (for example peak concurrency) to v
 // if v is larger.
 func (r *Rolling) ObserveMax(now time.Duration, v int64) {
-	b := r.at(now)
-	if b == nil {
-		return
-	}
-	for {
-		cur := b.max.Load()
-		if v <= cur || b.max.CompareAndSwap(cur, v) {
-			return
-		}
+	if b := r.at(now); b != nil {
+		raise(&b.max, v)
 	}
 }
 

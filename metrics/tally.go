@@ -5,8 +5,6 @@ import (
 	"math/bits"
 	"sync/atomic"
 	"time"
-
-	"github.com/bulwark-go/bulwark/internal/cacheline"
 )
 
 // Tally counts the events of one set over a sliding window of buckets: what
@@ -23,12 +21,9 @@ type Tally struct {
 	set  EventSet
 	k    int      // counters per bucket: set.Len()
 	pos  [32]int8 // pos[e]: event e's counter in a bucket, for e in set
-	// counts holds bucket i's counters at [i*k, i*k+k), in event order.
-	// Its capacity fills whole cache lines (the allocator rounds such a
-	// size to a class of whole lines, so the array starts on a line), so
-	// that the counters share no line with another object: a write on one
-	// core does not invalidate a line another ring's writers use. Buckets
-	// share lines with each other: only the newest is written.
+	// counts holds bucket i's counters at [i*k, i*k+k), in event order, in
+	// lines of their own (see lines). Buckets share lines with each other:
+	// only the newest is written.
 	counts []atomic.Int64
 }
 
@@ -49,8 +44,7 @@ func NewTally(w Window, set EventSet) (*Tally, error) {
 			t.pos[e] = int8((set & (1<<e - 1)).Len()) // the events of set before e
 		}
 	}
-	n, perLine := w.Buckets*t.k, cacheline.Size/8
-	t.counts = make([]atomic.Int64, n, (n+perLine-1)/perLine*perLine)
+	t.counts = lines(w.Buckets * t.k)
 	return t, nil
 }
 
