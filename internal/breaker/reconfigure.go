@@ -47,11 +47,17 @@ type Settings struct {
 	OnTransition func(Transition) // nil: none
 
 	// Config is what these settings were derived from, kept for their
-	// deriver: circuit.Breaker.Config returns it. CheckReplacement reports
-	// whether the deriver would accept cfg (a circuit.Config) in place of
-	// Config: circuit.Breaker.Reconfigure's checks, for CheckReconfigure.
-	Config           any
-	CheckReplacement func(cfg any) error
+	// deriver: circuit.Breaker.Config returns it.
+	Config Source
+}
+
+// Source is what a breaker's Settings were derived from, kept for their
+// deriver (package circuit, whose configuration it holds).
+type Source interface {
+	// CheckReplacement reports whether the deriver would accept cfg (a
+	// circuit.Config) in place of this source: circuit.Breaker.Reconfigure's
+	// checks, for CheckReconfigure.
+	CheckReplacement(cfg any) error
 }
 
 // MaxProbes bounds HalfOpenProbes: the in-flight probe count shares an
@@ -80,7 +86,7 @@ func derive(s Settings, w *metrics.Tally) *settings {
 // CheckReconfigure reports whether circuit.Breaker.Reconfigure would
 // accept cfg, a circuit.Config, without changing anything: package command
 // checks every breaker of a group before it reconfigures any.
-func (b *Breaker) CheckReconfigure(cfg any) error { return b.cfg().CheckReplacement(cfg) }
+func (b *Breaker) CheckReconfigure(cfg any) error { return b.cfg().Config.CheckReplacement(cfg) }
 
 // Reconfigure replaces the breaker's settings with s, validated by its
 // caller, and returns the settings it replaced and the count of accepted
