@@ -5,7 +5,8 @@
 // A [Rolling] covers a [Window] (for example 10 s in 10 buckets). Each bucket
 // holds one atomic counter per [Event], a rolling maximum and, optionally, two
 // fixed log-linear latency [Histogram]s (run time and total time), created by
-// the first latency recorded in the bucket's slot. Buckets
+// the first latency recorded in the bucket's slot; the bucket itself is
+// created by its slot's first use. Buckets
 // rotate lazily: the first write that lands in a new bucket interval resets
 // the slot it reuses, so an idle ring costs nothing and needs no goroutine.
 // Readers sum only the buckets whose interval lies inside the window, so an

@@ -38,13 +38,26 @@ type bucket struct {
 }
 
 // writes returns the sum of b's counts and bare: it grows with every Record
-// into b, and only a rotation or Reset (which empty b) lowers it.
+// into b, and only a rotation or Reset (which empty b) lowers it. A nil b, a
+// slot never used, holds none.
 func (b *bucket) writes() int64 {
+	if b == nil {
+		return 0
+	}
 	n := b.bare.Load()
 	for e := range b.counts {
 		n += b.counts[e].Load()
 	}
 	return n
+}
+
+// latencies returns b's latencies: nil for none, and for a nil b (a slot
+// never used).
+func (b *bucket) latencies() *latencies {
+	if b == nil {
+		return nil
+	}
+	return b.lat.Load()
 }
 
 // latencies holds a bucket's run and total latencies in three histograms, so
@@ -97,12 +110,14 @@ func (l *latencies) addTo(run, total *histAccumulator) {
 // cumulative counts since creation. Recording is lock-free and allocation
 // free: a bucket is reset lazily by the first write of a new interval (under
 // a mutex taken once per bucket interval, not per call). A call's events and
-// latencies go in with one Record, one bucket lookup. (The one exception to
-// "allocation free": on a ring with latency, the first latency recorded in a
-// bucket slot creates the slot's histogram, and the first call of a slot
-// whose run and total latencies differ the histograms for such calls, once
-// for the ring's life; so does the first rotation that has latencies to
-// move or sum, for the ring's cumulative latencies and running sums.)
+// latencies go in with one Record, one bucket lookup. (The exceptions to
+// "allocation free", each once for the ring's life: a slot's first rotation
+// creates its bucket, 256 bytes, so a ring whose calls fell in one bucket
+// holds one; on a ring with latency, the first latency recorded in a bucket
+// slot creates the slot's histogram, and the first call of a slot whose run
+// and total latencies differ the histograms for such calls; so does the
+// first rotation that has latencies to move or sum, for the ring's
+// cumulative latencies and running sums.)
 //
 // An event whose instant lies a whole window behind the newest write (a
 // writer delayed that long between reading its clock and recording) is kept
@@ -112,8 +127,8 @@ func (l *latencies) addTo(run, total *histAccumulator) {
 type Rolling struct {
 	ring    // the buckets' intervals; its mu guards what is said below
 	window  Window
-	buckets []bucket
-	withLat bool // the ring records latencies (CountsAndLatencies)
+	buckets []*bucket // nil until the slot's first rotation creates it, then kept (written under mu)
+	withLat bool      // the ring records latencies (CountsAndLatencies)
 
 	// The cumulative counts are folded, not counted twice: each event is
 	// added to its bucket only, and a rotation or Reset moves the bucket's
@@ -163,7 +178,7 @@ func NewRolling(w Window, c Contents) (*Rolling, error) {
 	if c > CountsAndLatencies {
 		return nil, fmt.Errorf("%w: Contents %d is not CountsOnly or CountsAndLatencies", ErrInvalidConfig, c)
 	}
-	return &Rolling{ring: makeRing(w), window: w, buckets: make([]bucket, w.Buckets), withLat: c == CountsAndLatencies}, nil
+	return &Rolling{ring: makeRing(w), window: w, buckets: make([]*bucket, w.Buckets), withLat: c == CountsAndLatencies}, nil
 }
 
 // Window returns the window the ring covers.
@@ -175,18 +190,22 @@ func (r *Rolling) Window() Window { return r.window }
 // division.
 func (r *Rolling) at(now time.Duration) *bucket {
 	if i, ok := r.hint(now); ok {
-		return &r.buckets[i]
+		return r.buckets[i]
 	}
 	if i := r.slotOf(r.epoch(now), r); i >= 0 {
-		return &r.buckets[i]
+		return r.buckets[i]
 	}
 	return nil
 }
 
 // rotateIn empties the bucket in slot i for interval ep, for the ring's
-// rotate. r.mu is held.
+// rotate, creating it on the slot's first use. r.mu is held.
 func (r *Rolling) rotateIn(i int, ep int64) {
-	b := &r.buckets[i]
+	b := r.buckets[i]
+	if b == nil {
+		b = new(bucket)
+		r.buckets[i] = b
+	}
 	if r.withLat {
 		r.rotating(b, i, ep)
 	}
@@ -350,7 +369,7 @@ func (r *Rolling) Counts(now time.Duration) Counts {
 		if !r.live(i, cur) {
 			continue
 		}
-		b := &r.buckets[i]
+		b := r.buckets[i]
 		for e := range c {
 			c[e] += b.counts[e].Load()
 		}
@@ -371,7 +390,7 @@ func (r *Rolling) CountsOf(now time.Duration, set EventSet) Counts {
 		if !r.live(i, cur) {
 			continue
 		}
-		b := &r.buckets[i]
+		b := r.buckets[i]
 		for s := uint32(set); s != 0; s &= s - 1 {
 			e := bits.TrailingZeros32(s)
 			c[e] += b.counts[e].Load()
@@ -407,9 +426,12 @@ func (r *Rolling) Cumulative() Counts {
 	for e := range c {
 		c[e] = r.folded[e].Load()
 	}
-	for i := range r.buckets {
+	for _, b := range r.buckets {
+		if b == nil {
+			continue
+		}
 		for e := range c {
-			c[e] += r.buckets[i].counts[e].Load()
+			c[e] += b.counts[e].Load()
 		}
 	}
 	return c
@@ -420,8 +442,10 @@ func (r *Rolling) Reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.clear()
-	for i := range r.buckets {
-		r.empty(&r.buckets[i])
+	for _, b := range r.buckets {
+		if b != nil {
+			r.empty(b)
+		}
 	}
 	if r.sums != nil {
 		r.sums.reset()
@@ -453,8 +477,10 @@ func (r *Rolling) Snapshot(now time.Duration) Snapshot {
 		s.Cumulative[e] = r.folded[e].Load()
 	}
 	w := r.sums
-	for i := range r.buckets {
-		b := &r.buckets[i]
+	for i, b := range r.buckets {
+		if b == nil {
+			continue // never used: no writes, as its mark says if it has one
+		}
 		live := r.live(i, cur)
 		writes := b.bare.Load()
 		for e := range s.Counts {
