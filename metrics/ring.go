@@ -33,7 +33,7 @@ const (
 
 // ring maps instants to the slots of a ring of bucket intervals and rotates
 // a slot to a new interval: the one implementation of rotation, for every
-// ring type of this package (Rolling, Tally), each of which keeps its
+// ring type of this package (Rolling, Tally, Peak), each of which keeps its
 // buckets itself. A slot's epoch is the interval's number (time / bucket
 // width).
 //

@@ -23,7 +23,8 @@ import (
 // Failure, Timeout, Slow, a rejection, a fallback) writes only the first
 // line, so that its write on one core does not invalidate the line every
 // other core reads lat from (TestBucketLayout). The padding, before lat,
-// keeps buckets on lines of their own.
+// makes a bucket whole lines, and so its allocation (each bucket is one of
+// its own: see Rolling.buckets).
 //
 // bare counts the writes that carried no event (see bucket.add): with the
 // counts, it changes on every Record, after its latencies, which is what the

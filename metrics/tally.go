@@ -11,11 +11,11 @@ import (
 // a Rolling's window counts of those events, and nothing else (no other
 // event, no cumulative count, maximum or latency), in one counter per event
 // of the set in each bucket. A circuit breaker's health window, four events
-// in ten buckets, takes 592 bytes as a Tally and 3,120 as a Rolling
-// (TestTallyAllocatesWhatItUses). Recording is lock-free and allocation free; buckets rotate
-// lazily, as a Rolling's do (the same code rotates both). An event whose
-// instant lies a whole window behind the newest write is not counted. Tally
-// is safe for concurrent use.
+// in ten buckets, takes 592 bytes as a Tally (TestTallyAllocatesWhatItUses)
+// and 3,072 as a Rolling once every slot was used. Recording is lock-free
+// and allocation free; buckets rotate lazily, as a Rolling's do (the same
+// code rotates both). An event whose instant lies a whole window behind the
+// newest write is not counted. Tally is safe for concurrent use.
 type Tally struct {
 	ring // the buckets' intervals
 	set  EventSet
