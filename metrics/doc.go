@@ -34,7 +34,7 @@
 // latencies. ObserveMax raises the rolling maximum (a peak concurrency, say).
 // Counts reads every event's count in the window; a reader on a call path
 // that needs a few events reads only those, with CountsOf (a retry budget's
-// calls) or Count (a sliding-window limiter's one).
+// calls) or Count (one event's).
 // Cumulative counts since creation are kept beside the window, and so are
 // the latencies (CumulativeLatency, a [Distribution] per phase): a rotation
 // moves what leaves the window into them, for exporters of cumulative

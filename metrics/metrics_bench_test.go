@@ -160,8 +160,7 @@ func BenchmarkSystemClock(b *testing.B) {
 }
 
 // BenchmarkCounts reads a full window (an event in each of its 10 buckets)
-// three ways: every event (Counts), the four a breaker judges by (CountsOf),
-// and the one a sliding-window limiter reads (Count).
+// three ways: every event (Counts), four (CountsOf), and one (Count).
 func BenchmarkCounts(b *testing.B) {
 	r := benchRing(b)
 	w := r.Window()

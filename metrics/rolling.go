@@ -316,8 +316,7 @@ func (r *Rolling) newLatencies(b *bucket) bool {
 
 // RecordCounts counts one call at instant now, every event in events (in
 // the window and cumulatively), and no latency: Record with NoLatency for
-// both, without the latency path, for the rings that keep none (a
-// sliding-window limit).
+// both, without the latency path, for a ring that keeps none.
 func (r *Rolling) RecordCounts(now time.Duration, events EventSet) {
 	b := r.at(now)
 	if b == nil {
