@@ -145,7 +145,7 @@ func (b *Breaker) Observe(f func(Transition)) (stop func()) {
 func (b *Breaker) Config() Config { return configOf(b.engine().Settings()) }
 
 // configOf returns the Config that s was derived from (see settings).
-func configOf(s breaker.Settings) Config { return s.Config.(Config) }
+func configOf(s breaker.Settings) Config { return s.Config.(*source).cfg }
 
 // Reconfigure replaces the breaker's configuration while it runs. It
 // validates cfg first: an invalid cfg returns an error wrapping

@@ -346,14 +346,25 @@ func (r RampConfig) validate(e Config) error {
 	return nil
 }
 
+// source is a Config kept whole in the engine's Settings.
+type source struct{ cfg Config }
+
+// CheckReplacement reports whether Breaker.Reconfigure would accept next, a
+// Config, in place of s.
+func (s *source) CheckReplacement(next any) error {
+	_, err := s.cfg.replacement(next.(Config))
+	return err
+}
+
 // invalid returns a configuration error wrapping ErrInvalidConfig.
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 }
 
 // settings returns what the engine runs on for e, an effective, valid
-// configuration: the same values, with e kept for Breaker.Config and
-// OnTransition handed the public form of each transition.
+// configuration: the same values, with e kept (one copy, as a source) for
+// Breaker.Config and CheckReconfigure, and OnTransition handed the public
+// form of each transition.
 func (e Config) settings() breaker.Settings {
 	s := breaker.Settings{
 		Name:              e.Name,
@@ -378,11 +389,7 @@ func (e Config) settings() breaker.Settings {
 		Mode:              breaker.Mode(e.Mode),
 		Clock:             e.Clock,
 		Logger:            e.Logger,
-		Config:            e,
-		CheckReplacement: func(cfg any) error {
-			_, err := e.replacement(cfg.(Config))
-			return err
-		},
+		Config:            &source{e},
 	}
 	if f := e.OnTransition; f != nil {
 		s.OnTransition = func(t breaker.Transition) { f(transitionOf(t)) }

@@ -38,7 +38,7 @@ func (k *commandCall[T, C]) isolate() (runCtx context.Context, dl *deadline.Cont
 	}
 	if err = g.sem.Enter(runCtx); err == nil {
 		// The permits taken are the calls running now: the group's peak.
-		g.metrics.ObserveMax(k.t0, int64(g.sem.Stats().Active))
+		g.peak.ObserveMax(k.t0, int64(g.sem.Stats().Active))
 		returned, err = k.runHeld(runCtx)
 	}
 	k.now = g.clock.Now()
@@ -165,7 +165,7 @@ func (p *poolCall[T, C]) run(ctx context.Context) {
 	if g.cfg().QueueSize > 0 {
 		p.start = g.clock.Now()
 	}
-	g.metrics.ObserveMax(p.start, g.hot.running.Add(1))
+	g.peak.ObserveMax(p.start, g.hot.running.Add(1))
 	defer g.hot.running.Add(-1) // however Run ends: returned, panicked or called runtime.Goexit
 	p.v, p.err = p.cmd.Run(ctx)
 }

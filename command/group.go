@@ -354,9 +354,9 @@ type Group struct {
 	sem      *isolation.Semaphore // Semaphore strategy
 	fallback *isolation.Semaphore
 	breaker  *circuit.Breaker
-	metrics  *metrics.Rolling // Max only: peak running (counts are the commands', see window)
-	rejected metrics.Event    // ThreadPoolRejected or SemaphoreRejected
-	hook     CallHook         // the registry's; nil: none
+	peak     *metrics.Peak // calls running at once (counts are the commands', see window)
+	rejected metrics.Event // ThreadPoolRejected or SemaphoreRejected
+	hook     CallHook      // the registry's; nil: none
 
 	// breakerClock and cmdBreakerClock are the clocks of the group's
 	// breaker and of the commands' breakers when their config sets one;
@@ -480,7 +480,7 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 	if g.breaker, err = circuit.New(g.breakerConfig(cfg.Breaker, name)); err != nil {
 		return nil, err
 	}
-	if g.metrics, err = metrics.NewRolling(cfg.Window, metrics.CountsOnly); err != nil {
+	if g.peak, err = metrics.NewPeak(cfg.Window); err != nil {
 		return nil, err
 	}
 	if g.fallback, err = isolation.NewSemaphore(cfg.FallbackLimit); err != nil {
@@ -794,7 +794,7 @@ func (g *Group) Snapshot() GroupSnapshot {
 		Name:     g.name,
 		Config:   cfg.GroupConfig,
 		Breaker:  g.breaker.Snapshot(),
-		Metrics:  g.metrics.Snapshot(now),
+		Metrics:  g.peakSnapshot(now),
 		Throttle: cfg.throttleSnapshot(now),
 		Adaptive: g.adaptiveSnapshot(cfg),
 
@@ -830,12 +830,18 @@ func (g *Group) Snapshot() GroupSnapshot {
 // executor records each event once, in the command's window; the group's
 // counts are derived here.
 func (g *Group) window(now time.Duration) metrics.Snapshot {
-	s := g.metrics.Snapshot(now)
+	s := g.peakSnapshot(now)
 	for _, c := range g.commands.Load().names.all() {
 		addCounts(&s.Counts, c.metrics.Counts(now))
 		addCounts(&s.Cumulative, c.metrics.Cumulative())
 	}
 	return s
+}
+
+// peakSnapshot returns the group's window at now before its commands'
+// counts are added: the peak of calls running at once.
+func (g *Group) peakSnapshot(now time.Duration) metrics.Snapshot {
+	return metrics.Snapshot{Window: g.peak.Window(), Max: g.peak.Max(now)}
 }
 
 func addCounts(sum *metrics.Counts, c metrics.Counts) {

@@ -220,7 +220,7 @@ func (b *retryBudget) admit(g *Group, rc *retry.Config, now time.Duration) bool 
 	// attempt and one retry, one more retry and no more calls.
 	calls++
 	retries += b.pending.Load()
-	allowed := rc.BudgetRatio*float64(calls) + rc.BudgetMinPerSecond*g.metrics.Window().Length.Seconds()
+	allowed := rc.BudgetRatio*float64(calls) + rc.BudgetMinPerSecond*g.peak.Window().Length.Seconds()
 	if float64(retries)+1 > allowed {
 		return false
 	}

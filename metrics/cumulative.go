@@ -246,7 +246,7 @@ func (r *Rolling) CumulativeLatency() (run, total *Distribution) {
 	r.mu.Lock()
 	r.foldedLat.addTo(&accRun, &accTotal)
 	for i := range r.buckets {
-		r.buckets[i].lat.Load().addTo(&accRun, &accTotal)
+		r.buckets[i].latencies().addTo(&accRun, &accTotal)
 	}
 	r.mu.Unlock()
 	return accRun.distribution(), accTotal.distribution()
@@ -275,7 +275,7 @@ func (r *Rolling) CumulativeTotal() (count int64, sum time.Duration, ok bool) {
 		}
 	}
 	for i := range r.buckets {
-		if l := r.buckets[i].lat.Load(); l != nil {
+		if l := r.buckets[i].latencies(); l != nil {
 			for _, h := range [2]*Histogram{&l.same, l.total.Load()} {
 				if h != nil {
 					n, hs := h.countSum()

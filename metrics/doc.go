@@ -5,7 +5,8 @@
 // A [Rolling] covers a [Window] (for example 10 s in 10 buckets). Each bucket
 // holds one atomic counter per [Event], a rolling maximum and, optionally, two
 // fixed log-linear latency [Histogram]s (run time and total time), created by
-// the first latency recorded in the bucket's slot. Buckets
+// the first latency recorded in the bucket's slot; the bucket itself is
+// created by its slot's first use. Buckets
 // rotate lazily: the first write that lands in a new bucket interval resets
 // the slot it reuses, so an idle ring costs nothing and needs no goroutine.
 // Readers sum only the buckets whose interval lies inside the window, so an
@@ -32,12 +33,19 @@
 // Record counts a whole call: its events as an [EventSet], its run and total
 // latencies. ObserveMax raises the rolling maximum (a peak concurrency, say).
 // Counts reads every event's count in the window; a reader on a call path
-// that needs a few events reads only those, with CountsOf (a breaker's four)
-// or Count (a sliding-window limiter's one).
+// that needs a few events reads only those, with CountsOf (a retry budget's
+// calls) or Count (one event's).
 // Cumulative counts since creation are kept beside the window, and so are
 // the latencies (CumulativeLatency, a [Distribution] per phase): a rotation
 // moves what leaves the window into them, for exporters of cumulative
 // histograms such as the prom module.
+//
+// A [Tally] counts the events of one set over a window the same way (the
+// same code rotates both), and nothing else: one counter per event of the
+// set in each bucket, no cumulative counts, maximum or latency. A circuit
+// breaker's health window is a Tally of the four events it judges. A
+// [Peak] keeps a window's maximum alone, one value per bucket: a group's
+// peak of calls running at once.
 //
 // Package gmbridge publishes these windows as go-metrics gauges; this
 // package depends on nothing outside the standard library.

@@ -3,10 +3,12 @@ package metrics
 import (
 	"math"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
 
+	"github.com/bulwark-go/bulwark/internal/cacheline"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -54,18 +56,21 @@ func requireNone(t *testing.T, bytes, objects float64, what string) {
 	require.Less(t, bytes*runs, float64(unsafe.Sizeof(Histogram{})), what)
 }
 
-// TestRollingAllocatesWhatItUses: a new ring is its struct and its buckets;
-// the first latency recorded in a bucket slot adds that slot's histogram,
-// and the first rotation that finds latencies in another bucket adds the
-// window's running sums. A ring without latency allocates nothing more,
-// whatever it is given.
+// TestRollingAllocatesWhatItUses: a new ring is its struct, its slots'
+// epochs and its table of buckets; a slot's first rotation adds the slot's
+// bucket, the first latency recorded in a bucket slot adds that slot's
+// histogram, and the first rotation that finds latencies in another bucket
+// adds the window's running sums. Once every slot was used, a ring without
+// latency allocates nothing more, whatever it is given.
 func TestRollingAllocatesWhatItUses(t *testing.T) {
 	w := DefaultWindow()
 	width := w.BucketWidth()
-	ring := unsafe.Sizeof(Rolling{}) + uintptr(w.Buckets)*unsafe.Sizeof(bucket{})
+	slots := uintptr(w.Buckets) * (unsafe.Sizeof(atomic.Int64{}) + unsafe.Sizeof((*bucket)(nil)))
+	ring := unsafe.Sizeof(Rolling{}) + slots
+	bucketSize := unsafe.Sizeof(bucket{})
 	lat := unsafe.Sizeof(latencies{})
 	sums := unsafe.Sizeof(windowSums{}) + uintptr(w.Buckets)*unsafe.Sizeof(sealMark{})
-	rings := make([]*Rolling, 0, 3*trials*runs+2) // kept, so that nothing is freed before it is counted
+	rings := make([]*Rolling, 0, 4*trials*runs+2) // kept, so that nothing is freed before it is counted
 	newRolling := func(c Contents) *Rolling {
 		r, err := NewRolling(w, c)
 		require.NoError(t, err)
@@ -74,7 +79,7 @@ func TestRollingAllocatesWhatItUses(t *testing.T) {
 	}
 
 	bytes, objects := allocated(func() { newRolling(CountsAndLatencies) })
-	assert.InDelta(t, 2, objects, 0.1, "the ring and its buckets")
+	assert.InDelta(t, 3, objects, 0.1, "the ring, its epochs and its table of buckets")
 	requireSize(t, ring, bytes, "a new ring")
 
 	bytes, objects = allocated(func() {
@@ -83,8 +88,8 @@ func TestRollingAllocatesWhatItUses(t *testing.T) {
 		r.Record(width/2, SetOf(Success), 2*time.Millisecond, 2*time.Millisecond)
 		r.Snapshot(width / 2)
 	})
-	assert.InDelta(t, 3, objects, 0.1, "the ring, its buckets, one bucket's latencies")
-	requireSize(t, ring+lat, bytes, "a ring with calls in one bucket")
+	assert.InDelta(t, 5, objects, 0.1, "the ring, its epochs, its table, one bucket and its latencies")
+	requireSize(t, ring+bucketSize+lat, bytes, "a ring with calls in one bucket")
 
 	bytes, objects = allocated(func() {
 		r := newRolling(CountsAndLatencies)
@@ -92,10 +97,20 @@ func TestRollingAllocatesWhatItUses(t *testing.T) {
 		r.Record(width, SetOf(Success), time.Millisecond, time.Millisecond)
 		r.Snapshot(width)
 	})
-	assert.InDelta(t, 6, objects, 0.1, "the ring, its buckets, two buckets' latencies, the sums and their marks")
-	requireSize(t, ring+2*lat+sums, bytes, "a ring with calls in two buckets")
+	assert.InDelta(t, 9, objects, 0.1, "the ring, its epochs, its table, two buckets and their latencies, the sums and their marks")
+	requireSize(t, ring+2*(bucketSize+lat)+sums, bytes, "a ring with calls in two buckets")
+
+	bytes, objects = allocated(func() {
+		r := newRolling(CountsOnly)
+		for i := range 2 * w.Buckets { // every slot, twice
+			r.RecordCounts(time.Duration(i)*width, SetOf(Success))
+		}
+	})
+	assert.InDelta(t, 3+w.Buckets, objects, 0.1, "the ring, its epochs, its table and one bucket a slot")
+	requireSize(t, ring+uintptr(w.Buckets)*bucketSize, bytes, "a ring whose every slot was used")
 
 	r := newRolling(CountsAndLatencies)
+	r.Record(0, SetOf(Success), NoLatency, NoLatency) // the slot's bucket
 	bytes, objects = allocated(func() {
 		r.Record(0, SetOf(ShortCircuited), NoLatency, NoLatency)
 		r.Snapshot(0)
@@ -104,6 +119,10 @@ func TestRollingAllocatesWhatItUses(t *testing.T) {
 
 	r = newRolling(CountsOnly)
 	now := time.Duration(0)
+	for range 3 * w.Buckets { // every slot's bucket
+		now += width / 3
+		r.RecordCounts(now, SetOf(Success))
+	}
 	bytes, objects = allocated(func() {
 		now += width / 3 // through every bucket, rotating
 		r.Record(now, SetOf(Success), time.Millisecond, 2*time.Millisecond)
@@ -112,12 +131,12 @@ func TestRollingAllocatesWhatItUses(t *testing.T) {
 		r.Snapshot(now)
 		r.CumulativeLatency()
 	})
-	requireNone(t, bytes, objects, "a ring without latency")
+	requireNone(t, bytes, objects, "a ring without latency, every slot used")
 	r.Reset()
 	s := r.Snapshot(now)
 	assert.Zero(t, s.Run.Count+s.Total.Count)
 	for i := range r.buckets {
-		assert.Nil(t, r.buckets[i].lat.Load(), "bucket %d", i)
+		assert.Nil(t, r.buckets[i].latencies(), "bucket %d", i)
 	}
 	assert.Nil(t, r.sums)
 	assert.Nil(t, r.foldedLat)
@@ -147,8 +166,8 @@ func TestRollingBusyRingKeepsOneHistogramPerSlot(t *testing.T) {
 		}
 	}))
 	for i := range r.buckets {
-		require.NotNil(t, r.buckets[i].lat.Load(), "bucket %d", i)
-		assert.Nil(t, r.buckets[i].lat.Load().run.Load(), "bucket %d: run and total never differed", i)
+		require.NotNil(t, r.buckets[i].latencies(), "bucket %d", i)
+		assert.Nil(t, r.buckets[i].latencies().run.Load(), "bucket %d: run and total never differed", i)
 	}
 	r.mu.Lock()
 	assert.Len(t, r.foldedLat.same.bins, 2, "two bins used")
@@ -179,7 +198,7 @@ func TestRecordFirstLatency(t *testing.T) {
 	r := newRing(t, true)
 	b := r.at(0)
 	r.RecordCounts(r.window.Length, SetOf(Success)) // slot 0 rotates to the next window
-	l := r.firstLatencies(b, time.Millisecond, 2*time.Millisecond)
+	l := r.firstLatencies(b, 0, time.Millisecond, 2*time.Millisecond)
 	require.NotNil(t, l, "the slot's latencies, for Record to record into")
 	apart(&l.run).record(int64(time.Millisecond))
 	apart(&l.total).record(int64(2 * time.Millisecond))
@@ -190,9 +209,24 @@ func TestRecordFirstLatency(t *testing.T) {
 	r = newRing(t, true)
 	b = r.at(0)
 	r.Reset()
-	assert.Nil(t, r.firstLatencies(b, time.Millisecond, time.Millisecond), "recorded already, cumulatively")
+	assert.Nil(t, r.firstLatencies(b, 0, time.Millisecond, time.Millisecond), "recorded already, cumulatively")
 	assert.Zero(t, r.Snapshot(0).Run.Count, "a Reset came between: not in the window")
 	run, total := r.CumulativeLatency()
 	assert.EqualValues(t, 1, run.Count(), "but counted since creation")
 	assert.EqualValues(t, 1, total.Count())
+}
+
+// TestBucketLayout: a bucket fills whole cache lines, and the latencies'
+// pointer, which every Record reads, shares no line with the counter of an
+// event a common call writes.
+func TestBucketLayout(t *testing.T) {
+	var b bucket
+	require.Zero(t, unsafe.Sizeof(b)%cacheline.Size, "whole cache lines")
+	lat := unsafe.Offsetof(b.lat) / cacheline.Size
+	for _, e := range []Event{Success, Failure, Timeout, BadRequest, ShortCircuited, ThreadPoolRejected,
+		SemaphoreRejected, FallbackSuccess, FallbackFailure, FallbackRejection, FallbackMissing,
+		ExceptionThrown, Cancelled, Slow, QueueTimeout, Probe} {
+		off := unsafe.Offsetof(b.counts) + uintptr(e)*unsafe.Sizeof(b.counts[0])
+		assert.NotEqual(t, lat, off/cacheline.Size, "%v's counter is on the latencies' line", e)
+	}
 }

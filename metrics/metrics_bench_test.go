@@ -76,6 +76,32 @@ func BenchmarkRecordRotating(b *testing.B) {
 	}
 }
 
+// BenchmarkBreakerWindow is a breaker's window write per call, a success:
+// into a Tally of the four events a breaker judges, and into a Rolling's
+// counts.
+func BenchmarkBreakerWindow(b *testing.B) {
+	b.Run("tally", func(b *testing.B) {
+		t, err := NewTally(DefaultWindow(), SetOf(Success, Failure, Timeout, Slow))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			t.Record(time.Duration(i), SetOf(Success))
+		}
+	})
+	b.Run("rolling", func(b *testing.B) {
+		r, err := NewRolling(DefaultWindow(), CountsOnly)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			r.RecordCounts(time.Duration(i), SetOf(Success))
+		}
+	})
+}
+
 func BenchmarkRecordParallel(b *testing.B) {
 	r := benchRing(b)
 	now := SystemClock().Now()
@@ -134,8 +160,7 @@ func BenchmarkSystemClock(b *testing.B) {
 }
 
 // BenchmarkCounts reads a full window (an event in each of its 10 buckets)
-// three ways: every event (Counts), the four a breaker judges by (CountsOf),
-// and the one a sliding-window limiter reads (Count).
+// three ways: every event (Counts), four (CountsOf), and one (Count).
 func BenchmarkCounts(b *testing.B) {
 	r := benchRing(b)
 	w := r.Window()

@@ -2,54 +2,63 @@ package metrics
 
 import (
 	"fmt"
-	"math"
 	"math/bits"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/bulwark-go/bulwark/internal/cacheline"
 )
 
-// emptyEpoch marks a bucket that holds no interval.
-const emptyEpoch = math.MinInt64
-
-// bucket holds what happened during one bucket interval. epoch is the
-// interval's number (time / bucket width); it is written only under the
-// ring's mutex, after the counters were emptied, so a writer that loads the
-// current epoch (acquire) adds into freshly emptied counters.
+// bucket holds what happened during one bucket interval; the interval is
+// the ring's epoch of the bucket's slot (see ring).
 //
 // lat is created by the first latency recorded in the slot (see
 // Rolling.firstLatencies) and kept across rotations: nil, the bucket holds no
 // latency, and always nil on a ring without latency.
 //
-// Every call reads epoch and lat and writes counts: the padding keeps the two
-// on separate cache lines (and buckets apart from each other), so that a
-// write on one core does not invalidate the line every other core must read
-// first. Without it, parallel callers measured 2-3 times slower per call.
+// Every call reads lat and writes counts. lat comes last, on the cache line
+// of the counts of the events a call rarely has (from ProbeSuccess on: probe
+// verdicts, rate limiting, retries, degraded answers, hedges), of max, which
+// ObserveMax writes only when it rises, and of bare: a common call (Success,
+// Failure, Timeout, Slow, a rejection, a fallback) writes only the first
+// line, so that its write on one core does not invalidate the line every
+// other core reads lat from (TestBucketLayout). The padding, before lat,
+// makes a bucket whole lines, and so its allocation (each bucket is one of
+// its own: see Rolling.buckets).
 //
 // bare counts the writes that carried no event (see bucket.add): with the
 // counts, it changes on every Record, after its latencies, which is what the
 // window's running sums check a bucket by (see windowsum.go). It is emptied
 // with the counts and counted nowhere else.
 type bucket struct {
-	epoch  atomic.Int64
-	lat    atomic.Pointer[latencies]
-	_      [cacheline.Size - 16]byte
 	counts [NumEvents]atomic.Int64
 	max    atomic.Int64
 	bare   atomic.Int64
-	_      [(cacheline.Size - (int(NumEvents)+2)*8%cacheline.Size) % cacheline.Size]byte
+	_      [(cacheline.Size - (int(NumEvents)+3)*8%cacheline.Size) % cacheline.Size]byte
+	lat    atomic.Pointer[latencies] // last: a zero-size last field would add a word
 }
 
 // writes returns the sum of b's counts and bare: it grows with every Record
-// into b, and only a rotation or Reset (which empty b) lowers it.
+// into b, and only a rotation or Reset (which empty b) lowers it. A nil b, a
+// slot never used, holds none.
 func (b *bucket) writes() int64 {
+	if b == nil {
+		return 0
+	}
 	n := b.bare.Load()
 	for e := range b.counts {
 		n += b.counts[e].Load()
 	}
 	return n
+}
+
+// latencies returns b's latencies: nil for none, and for a nil b (a slot
+// never used).
+func (b *bucket) latencies() *latencies {
+	if b == nil {
+		return nil
+	}
+	return b.lat.Load()
 }
 
 // latencies holds a bucket's run and total latencies in three histograms, so
@@ -98,35 +107,18 @@ func (l *latencies) addTo(run, total *histAccumulator) {
 	}
 }
 
-// The ring's current-bucket hint, cur, packs the newest bucket's epoch with
-// its slot index, so that a write finds its bucket with one load, a multiply
-// and a compare instead of a 64-bit division:
-//
-//	bits 0-9    slot index (MaxBuckets ≤ 1024)
-//	bit  10     valid
-//	bits 11-63  epoch (signed)
-//
-// Only epochs whose interval starts within ±2^62 ns (±146 years) of the
-// clock's origin are published, so that now - start never overflows into a
-// false match; instants beyond take the division path.
-const (
-	curSlotBits        = 10
-	curSlotMask        = 1<<curSlotBits - 1
-	curValid    uint64 = 1 << curSlotBits
-	curShift           = curSlotBits + 1
-	curMaxStart        = 1 << 62
-)
-
 // Rolling counts events and latencies over a sliding window of buckets, plus
 // cumulative counts since creation. Recording is lock-free and allocation
 // free: a bucket is reset lazily by the first write of a new interval (under
 // a mutex taken once per bucket interval, not per call). A call's events and
-// latencies go in with one Record, one bucket lookup. (The one exception to
-// "allocation free": on a ring with latency, the first latency recorded in a
-// bucket slot creates the slot's histogram, and the first call of a slot
-// whose run and total latencies differ the histograms for such calls, once
-// for the ring's life; so does the first rotation that has latencies to
-// move or sum, for the ring's cumulative latencies and running sums.)
+// latencies go in with one Record, one bucket lookup. (The exceptions to
+// "allocation free", each once for the ring's life: a slot's first rotation
+// creates its bucket, 256 bytes, so a ring whose calls fell in one bucket
+// holds one; on a ring with latency, the first latency recorded in a bucket
+// slot creates the slot's histogram, and the first call of a slot whose run
+// and total latencies differ the histograms for such calls; so does the
+// first rotation that has latencies to move or sum, for the ring's
+// cumulative latencies and running sums.)
 //
 // An event whose instant lies a whole window behind the newest write (a
 // writer delayed that long between reading its clock and recording) is kept
@@ -134,12 +126,10 @@ const (
 // at the same moment in the window, never in the cumulative counts. Rolling
 // is safe for concurrent use.
 type Rolling struct {
+	ring    // the buckets' intervals; its mu guards what is said below
 	window  Window
-	width   int64 // bucket width in ns
-	maxEp   int64 // largest |epoch| cur may hold (see curMaxStart)
-	buckets []bucket
-	cur     atomic.Uint64 // hint: the newest bucket (see curSlotBits); 0 when none
-	withLat bool          // the ring records latencies (CountsAndLatencies)
+	buckets []*bucket // nil until the slot's first rotation creates it, then kept (written under mu)
+	withLat bool      // the ring records latencies (CountsAndLatencies)
 
 	// The cumulative counts are folded, not counted twice: each event is
 	// added to its bucket only, and a rotation or Reset moves the bucket's
@@ -147,7 +137,6 @@ type Rolling struct {
 	// nor doubled). Cumulative sums folded and the buckets under mu. Events
 	// too late for any bucket go straight into folded.
 	folded [NumEvents]atomic.Int64
-	mu     sync.Mutex // serialises bucket rotation, Reset and Cumulative
 
 	// foldedLat holds the latencies rotation and Reset moved out of the
 	// buckets, and those of calls too late for any bucket, as folded does
@@ -190,69 +179,41 @@ func NewRolling(w Window, c Contents) (*Rolling, error) {
 	if c > CountsAndLatencies {
 		return nil, fmt.Errorf("%w: Contents %d is not CountsOnly or CountsAndLatencies", ErrInvalidConfig, c)
 	}
-	width := int64(w.BucketWidth())
-	r := &Rolling{window: w, width: width, maxEp: curMaxStart / width, buckets: make([]bucket, w.Buckets),
-		withLat: c == CountsAndLatencies}
-	for i := range r.buckets {
-		r.buckets[i].epoch.Store(emptyEpoch)
-	}
-	return r, nil
+	return &Rolling{ring: makeRing(w), window: w, buckets: make([]*bucket, w.Buckets), withLat: c == CountsAndLatencies}, nil
 }
 
 // Window returns the window the ring covers.
 func (r *Rolling) Window() Window { return r.window }
 
-// at returns the bucket for instant now, rotating it in if needed, or nil if
-// now is older than what the bucket's slot already holds. The common case,
-// now in the newest bucket's interval, costs two loads and no division.
+// at returns the bucket for instant now, rotating it in if needed, or nil
+// if now is older than what the bucket's slot already holds. The common
+// case, now in the newest bucket's interval, costs one load and no
+// division.
 func (r *Rolling) at(now time.Duration) *bucket {
-	if c := r.cur.Load(); c&curValid != 0 {
-		ep := int64(c) >> curShift
-		b := &r.buckets[c&curSlotMask]
-		// Unsigned: one compare tests start <= now < start+width.
-		if uint64(int64(now)-ep*r.width) < uint64(r.width) && b.epoch.Load() == ep {
-			return b
-		}
+	if i, ok := r.hint(now); ok {
+		return r.buckets[i]
 	}
-	return r.atEpoch(r.epoch(now))
+	if i := r.slotOf(r.epoch(now), r); i >= 0 {
+		return r.buckets[i]
+	}
+	return nil
 }
 
-// atEpoch is at for the bucket interval ep.
-func (r *Rolling) atEpoch(ep int64) *bucket {
-	n := int64(len(r.buckets))
-	slot := (ep%n + n) % n
-	if b := &r.buckets[slot]; b.epoch.Load() == ep {
-		return b
-	}
-	return r.rotate(slot, ep)
-}
-
-// rotate makes the bucket in slot, the slot of interval ep, hold ep, unless
-// it already holds a later interval (then it returns nil).
-func (r *Rolling) rotate(slot, ep int64) *bucket {
-	b := &r.buckets[slot]
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	switch cur := b.epoch.Load(); {
-	case cur == ep:
-		return b
-	case cur > ep:
-		return nil
+// rotateIn empties the bucket in slot i for interval ep, for the ring's
+// rotate, creating it on the slot's first use. r.mu is held.
+func (r *Rolling) rotateIn(i int, ep int64) {
+	b := r.buckets[i]
+	if b == nil {
+		b = new(bucket)
+		r.buckets[i] = b
 	}
 	if r.withLat {
-		r.rotating(b, int(slot), ep)
+		r.rotating(b, i, ep)
 	}
 	r.empty(b)
 	if r.sums != nil {
-		r.rotated(int(slot))
+		r.rotated(i)
 	}
-	b.epoch.Store(ep)
-	if ep >= -r.maxEp && ep <= r.maxEp {
-		if c := r.cur.Load(); c&curValid == 0 || int64(c)>>curShift < ep {
-			r.cur.Store(uint64(ep)<<curShift | curValid | uint64(slot))
-		}
-	}
-	return b
 }
 
 // empty moves b's counts and latencies into the cumulative ones and clears
@@ -297,7 +258,7 @@ func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Dur
 	}
 	l := b.lat.Load()
 	if l == nil {
-		l = r.firstLatencies(b, run, total)
+		l = r.firstLatencies(b, now, run, total)
 	}
 	if l != nil {
 		switch {
@@ -319,22 +280,23 @@ func (r *Rolling) Record(now time.Duration, events EventSet, run, total time.Dur
 }
 
 // firstLatencies returns the latencies for Record to record a call's into,
-// when b has none yet: a call with a latency creates b's, on a ring with
+// when b, the bucket at found for instant now, has none yet: a call with a
+// latency creates b's, on a ring with
 // latency; a call without, or a ring without latency, creates nothing and
 // gets nil. Kept out of line, as create is, so that Record's common path
 // stays a load, a test and a branch.
 //
-// b's interval is the call's, unless a rotation or Reset came between:
+// The slot's interval is the call's, unless a rotation or Reset came between:
 // then the latencies go where a writer delayed as long puts them, in the
 // slot's new interval, or, after a Reset, cumulatively only (and firstLatencies
 // returns nil, having recorded them).
 //
 //go:noinline
-func (r *Rolling) firstLatencies(b *bucket, run, total time.Duration) *latencies {
+func (r *Rolling) firstLatencies(b *bucket, now, run, total time.Duration) *latencies {
 	if (run < 0 && total < 0) || !r.newLatencies(b) {
 		return nil
 	}
-	if b.epoch.Load() == emptyEpoch {
+	if r.epochs[r.slot(r.epoch(now))].Load() == emptyEpoch {
 		r.late(0, run, total)
 		return nil
 	}
@@ -354,8 +316,7 @@ func (r *Rolling) newLatencies(b *bucket) bool {
 
 // RecordCounts counts one call at instant now, every event in events (in
 // the window and cumulatively), and no latency: Record with NoLatency for
-// both, without the latency path, for the rings that keep none (a
-// breaker's window, a sliding-window limit).
+// both, without the latency path, for a ring that keeps none.
 func (r *Rolling) RecordCounts(now time.Duration, events EventSet) {
 	b := r.at(now)
 	if b == nil {
@@ -393,32 +354,9 @@ func (r *Rolling) late(events EventSet, run, total time.Duration) {
 // ObserveMax raises the rolling maximum (for example peak concurrency) to v
 // if v is larger.
 func (r *Rolling) ObserveMax(now time.Duration, v int64) {
-	b := r.at(now)
-	if b == nil {
-		return
+	if b := r.at(now); b != nil {
+		raise(&b.max, v)
 	}
-	for {
-		cur := b.max.Load()
-		if v <= cur || b.max.CompareAndSwap(cur, v) {
-			return
-		}
-	}
-}
-
-// epoch returns the number of the bucket interval holding now, rounding
-// down so that instants before the clock's origin work too.
-func (r *Rolling) epoch(now time.Duration) int64 {
-	ep := int64(now) / r.width
-	if now < 0 && int64(now)%r.width != 0 {
-		ep--
-	}
-	return ep
-}
-
-// live reports whether a bucket holding epoch ep lies in the window ending at
-// epoch cur.
-func (r *Rolling) live(ep, cur int64) bool {
-	return ep <= cur && ep > cur-int64(len(r.buckets))
 }
 
 // Counts returns the event counts in the window that ends at now. It reads
@@ -428,10 +366,10 @@ func (r *Rolling) Counts(now time.Duration) Counts {
 	var c Counts
 	cur := r.epoch(now)
 	for i := range r.buckets {
-		b := &r.buckets[i]
-		if !r.live(b.epoch.Load(), cur) {
+		if !r.live(i, cur) {
 			continue
 		}
+		b := r.buckets[i]
 		for e := range c {
 			c[e] += b.counts[e].Load()
 		}
@@ -441,18 +379,18 @@ func (r *Rolling) Counts(now time.Duration) Counts {
 
 // CountsOf returns the counts of the events in set in the window that ends
 // at now, and 0 for every other event: Counts(now) with the events outside
-// set zeroed, reading only set's counters (a breaker judges by four events
-// of NumEvents). Bits of set that stand for no event (NumEvents and above)
+// set zeroed, reading only set's counters (a retry budget reads the events
+// Counts.Calls needs). Bits of set that stand for no event (NumEvents and above)
 // are ignored: no such event is ever counted.
 func (r *Rolling) CountsOf(now time.Duration, set EventSet) Counts {
 	var c Counts
 	set &= allEvents
 	cur := r.epoch(now)
 	for i := range r.buckets {
-		b := &r.buckets[i]
-		if !r.live(b.epoch.Load(), cur) {
+		if !r.live(i, cur) {
 			continue
 		}
+		b := r.buckets[i]
 		for s := uint32(set); s != 0; s &= s - 1 {
 			e := bits.TrailingZeros32(s)
 			c[e] += b.counts[e].Load()
@@ -471,9 +409,8 @@ func (r *Rolling) Count(now time.Duration, e Event) int64 {
 	var n int64
 	cur := r.epoch(now)
 	for i := range r.buckets {
-		b := &r.buckets[i]
-		if r.live(b.epoch.Load(), cur) {
-			n += b.counts[e].Load()
+		if r.live(i, cur) {
+			n += r.buckets[i].counts[e].Load()
 		}
 	}
 	return n
@@ -489,23 +426,26 @@ func (r *Rolling) Cumulative() Counts {
 	for e := range c {
 		c[e] = r.folded[e].Load()
 	}
-	for i := range r.buckets {
+	for _, b := range r.buckets {
+		if b == nil {
+			continue
+		}
 		for e := range c {
-			c[e] += r.buckets[i].counts[e].Load()
+			c[e] += b.counts[e].Load()
 		}
 	}
 	return c
 }
 
-// Reset empties the window (cumulative counts are kept). A circuit breaker
-// calls it on closing so that old failures cannot reopen it.
+// Reset empties the window (cumulative counts are kept).
 func (r *Rolling) Reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.cur.Store(0)
-	for i := range r.buckets {
-		r.buckets[i].epoch.Store(emptyEpoch)
-		r.empty(&r.buckets[i])
+	r.clear()
+	for _, b := range r.buckets {
+		if b != nil {
+			r.empty(b)
+		}
 	}
 	if r.sums != nil {
 		r.sums.reset()
@@ -537,9 +477,11 @@ func (r *Rolling) Snapshot(now time.Duration) Snapshot {
 		s.Cumulative[e] = r.folded[e].Load()
 	}
 	w := r.sums
-	for i := range r.buckets {
-		b := &r.buckets[i]
-		live := r.live(b.epoch.Load(), cur)
+	for i, b := range r.buckets {
+		if b == nil {
+			continue // never used: no writes, as its mark says if it has one
+		}
+		live := r.live(i, cur)
 		writes := b.bare.Load()
 		for e := range s.Counts {
 			n := b.counts[e].Load()

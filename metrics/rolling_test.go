@@ -311,6 +311,12 @@ func (m *refRing) epoch(now time.Duration) int64 {
 
 func (m *refRing) add(now time.Duration, e Event) {
 	m.total[e]++
+	m.write(now, SetOf(e))
+}
+
+// write counts events in now's interval, unless its slot holds a later
+// one: a write moves its slot to its interval even with no event.
+func (m *refRing) write(now time.Duration, events EventSet) {
 	ep := m.epoch(now)
 	s := (ep%m.n + m.n) % m.n
 	if cur, ok := m.slot[s]; ok && cur > ep {
@@ -318,7 +324,11 @@ func (m *refRing) add(now time.Duration, e Event) {
 	}
 	m.slot[s] = ep
 	c := m.events[ep]
-	c[e]++
+	for e := range NumEvents {
+		if events.Has(e) {
+			c[e]++
+		}
+	}
 	m.events[ep] = c
 }
 

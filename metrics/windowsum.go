@@ -87,11 +87,11 @@ func (r *Rolling) startSums(i int) *windowSums {
 	newest, newestEp := -1, int64(emptyEpoch)
 	found := false
 	for j := range r.buckets {
-		b := &r.buckets[j]
-		if j != i && b.lat.Load() != nil {
+		b := r.buckets[j]
+		if j != i && b.latencies() != nil {
 			found = true
 		}
-		if ep := b.epoch.Load(); ep != emptyEpoch && (newest < 0 || ep > newestEp) {
+		if ep := r.epochs[j].Load(); ep != emptyEpoch && (newest < 0 || ep > newestEp) {
 			newest, newestEp = j, ep // as rotating tracks it: the latest interval
 		}
 	}
@@ -101,7 +101,7 @@ func (r *Rolling) startSums(i int) *windowSums {
 	w := &windowSums{marks: make([]sealMark, len(r.buckets)), newest: newest, valid: true}
 	for j := range r.buckets {
 		if j != i && j != newest {
-			w.seal(&r.buckets[j], j)
+			w.seal(r.buckets[j], j)
 		}
 	}
 	r.sums = w
@@ -179,7 +179,7 @@ func (w *windowSums) seal(b *bucket, i int) {
 	m := &w.marks[i]
 	m.sealed = true
 	m.writes = b.writes()
-	for k, h := range b.lat.Load().hists() {
+	for k, h := range b.latencies().hists() {
 		m.h[k] = histMark{}
 		if h != nil {
 			m.h[k] = w.sumFor(k, true).add(h)
@@ -198,7 +198,7 @@ func (w *windowSums) unseal(b *bucket, i int) {
 	if !w.valid {
 		return
 	}
-	for k, h := range b.lat.Load().hists() {
+	for k, h := range b.latencies().hists() {
 		if m.h[k] == (histMark{}) {
 			continue
 		}
@@ -221,11 +221,11 @@ func (r *Rolling) rotating(b *bucket, i int, ep int64) {
 	if w.marks[i].sealed {
 		w.unseal(b, i)
 	}
-	if w.newest >= 0 && w.newest != i && r.buckets[w.newest].epoch.Load() > ep {
+	if w.newest >= 0 && w.newest != i && r.epochs[w.newest].Load() > ep {
 		return // an older interval: sealed (empty) once emptied, see rotated
 	}
 	if w.newest >= 0 && w.newest != i && w.valid {
-		w.seal(&r.buckets[w.newest], w.newest) // demoted: no longer the newest
+		w.seal(r.buckets[w.newest], w.newest) // demoted: no longer the newest
 	}
 	w.newest = i
 }
@@ -264,8 +264,8 @@ func (r *Rolling) rebuild(cur int64) {
 	w := r.sums
 	w.clear()
 	for i := range r.buckets {
-		if i != w.newest && r.live(r.buckets[i].epoch.Load(), cur) {
-			w.seal(&r.buckets[i], i)
+		if i != w.newest && r.live(i, cur) {
+			w.seal(r.buckets[i], i)
 		}
 	}
 }
@@ -282,10 +282,10 @@ func (r *Rolling) windowLatency(cur int64) (run, total Latency) {
 		if !w.valid {
 			break
 		}
-		b := &r.buckets[i]
+		b := r.buckets[i]
 		switch {
 		case !w.marks[i].sealed:
-		case !r.live(b.epoch.Load(), cur):
+		case !r.live(i, cur):
 			w.unseal(b, i) // out of the window: it leaves the sums
 		case w.marks[i].seen != w.marks[i].writes:
 			w.valid = false // a late write
@@ -296,7 +296,7 @@ func (r *Rolling) windowLatency(cur int64) (run, total Latency) {
 	}
 	extra := -1
 	for i := range r.buckets {
-		if !w.marks[i].sealed && r.live(r.buckets[i].epoch.Load(), cur) {
+		if !w.marks[i].sealed && r.live(i, cur) {
 			if extra >= 0 {
 				return r.mergeLive(cur) // two unsealed live buckets: rare
 			}
@@ -313,7 +313,7 @@ func (r *Rolling) windowLatency(cur int64) (run, total Latency) {
 	}
 	var hs [3]*Histogram
 	if extra >= 0 {
-		hs = r.buckets[extra].lat.Load().hists()
+		hs = r.buckets[extra].latencies().hists()
 	}
 	var hb [3]histBlocks
 	*m = memo{ok: true, gen: w.gen, cur: cur, extra: extra, writes: writes}
@@ -327,8 +327,7 @@ func (r *Rolling) windowLatency(cur int64) (run, total Latency) {
 func (r *Rolling) unsummed(cur int64) (run, total Latency) {
 	var l *latencies
 	for i := range r.buckets {
-		b := &r.buckets[i]
-		if bl := b.lat.Load(); bl != nil && r.live(b.epoch.Load(), cur) {
+		if bl := r.buckets[i].latencies(); bl != nil && r.live(i, cur) {
 			if l != nil {
 				return r.mergeLive(cur)
 			}
@@ -407,8 +406,8 @@ func blocksOf(h *Histogram) histBlocks {
 func (r *Rolling) mergeLive(cur int64) (Latency, Latency) {
 	var run, total histAccumulator
 	for i := range r.buckets {
-		if b := &r.buckets[i]; r.live(b.epoch.Load(), cur) {
-			b.lat.Load().addTo(&run, &total)
+		if r.live(i, cur) {
+			r.buckets[i].latencies().addTo(&run, &total)
 		}
 	}
 	return run.latency(), total.latency()

@@ -74,7 +74,7 @@ type Breaker struct {
 // shape is invalid. The breaker starts closed (open in ForcedOpen mode)
 // with an empty window.
 func New(s Settings) (*Breaker, error) {
-	window, err := metrics.NewRolling(s.Window, metrics.CountsOnly)
+	window, err := metrics.NewTally(s.Window, healthEvents)
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +369,7 @@ func (c *settings) add(now time.Duration, o metrics.Event, latency time.Duration
 	if slow {
 		events.Add(metrics.Slow)
 	}
-	c.window.RecordCounts(now, events)
+	c.window.Record(now, events)
 	return slow
 }
 

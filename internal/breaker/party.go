@@ -91,7 +91,7 @@ func (m *Member) Look() Look {
 	w := word(b.word.Load())
 	l := Look{
 		State:     w.state(),
-		Window:    b.cfg().window.CountsOf(now, healthEvents),
+		Window:    b.cfg().window.Counts(now),
 		Closes:    b.closes,
 		LastClose: b.lastClose,
 		gen:       w.gen(),

@@ -47,11 +47,17 @@ type Settings struct {
 	OnTransition func(Transition) // nil: none
 
 	// Config is what these settings were derived from, kept for their
-	// deriver: circuit.Breaker.Config returns it. CheckReplacement reports
-	// whether the deriver would accept cfg (a circuit.Config) in place of
-	// Config: circuit.Breaker.Reconfigure's checks, for CheckReconfigure.
-	Config           any
-	CheckReplacement func(cfg any) error
+	// deriver: circuit.Breaker.Config returns it.
+	Config Source
+}
+
+// Source is what a breaker's Settings were derived from, kept for their
+// deriver (package circuit, whose configuration it holds).
+type Source interface {
+	// CheckReplacement reports whether the deriver would accept cfg (a
+	// circuit.Config) in place of this source: circuit.Breaker.Reconfigure's
+	// checks, for CheckReconfigure.
+	CheckReplacement(cfg any) error
 }
 
 // MaxProbes bounds HalfOpenProbes: the in-flight probe count shares an
@@ -63,24 +69,24 @@ const MaxProbes = math.MaxInt32
 // one configuration. The closed fast path of Allow does not read it.
 type settings struct {
 	Settings
-	window     *metrics.Rolling // the health window
-	slowOn     bool             // slow-call detection is on
-	z          float64          // the normal quantile of Confidence (two-sided); 0: off
-	generation uint64           // accepted Reconfigure calls so far
+	window     *metrics.Tally // the health window, of healthEvents
+	slowOn     bool           // slow-call detection is on
+	z          float64        // the normal quantile of Confidence (two-sided); 0: off
+	generation uint64         // accepted Reconfigure calls so far
 }
 
 // cfg returns the settings in force.
 func (b *Breaker) cfg() *settings { return b.settings.Load() }
 
 // derive returns the settings of s with window w.
-func derive(s Settings, w *metrics.Rolling) *settings {
+func derive(s Settings, w *metrics.Tally) *settings {
 	return &settings{Settings: s, window: w, slowOn: s.SlowCallDuration > 0, z: zScore(s.Confidence)}
 }
 
 // CheckReconfigure reports whether circuit.Breaker.Reconfigure would
 // accept cfg, a circuit.Config, without changing anything: package command
 // checks every breaker of a group before it reconfigures any.
-func (b *Breaker) CheckReconfigure(cfg any) error { return b.cfg().CheckReplacement(cfg) }
+func (b *Breaker) CheckReconfigure(cfg any) error { return b.cfg().Config.CheckReplacement(cfg) }
 
 // Reconfigure replaces the breaker's settings with s, validated by its
 // caller, and returns the settings it replaced and the count of accepted
@@ -95,7 +101,7 @@ func (b *Breaker) Reconfigure(s Settings) (old Settings, generation uint64, err 
 	prev := b.cfg()
 	window := prev.window
 	if s.Window != prev.Window {
-		if window, err = metrics.NewRolling(s.Window, metrics.CountsOnly); err != nil {
+		if window, err = metrics.NewTally(s.Window, healthEvents); err != nil {
 			return prev.Settings, prev.generation, err
 		}
 	}

@@ -28,7 +28,7 @@ type Health struct {
 }
 
 // healthEvents are the events healthOf reads: the only ones a breaker's
-// window counts, and the only ones it needs to read to judge.
+// window (a metrics.Tally) counts, and the only ones it needs to judge.
 const healthEvents metrics.EventSet = 1<<metrics.Success | 1<<metrics.Failure | 1<<metrics.Timeout | 1<<metrics.Slow
 
 // healthOf derives Health from window counts (of healthEvents).
@@ -56,10 +56,9 @@ type Transition struct {
 	OpenDuration time.Duration // the open duration in force after the change
 }
 
-// health returns the Health of the window of settings c at now. It reads
-// only the window's healthEvents.
+// health returns the Health of the window of settings c at now.
 func (c *settings) health(now time.Duration) Health {
-	h := healthOf(c.window.CountsOf(now, healthEvents))
+	h := healthOf(c.window.Counts(now))
 	h.ErrorBound, h.SlowBound = h.ErrorRatio, h.SlowRatio
 	if c.z > 0 {
 		h.ErrorBound = wilsonLower(h.Failures+h.Timeouts, h.Requests, c.z)

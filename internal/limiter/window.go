@@ -9,12 +9,12 @@ import (
 )
 
 // Window is the engine of ratelimit.SlidingWindow: at most limit calls
-// counted over a metrics.Rolling ring, under a mutex so that the count and
-// the admission are one step.
+// counted over a metrics.Tally of one event, under a mutex so that the count
+// and the admission are one step.
 type Window struct {
 	mu     sync.Mutex
 	limit  int64
-	ring   *metrics.Rolling
+	ring   *metrics.Tally
 	width  time.Duration
 	clock  metrics.Clock
 	refuse Refuse
@@ -24,7 +24,7 @@ type Window struct {
 // NewWindow returns an empty window of shape w, valid, that admits limit
 // calls, on clock.
 func NewWindow(limit int, w metrics.Window, clock metrics.Clock, refuse Refuse) (*Window, error) {
-	ring, err := metrics.NewRolling(w, metrics.CountsOnly)
+	ring, err := metrics.NewTally(w, admitted)
 	if err != nil {
 		return nil, err
 	}
@@ -50,10 +50,10 @@ func (w *Window) AdmitAt(now time.Duration) error {
 	defer w.mu.Unlock()
 	now = max(now, w.newest)
 	w.newest = now
-	if w.ring.Count(now, metrics.Success) >= w.limit {
+	if w.ring.Counts(now)[metrics.Success] >= w.limit {
 		return w.refuse(w.width - mod(now, w.width))
 	}
-	w.ring.RecordCounts(now, admitted)
+	w.ring.Record(now, admitted)
 	return nil
 }
 
