@@ -8,12 +8,13 @@ import (
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
-// Peak keeps the largest value observed over a sliding window of buckets
-// (a group's peak of calls running at once): what a metrics.Rolling's Max keeps,
-// and nothing else, in one value per bucket. ObserveMax is lock-free and
-// allocation free; buckets rotate lazily, as a Rolling's do (the same code
-// rotates both). A value observed at an instant a whole window behind the
-// newest observation is not kept. Peak is safe for concurrent use.
+// Peak keeps the largest value observed over a sliding window of buckets (a
+// group's peak of calls running at once): what a metrics.Rolling's Max
+// keeps, and nothing else, in one value per bucket. ObserveMax is lock-free
+// and allocation free; buckets rotate lazily, as a Rolling's do (the same
+// code, package ring, rotates both). A value observed at an instant a whole
+// window behind the newest observation is not kept. Peak is safe for
+// concurrent use.
 type Peak struct {
 	ring   ring.Ring // the buckets' intervals
 	window metrics.Window

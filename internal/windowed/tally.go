@@ -11,14 +11,15 @@ import (
 )
 
 // Tally counts the events of one set over a sliding window of buckets: what
-// a metrics.Rolling's window counts of those events, and nothing else (no other
-// event, no cumulative count, maximum or latency), in one counter per event
-// of the set in each bucket. A circuit breaker's health window, four events
-// in ten buckets, takes 592 bytes as a Tally (TestTallyAllocatesWhatItUses)
-// and 3,072 as a Rolling once every slot was used. Recording is lock-free
-// and allocation free; buckets rotate lazily, as a Rolling's do (the same
-// code rotates both). An event whose instant lies a whole window behind the
-// newest write is not counted. Tally is safe for concurrent use.
+// a metrics.Rolling's window counts of those events, and nothing else (no
+// other event, no cumulative count, maximum or latency), in one counter per
+// event of the set in each bucket. A circuit breaker's health window, four
+// events in ten buckets, takes 592 bytes as a Tally
+// (TestTallyAllocatesWhatItUses) and 3,072 as a Rolling once every slot was
+// used. Recording is lock-free and allocation free; buckets rotate lazily,
+// as a Rolling's do (the same code, package ring, rotates both). An event
+// whose instant lies a whole window behind the newest write is not counted.
+// Tally is safe for concurrent use.
 type Tally struct {
 	ring ring.Ring // the buckets' intervals
 	set  metrics.EventSet
