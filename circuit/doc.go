@@ -37,7 +37,7 @@
 // # States
 //
 // Closed: every call is admitted; Success, Failure and Timeout outcomes fill
-// a window of counts (Config.Window; a metrics.Tally). Once the window holds at least
+// a window of counts (Config.Window). Once the window holds at least
 // MinRequests such calls, a failure, timeout or slow call that brings
 // (Failure+Timeout)/calls to FailureRatio opens the breaker (reason
 // error_ratio), or slow/calls to SlowCallRatio (reason slow_ratio; error_ratio

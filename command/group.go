@@ -21,6 +21,7 @@ import (
 	"github.com/bulwark-go/bulwark/command/retry"
 	"github.com/bulwark-go/bulwark/command/throttle"
 	"github.com/bulwark-go/bulwark/internal/cacheline"
+	"github.com/bulwark-go/bulwark/internal/windowed"
 	"github.com/bulwark-go/bulwark/internal/wrap"
 	"github.com/bulwark-go/bulwark/isolation"
 	"github.com/bulwark-go/bulwark/metrics"
@@ -354,9 +355,9 @@ type Group struct {
 	sem      *isolation.Semaphore // Semaphore strategy
 	fallback *isolation.Semaphore
 	breaker  *circuit.Breaker
-	peak     *metrics.Peak // calls running at once (counts are the commands', see window)
-	rejected metrics.Event // ThreadPoolRejected or SemaphoreRejected
-	hook     CallHook      // the registry's; nil: none
+	peak     *windowed.Peak // calls running at once (counts are the commands', see window)
+	rejected metrics.Event  // ThreadPoolRejected or SemaphoreRejected
+	hook     CallHook       // the registry's; nil: none
 
 	// breakerClock and cmdBreakerClock are the clocks of the group's
 	// breaker and of the commands' breakers when their config sets one;
@@ -480,7 +481,7 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 	if g.breaker, err = circuit.New(g.breakerConfig(cfg.Breaker, name)); err != nil {
 		return nil, err
 	}
-	if g.peak, err = metrics.NewPeak(cfg.Window); err != nil {
+	if g.peak, err = windowed.NewPeak(cfg.Window); err != nil {
 		return nil, err
 	}
 	if g.fallback, err = isolation.NewSemaphore(cfg.FallbackLimit); err != nil {

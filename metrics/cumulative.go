@@ -243,12 +243,12 @@ func (r *Rolling) CumulativeLatency() (run, total *Distribution) {
 		return nil, nil
 	}
 	var accRun, accTotal histAccumulator
-	r.mu.Lock()
+	r.ring.Lock()
 	r.foldedLat.addTo(&accRun, &accTotal)
 	for i := range r.buckets {
 		r.buckets[i].latencies().addTo(&accRun, &accTotal)
 	}
-	r.mu.Unlock()
+	r.ring.Unlock()
 	return accRun.distribution(), accTotal.distribution()
 }
 
@@ -265,7 +265,7 @@ func (r *Rolling) CumulativeTotal() (count int64, sum time.Duration, ok bool) {
 		return 0, 0, false
 	}
 	var s int64
-	r.mu.Lock()
+	r.ring.Lock()
 	if t := r.foldedLat; t != nil {
 		for _, b := range [2]*sparseBins{&t.same, &t.total} {
 			for _, bc := range b.bins {
@@ -285,7 +285,7 @@ func (r *Rolling) CumulativeTotal() (count int64, sum time.Duration, ok bool) {
 			}
 		}
 	}
-	r.mu.Unlock()
+	r.ring.Unlock()
 	if s < 0 { // saturated: the sum is estimated from the bins
 		_, total := r.CumulativeLatency()
 		return total.Count(), total.Sum(), true

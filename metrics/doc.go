@@ -40,12 +40,10 @@
 // moves what leaves the window into them, for exporters of cumulative
 // histograms such as the prom module.
 //
-// A [Tally] counts the events of one set over a window the same way (the
-// same code rotates both), and nothing else: one counter per event of the
-// set in each bucket, no cumulative counts, maximum or latency. A circuit
-// breaker's health window is a Tally of the four events it judges. A
-// [Peak] keeps a window's maximum alone, one value per bucket: a group's
-// peak of calls running at once.
+// Rotation itself lives in bulwark's internal ring package, which the
+// module's own narrower windows share (a circuit breaker's health window,
+// counting only the four events it judges; a group's peak of calls running
+// at once): one implementation for all of them.
 //
 // Package gmbridge publishes these windows as go-metrics gauges; this
 // package depends on nothing outside the standard library.

@@ -7,7 +7,7 @@ import "time"
 // Record.
 
 // Add counts one event at instant now, in the window and cumulatively.
-func (r *Rolling) Add(now time.Duration, e Event) { r.RecordCounts(now, SetOf(e)) }
+func (r *Rolling) Add(now time.Duration, e Event) { r.Record(now, SetOf(e), NoLatency, NoLatency) }
 
 // ObserveRun records a run-time latency at instant now, as Histogram.Record
 // does (a negative d counts as zero): a Record without an event. It does

@@ -8,52 +8,26 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/bulwark-go/bulwark/internal/alloctest"
 	"github.com/bulwark-go/bulwark/internal/cacheline"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// runs is the number of runs allocated averages over, in each of trials.
-const runs, trials = 50, 5
+// runs and trials are alloctest's, for the tests that size what they keep.
+const runs, trials = alloctest.Runs, alloctest.Trials
 
-// allocated returns the bytes and objects one run of f allocates, averaged
-// over runs, the least of trials such averages: the process's other
-// goroutines (the runtime's, the race detector's, a loaded machine's late
-// timers) only ever add allocations, so the least is the closest to f's.
-// It reads process-wide MemStats: no test of this package may run in
-// parallel (t.Parallel) with the tests that call it.
-func allocated(f func()) (bytes, objects float64) {
-	bytes, objects = math.Inf(1), math.Inf(1)
-	for range trials {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		for range runs {
-			f()
-		}
-		runtime.ReadMemStats(&after)
-		bytes = min(bytes, float64(after.TotalAlloc-before.TotalAlloc)/float64(runs))
-		objects = min(objects, float64(after.Mallocs-before.Mallocs)/float64(runs))
-	}
-	return bytes, objects
-}
-
-// requireSize checks that bytes is what objects whose sizes sum to want
-// take on the heap: want, rounded up to the allocator's size classes,
-// which waste at most 1/8 of an object (the classes below 32 KiB; larger
-// objects round up to 8 KiB pages).
-func requireSize(t *testing.T, want uintptr, bytes float64, what string) {
-	t.Helper()
-	require.GreaterOrEqual(t, bytes, float64(want), what)
-	require.LessOrEqual(t, bytes, float64(want)*9/8, what)
-}
+var (
+	allocated   = alloctest.Allocated
+	requireSize = alloctest.RequireSize
+)
 
 // requireNone checks that what allocated measured over runs is no more
 // than the test's other goroutines allocate: not one histogram in all the
 // runs.
 func requireNone(t *testing.T, bytes, objects float64, what string) {
 	t.Helper()
-	require.Less(t, objects, 0.5, what)
-	require.Less(t, bytes*runs, float64(unsafe.Sizeof(Histogram{})), what)
+	alloctest.RequireNone(t, bytes, objects, unsafe.Sizeof(Histogram{}), what)
 }
 
 // TestRollingAllocatesWhatItUses: a new ring is its struct, its slots'
@@ -103,7 +77,7 @@ func TestRollingAllocatesWhatItUses(t *testing.T) {
 	bytes, objects = allocated(func() {
 		r := newRolling(CountsOnly)
 		for i := range 2 * w.Buckets { // every slot, twice
-			r.RecordCounts(time.Duration(i)*width, SetOf(Success))
+			r.Record(time.Duration(i)*width, SetOf(Success), NoLatency, NoLatency)
 		}
 	})
 	assert.InDelta(t, 3+w.Buckets, objects, 0.1, "the ring, its epochs, its table and one bucket a slot")
@@ -121,13 +95,13 @@ func TestRollingAllocatesWhatItUses(t *testing.T) {
 	now := time.Duration(0)
 	for range 3 * w.Buckets { // every slot's bucket
 		now += width / 3
-		r.RecordCounts(now, SetOf(Success))
+		r.Record(now, SetOf(Success), NoLatency, NoLatency)
 	}
 	bytes, objects = allocated(func() {
 		now += width / 3 // through every bucket, rotating
 		r.Record(now, SetOf(Success), time.Millisecond, 2*time.Millisecond)
 		r.Record(now-w.Length, SetOf(Failure), time.Millisecond, time.Millisecond) // too late for any bucket
-		r.RecordCounts(now, SetOf(Success))
+		r.Record(now, SetOf(Success), NoLatency, NoLatency)
 		r.Snapshot(now)
 		r.CumulativeLatency()
 	})
@@ -169,10 +143,10 @@ func TestRollingBusyRingKeepsOneHistogramPerSlot(t *testing.T) {
 		require.NotNil(t, r.buckets[i].latencies(), "bucket %d", i)
 		assert.Nil(t, r.buckets[i].latencies().run.Load(), "bucket %d: run and total never differed", i)
 	}
-	r.mu.Lock()
+	r.ring.Lock()
 	assert.Len(t, r.foldedLat.same.bins, 2, "two bins used")
 	assert.Empty(t, r.foldedLat.run.bins)
-	r.mu.Unlock()
+	r.ring.Unlock()
 	run, total := r.CumulativeLatency()
 	assert.Equal(t, run, total)
 	assert.Equal(t, int64(2*(4*len(r.buckets)+100+1)), run.Count(), "every call, the warm-up run of AllocsPerRun included")
@@ -197,7 +171,7 @@ func TestRecordFirstLatency(t *testing.T) {
 
 	r := newRing(t, true)
 	b := r.at(0)
-	r.RecordCounts(r.window.Length, SetOf(Success)) // slot 0 rotates to the next window
+	r.Record(r.window.Length, SetOf(Success), NoLatency, NoLatency) // slot 0 rotates to the next window
 	l := r.firstLatencies(b, 0, time.Millisecond, 2*time.Millisecond)
 	require.NotNil(t, l, "the slot's latencies, for Record to record into")
 	apart(&l.run).record(int64(time.Millisecond))

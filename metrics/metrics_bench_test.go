@@ -76,32 +76,6 @@ func BenchmarkRecordRotating(b *testing.B) {
 	}
 }
 
-// BenchmarkBreakerWindow is a breaker's window write per call, a success:
-// into a Tally of the four events a breaker judges, and into a Rolling's
-// counts.
-func BenchmarkBreakerWindow(b *testing.B) {
-	b.Run("tally", func(b *testing.B) {
-		t, err := NewTally(DefaultWindow(), SetOf(Success, Failure, Timeout, Slow))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for i := 0; b.Loop(); i++ {
-			t.Record(time.Duration(i), SetOf(Success))
-		}
-	})
-	b.Run("rolling", func(b *testing.B) {
-		r, err := NewRolling(DefaultWindow(), CountsOnly)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for i := 0; b.Loop(); i++ {
-			r.RecordCounts(time.Duration(i), SetOf(Success))
-		}
-	})
-}
-
 func BenchmarkRecordParallel(b *testing.B) {
 	r := benchRing(b)
 	now := SystemClock().Now()

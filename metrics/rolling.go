@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bulwark-go/bulwark/internal/cacheline"
+	"github.com/bulwark-go/bulwark/internal/ring"
 )
 
 // bucket holds what happened during one bucket interval; the interval is
@@ -126,28 +127,28 @@ func (l *latencies) addTo(run, total *histAccumulator) {
 // at the same moment in the window, never in the cumulative counts. Rolling
 // is safe for concurrent use.
 type Rolling struct {
-	ring    // the buckets' intervals; its mu guards what is said below
+	ring    ring.Ring // the buckets' intervals; its mutex guards what is said below
 	window  Window
-	buckets []*bucket // nil until the slot's first rotation creates it, then kept (written under mu)
+	buckets []*bucket // nil until the slot's first rotation creates it, then kept (written under the ring's mutex)
 	withLat bool      // the ring records latencies (CountsAndLatencies)
 
 	// The cumulative counts are folded, not counted twice: each event is
 	// added to its bucket only, and a rotation or Reset moves the bucket's
 	// counts into folded (swapping them out, so a racing add is never lost
-	// nor doubled). Cumulative sums folded and the buckets under mu. Events
+	// nor doubled). Cumulative sums folded and the buckets under the ring's mutex. Events
 	// too late for any bucket go straight into folded.
 	folded [NumEvents]atomic.Int64
 
 	// foldedLat holds the latencies rotation and Reset moved out of the
 	// buckets, and those of calls too late for any bucket, as folded does
 	// the counts (see CumulativeLatency); nil until there were some, and
-	// always on a ring without latency. Guarded by mu.
+	// always on a ring without latency. Guarded by the ring's mutex.
 	foldedLat *latencyTotals
 
 	// sums holds the running sums of the window's latencies (see
 	// windowsum.go); nil until a rotation finds latencies in a bucket it
 	// does not rotate in, and always on a ring without latency. Guarded by
-	// mu.
+	// the ring's mutex.
 	sums *windowSums
 }
 
@@ -179,7 +180,7 @@ func NewRolling(w Window, c Contents) (*Rolling, error) {
 	if c > CountsAndLatencies {
 		return nil, fmt.Errorf("%w: Contents %d is not CountsOnly or CountsAndLatencies", ErrInvalidConfig, c)
 	}
-	return &Rolling{ring: makeRing(w), window: w, buckets: make([]*bucket, w.Buckets), withLat: c == CountsAndLatencies}, nil
+	return &Rolling{ring: ring.New(w.BucketWidth(), w.Buckets), window: w, buckets: make([]*bucket, w.Buckets), withLat: c == CountsAndLatencies}, nil
 }
 
 // Window returns the window the ring covers.
@@ -190,17 +191,17 @@ func (r *Rolling) Window() Window { return r.window }
 // case, now in the newest bucket's interval, costs one load and no
 // division.
 func (r *Rolling) at(now time.Duration) *bucket {
-	if i, ok := r.hint(now); ok {
+	if i, ok := r.ring.Hint(now); ok {
 		return r.buckets[i]
 	}
-	if i := r.slotOf(r.epoch(now), r); i >= 0 {
+	if i := r.ring.SlotOf(r.ring.Epoch(now), r.rotateIn); i >= 0 {
 		return r.buckets[i]
 	}
 	return nil
 }
 
 // rotateIn empties the bucket in slot i for interval ep, for the ring's
-// rotate, creating it on the slot's first use. r.mu is held.
+// rotate, creating it on the slot's first use. r.ring's mutex is held.
 func (r *Rolling) rotateIn(i int, ep int64) {
 	b := r.buckets[i]
 	if b == nil {
@@ -217,7 +218,7 @@ func (r *Rolling) rotateIn(i int, ep int64) {
 }
 
 // empty moves b's counts and latencies into the cumulative ones and clears
-// the rest of it. r.mu must be held.
+// the rest of it. r.ring's mutex must be held.
 func (r *Rolling) empty(b *bucket) {
 	for e := range b.counts {
 		if n := b.counts[e].Swap(0); n != 0 {
@@ -232,7 +233,7 @@ func (r *Rolling) empty(b *bucket) {
 }
 
 // totals returns the ring's cumulative latencies, creating them if needed.
-// r.mu must be held.
+// r.ring's mutex must be held.
 func (r *Rolling) totals() *latencyTotals {
 	if r.foldedLat == nil {
 		r.foldedLat = new(latencyTotals)
@@ -296,7 +297,7 @@ func (r *Rolling) firstLatencies(b *bucket, now, run, total time.Duration) *late
 	if (run < 0 && total < 0) || !r.newLatencies(b) {
 		return nil
 	}
-	if r.epochs[r.slot(r.epoch(now))].Load() == emptyEpoch {
+	if r.ring.Holds(r.ring.Slot(r.ring.Epoch(now))) == ring.Empty {
 		r.late(0, run, total)
 		return nil
 	}
@@ -312,18 +313,6 @@ func (r *Rolling) newLatencies(b *bucket) bool {
 	}
 	b.lat.CompareAndSwap(nil, new(latencies))
 	return true
-}
-
-// RecordCounts counts one call at instant now, every event in events (in
-// the window and cumulatively), and no latency: Record with NoLatency for
-// both, without the latency path, for a ring that keeps none.
-func (r *Rolling) RecordCounts(now time.Duration, events EventSet) {
-	b := r.at(now)
-	if b == nil {
-		r.late(events, NoLatency, NoLatency)
-		return
-	}
-	b.add(events)
 }
 
 // add counts every event in events in b, or, for no event, one in bare.
@@ -345,9 +334,9 @@ func (r *Rolling) late(events EventSet, run, total time.Duration) {
 		r.folded[bits.TrailingZeros32(s)].Add(1)
 	}
 	if r.withLat && (run >= 0 || total >= 0) {
-		r.mu.Lock()
+		r.ring.Lock()
 		r.totals().record(run, total)
-		r.mu.Unlock()
+		r.ring.Unlock()
 	}
 }
 
@@ -355,7 +344,7 @@ func (r *Rolling) late(events EventSet, run, total time.Duration) {
 // if v is larger.
 func (r *Rolling) ObserveMax(now time.Duration, v int64) {
 	if b := r.at(now); b != nil {
-		raise(&b.max, v)
+		ring.Raise(&b.max, v)
 	}
 }
 
@@ -364,9 +353,9 @@ func (r *Rolling) ObserveMax(now time.Duration, v int64) {
 // only a few events reads less with CountsOf or Count.
 func (r *Rolling) Counts(now time.Duration) Counts {
 	var c Counts
-	cur := r.epoch(now)
+	cur := r.ring.Epoch(now)
 	for i := range r.buckets {
-		if !r.live(i, cur) {
+		if !r.ring.Live(i, cur) {
 			continue
 		}
 		b := r.buckets[i]
@@ -385,9 +374,9 @@ func (r *Rolling) Counts(now time.Duration) Counts {
 func (r *Rolling) CountsOf(now time.Duration, set EventSet) Counts {
 	var c Counts
 	set &= allEvents
-	cur := r.epoch(now)
+	cur := r.ring.Epoch(now)
 	for i := range r.buckets {
-		if !r.live(i, cur) {
+		if !r.ring.Live(i, cur) {
 			continue
 		}
 		b := r.buckets[i]
@@ -407,9 +396,9 @@ func (r *Rolling) Count(now time.Duration, e Event) int64 {
 		return 0
 	}
 	var n int64
-	cur := r.epoch(now)
+	cur := r.ring.Epoch(now)
 	for i := range r.buckets {
-		if r.live(i, cur) {
+		if r.ring.Live(i, cur) {
 			n += r.buckets[i].counts[e].Load()
 		}
 	}
@@ -421,8 +410,8 @@ func (r *Rolling) Count(now time.Duration, e Event) int64 {
 // bucket interval), so successive readings never decrease.
 func (r *Rolling) Cumulative() Counts {
 	var c Counts
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.ring.Lock()
+	defer r.ring.Unlock()
 	for e := range c {
 		c[e] = r.folded[e].Load()
 	}
@@ -439,9 +428,9 @@ func (r *Rolling) Cumulative() Counts {
 
 // Reset empties the window (cumulative counts are kept).
 func (r *Rolling) Reset() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.clear()
+	r.ring.Lock()
+	defer r.ring.Unlock()
+	r.ring.Clear()
 	for _, b := range r.buckets {
 		if b != nil {
 			r.empty(b)
@@ -470,9 +459,9 @@ type Snapshot struct {
 // (the stream does, every 500 ms), not per request.
 func (r *Rolling) Snapshot(now time.Duration) Snapshot {
 	s := Snapshot{Window: r.window}
-	cur := r.epoch(now)
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	cur := r.ring.Epoch(now)
+	r.ring.Lock()
+	defer r.ring.Unlock()
 	for e := range s.Cumulative {
 		s.Cumulative[e] = r.folded[e].Load()
 	}
@@ -481,7 +470,7 @@ func (r *Rolling) Snapshot(now time.Duration) Snapshot {
 		if b == nil {
 			continue // never used: no writes, as its mark says if it has one
 		}
-		live := r.live(i, cur)
+		live := r.ring.Live(i, cur)
 		writes := b.bare.Load()
 		for e := range s.Counts {
 			n := b.counts[e].Load()

@@ -522,40 +522,6 @@ func TestRollingLatenciesSplitExactly(t *testing.T) {
 	assert.Equal(t, total.Snapshot(), s.Total)
 }
 
-// TestRollingRecordCounts: RecordCounts counts what Record with NoLatency
-// counts, late events included, on both kinds of ring, records no latency
-// and allocates nothing.
-func TestRollingRecordCounts(t *testing.T) {
-	for _, latency := range []bool{false, true} {
-		counted, recorded := newRing(t, latency), newRing(t, latency)
-		calls := []struct {
-			at     time.Duration
-			events EventSet
-		}{
-			{10 * time.Millisecond, SetOf(Success, Slow)},
-			{20 * time.Millisecond, SetOf(Failure)},
-			{150 * time.Millisecond, SetOf(Timeout)},
-			{2 * time.Second, SetOf(Success)},
-			{0, SetOf(Failure)}, // a whole window late: cumulative only
-			{2 * time.Second, 0},
-		}
-		for _, c := range calls {
-			counted.RecordCounts(c.at, c.events)
-			recorded.Record(c.at, c.events, NoLatency, NoLatency)
-		}
-		got, want := counted.Snapshot(2*time.Second), recorded.Snapshot(2*time.Second)
-		assert.Equal(t, want, got, "latency %v", latency)
-		assert.Equal(t, Counts{Success: 1}, got.Counts, "latency %v", latency)
-		assert.Equal(t, Counts{Success: 2, Slow: 1, Failure: 2, Timeout: 1}, got.Cumulative, "latency %v", latency)
-		assert.Zero(t, got.Run.Count+got.Total.Count, "latency %v", latency)
-		now := 2 * time.Second
-		assert.Zero(t, testing.AllocsPerRun(100, func() {
-			now += time.Millisecond // through every bucket, rotating
-			counted.RecordCounts(now, SetOf(Success))
-		}), "latency %v", latency)
-	}
-}
-
 // TestRollingRecordAllocations: once every bucket slot has had a call (the
 // first latency in a slot creates its histogram, see
 // TestRollingAllocatesWhatItUses), Record allocates nothing.

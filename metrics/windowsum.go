@@ -1,6 +1,10 @@
 package metrics
 
-import "time"
+import (
+	"time"
+
+	"github.com/bulwark-go/bulwark/internal/ring"
+)
 
 // The window's running sums: a ring with latency keeps, beside its buckets,
 // the sum of the latency histograms of its sealed buckets (every bucket but
@@ -84,14 +88,14 @@ type memo struct {
 // other than slot i, the one a rotation empties, holds latencies; nil, and
 // nothing created, if none does.
 func (r *Rolling) startSums(i int) *windowSums {
-	newest, newestEp := -1, int64(emptyEpoch)
+	newest, newestEp := -1, int64(ring.Empty)
 	found := false
 	for j := range r.buckets {
 		b := r.buckets[j]
 		if j != i && b.latencies() != nil {
 			found = true
 		}
-		if ep := r.epochs[j].Load(); ep != emptyEpoch && (newest < 0 || ep > newestEp) {
+		if ep := r.ring.Holds(j); ep != ring.Empty && (newest < 0 || ep > newestEp) {
 			newest, newestEp = j, ep // as rotating tracks it: the latest interval
 		}
 	}
@@ -221,7 +225,7 @@ func (r *Rolling) rotating(b *bucket, i int, ep int64) {
 	if w.marks[i].sealed {
 		w.unseal(b, i)
 	}
-	if w.newest >= 0 && w.newest != i && r.epochs[w.newest].Load() > ep {
+	if w.newest >= 0 && w.newest != i && r.ring.Holds(w.newest) > ep {
 		return // an older interval: sealed (empty) once emptied, see rotated
 	}
 	if w.newest >= 0 && w.newest != i && w.valid {
@@ -264,7 +268,7 @@ func (r *Rolling) rebuild(cur int64) {
 	w := r.sums
 	w.clear()
 	for i := range r.buckets {
-		if i != w.newest && r.live(i, cur) {
+		if i != w.newest && r.ring.Live(i, cur) {
 			w.seal(r.buckets[i], i)
 		}
 	}
@@ -272,7 +276,7 @@ func (r *Rolling) rebuild(cur int64) {
 
 // windowLatency returns the run and total latencies of the window ending
 // in interval cur, given the buckets' writes in their marks' seen (Snapshot reads them
-// with the counts, before). r.mu must be held.
+// with the counts, before). r.ring's mutex must be held.
 func (r *Rolling) windowLatency(cur int64) (run, total Latency) {
 	w := r.sums
 	if w == nil {
@@ -285,7 +289,7 @@ func (r *Rolling) windowLatency(cur int64) (run, total Latency) {
 		b := r.buckets[i]
 		switch {
 		case !w.marks[i].sealed:
-		case !r.live(i, cur):
+		case !r.ring.Live(i, cur):
 			w.unseal(b, i) // out of the window: it leaves the sums
 		case w.marks[i].seen != w.marks[i].writes:
 			w.valid = false // a late write
@@ -296,7 +300,7 @@ func (r *Rolling) windowLatency(cur int64) (run, total Latency) {
 	}
 	extra := -1
 	for i := range r.buckets {
-		if !w.marks[i].sealed && r.live(i, cur) {
+		if !w.marks[i].sealed && r.ring.Live(i, cur) {
 			if extra >= 0 {
 				return r.mergeLive(cur) // two unsealed live buckets: rare
 			}
@@ -327,7 +331,7 @@ func (r *Rolling) windowLatency(cur int64) (run, total Latency) {
 func (r *Rolling) unsummed(cur int64) (run, total Latency) {
 	var l *latencies
 	for i := range r.buckets {
-		if bl := r.buckets[i].latencies(); bl != nil && r.live(i, cur) {
+		if bl := r.buckets[i].latencies(); bl != nil && r.ring.Live(i, cur) {
 			if l != nil {
 				return r.mergeLive(cur)
 			}
@@ -406,7 +410,7 @@ func blocksOf(h *Histogram) histBlocks {
 func (r *Rolling) mergeLive(cur int64) (Latency, Latency) {
 	var run, total histAccumulator
 	for i := range r.buckets {
-		if r.live(i, cur) {
+		if r.ring.Live(i, cur) {
 			r.buckets[i].latencies().addTo(&run, &total)
 		}
 	}

@@ -14,9 +14,9 @@ import (
 // fullMerge is the window's latencies at instant at, merged from every live
 // bucket's bins: what Snapshot must equal.
 func fullMerge(r *Rolling, at time.Duration) (run, total Latency) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.mergeLive(r.epoch(at))
+	r.ring.Lock()
+	defer r.ring.Unlock()
+	return r.mergeLive(r.ring.Epoch(at))
 }
 
 // requireExactSnapshot checks r's snapshot at instant at against the full
@@ -100,10 +100,10 @@ func TestWindowSumsStayValidMovingForward(t *testing.T) {
 		run, total := randomLatencies(rng)
 		r.Record(now, SetOf(Success), run, total)
 		if step%13 == 0 {
-			r.mu.Lock()
+			r.ring.Lock()
 			sums := r.sums
 			valid := sums != nil && sums.valid
-			r.mu.Unlock()
+			r.ring.Unlock()
 			if sums != nil {
 				created = true
 				require.True(t, valid, "step %d: the sums need no rebuild", step)
@@ -122,7 +122,7 @@ func TestWindowSumsBuiltAtCreation(t *testing.T) {
 	for k := range 2 * len(r.buckets) {
 		r.Record(time.Duration(k)*width, SetOf(Success), time.Duration(k+1)*time.Millisecond, time.Duration(k+1)*time.Millisecond)
 	}
-	r.mu.Lock()
+	r.ring.Lock()
 	require.NotNil(t, r.sums)
 	require.True(t, r.sums.valid)
 	sealed := 0
@@ -131,7 +131,7 @@ func TestWindowSumsBuiltAtCreation(t *testing.T) {
 			sealed++
 		}
 	}
-	r.mu.Unlock()
+	r.ring.Unlock()
 	require.Equal(t, len(r.buckets)-1, sealed, "every bucket but the newest")
 	requireExactSnapshot(t, r, time.Duration(2*len(r.buckets)-1)*width, "the first snapshot")
 }
@@ -229,14 +229,14 @@ func TestWindowSumsSeeEveryWrite(t *testing.T) {
 		r.Record(time.Duration(k)*width, SetOf(Success), time.Duration(k+1)*time.Millisecond, time.Duration(k+1)*time.Millisecond)
 	}
 	first := r.Snapshot(now)
-	r.mu.Lock()
+	r.ring.Lock()
 	gen, memoOK := r.sums.gen, r.sums.memo.ok
-	r.mu.Unlock()
+	r.ring.Unlock()
 	require.True(t, memoOK)
 	require.Equal(t, first, r.Snapshot(now), "nothing changed")
-	r.mu.Lock()
+	r.ring.Lock()
 	require.Equal(t, gen, r.sums.gen, "the sums did not change")
-	r.mu.Unlock()
+	r.ring.Unlock()
 	requireExactSnapshot(t, r, now, "unchanged")
 
 	count := first.Run.Count

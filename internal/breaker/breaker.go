@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bulwark-go/bulwark/internal/windowed"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -74,7 +75,7 @@ type Breaker struct {
 // shape is invalid. The breaker starts closed (open in ForcedOpen mode)
 // with an empty window.
 func New(s Settings) (*Breaker, error) {
-	window, err := metrics.NewTally(s.Window, healthEvents)
+	window, err := windowed.NewTally(s.Window, healthEvents)
 	if err != nil {
 		return nil, err
 	}

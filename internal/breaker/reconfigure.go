@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/bulwark-go/bulwark/internal/windowed"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -69,17 +70,17 @@ const MaxProbes = math.MaxInt32
 // one configuration. The closed fast path of Allow does not read it.
 type settings struct {
 	Settings
-	window     *metrics.Tally // the health window, of healthEvents
-	slowOn     bool           // slow-call detection is on
-	z          float64        // the normal quantile of Confidence (two-sided); 0: off
-	generation uint64         // accepted Reconfigure calls so far
+	window     *windowed.Tally // the health window, of healthEvents
+	slowOn     bool            // slow-call detection is on
+	z          float64         // the normal quantile of Confidence (two-sided); 0: off
+	generation uint64          // accepted Reconfigure calls so far
 }
 
 // cfg returns the settings in force.
 func (b *Breaker) cfg() *settings { return b.settings.Load() }
 
 // derive returns the settings of s with window w.
-func derive(s Settings, w *metrics.Tally) *settings {
+func derive(s Settings, w *windowed.Tally) *settings {
 	return &settings{Settings: s, window: w, slowOn: s.SlowCallDuration > 0, z: zScore(s.Confidence)}
 }
 
@@ -101,7 +102,7 @@ func (b *Breaker) Reconfigure(s Settings) (old Settings, generation uint64, err 
 	prev := b.cfg()
 	window := prev.window
 	if s.Window != prev.Window {
-		if window, err = metrics.NewTally(s.Window, healthEvents); err != nil {
+		if window, err = windowed.NewTally(s.Window, healthEvents); err != nil {
 			return prev.Settings, prev.generation, err
 		}
 	}

@@ -28,7 +28,7 @@ type Health struct {
 }
 
 // healthEvents are the events healthOf reads: the only ones a breaker's
-// window (a metrics.Tally) counts, and the only ones it needs to judge.
+// window (a windowed.Tally) counts, and the only ones it needs to judge.
 const healthEvents metrics.EventSet = 1<<metrics.Success | 1<<metrics.Failure | 1<<metrics.Timeout | 1<<metrics.Slow
 
 // healthOf derives Health from window counts (of healthEvents).

@@ -5,16 +5,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bulwark-go/bulwark/internal/windowed"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // Window is the engine of ratelimit.SlidingWindow: at most limit calls
-// counted over a metrics.Tally of one event, under a mutex so that the count
+// counted over a windowed.Tally of one event, under a mutex so that the count
 // and the admission are one step.
 type Window struct {
 	mu     sync.Mutex
 	limit  int64
-	ring   *metrics.Tally
+	ring   *windowed.Tally
 	width  time.Duration
 	clock  metrics.Clock
 	refuse Refuse
@@ -24,7 +25,7 @@ type Window struct {
 // NewWindow returns an empty window of shape w, valid, that admits limit
 // calls, on clock.
 func NewWindow(limit int, w metrics.Window, clock metrics.Clock, refuse Refuse) (*Window, error) {
-	ring, err := metrics.NewTally(w, admitted)
+	ring, err := windowed.NewTally(w, admitted)
 	if err != nil {
 		return nil, err
 	}

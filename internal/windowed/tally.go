@@ -1,28 +1,32 @@
-package metrics
+package windowed
 
 import (
 	"fmt"
 	"math/bits"
 	"sync/atomic"
 	"time"
+
+	"github.com/bulwark-go/bulwark/internal/ring"
+	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // Tally counts the events of one set over a sliding window of buckets: what
-// a Rolling's window counts of those events, and nothing else (no other
-// event, no cumulative count, maximum or latency), in one counter per event
-// of the set in each bucket. A circuit breaker's health window, four events
-// in ten buckets, takes 592 bytes as a Tally (TestTallyAllocatesWhatItUses)
-// and 3,072 as a Rolling once every slot was used. Recording is lock-free
-// and allocation free; buckets rotate lazily, as a Rolling's do (the same
-// code rotates both). An event whose instant lies a whole window behind the
-// newest write is not counted. Tally is safe for concurrent use.
+// a metrics.Rolling's window counts of those events, and nothing else (no
+// other event, no cumulative count, maximum or latency), in one counter per
+// event of the set in each bucket. A circuit breaker's health window, four
+// events in ten buckets, takes 592 bytes as a Tally
+// (TestTallyAllocatesWhatItUses) and 3,072 as a Rolling once every slot was
+// used. Recording is lock-free and allocation free; buckets rotate lazily,
+// as a Rolling's do (the same code, package ring, rotates both). An event
+// whose instant lies a whole window behind the newest write is not counted.
+// Tally is safe for concurrent use.
 type Tally struct {
-	ring // the buckets' intervals
-	set  EventSet
+	ring ring.Ring // the buckets' intervals
+	set  metrics.EventSet
 	k    int      // counters per bucket: set.Len()
 	pos  [32]int8 // pos[e]: event e's counter in a bucket, for e in set
 	// counts holds bucket i's counters at [i*k, i*k+k), in event order, in
-	// lines of their own (see lines). Buckets share lines with each other:
+	// lines of their own (see ring.Lines). Buckets share lines with each other:
 	// only the newest is written.
 	counts []atomic.Int64
 }
@@ -30,31 +34,31 @@ type Tally struct {
 // NewTally returns a tally of the events in set over w. Bits of set that
 // stand for no event (NumEvents and above) are ignored; a set of no event is
 // an error.
-func NewTally(w Window, set EventSet) (*Tally, error) {
+func NewTally(w metrics.Window, set metrics.EventSet) (*Tally, error) {
 	if err := w.Validate(); err != nil {
 		return nil, err
 	}
 	set &= allEvents
 	if set == 0 {
-		return nil, fmt.Errorf("%w: a Tally needs at least one event", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: a Tally needs at least one event", metrics.ErrInvalidConfig)
 	}
-	t := &Tally{ring: makeRing(w), set: set, k: set.Len()}
-	for e := range NumEvents {
+	t := &Tally{ring: ring.New(w.BucketWidth(), w.Buckets), set: set, k: set.Len()}
+	for e := range metrics.NumEvents {
 		if set.Has(e) {
 			t.pos[e] = int8((set & (1<<e - 1)).Len()) // the events of set before e
 		}
 	}
-	t.counts = lines(w.Buckets * t.k)
+	t.counts = ring.Lines(w.Buckets * t.k)
 	return t, nil
 }
 
 // Record counts every event of events that is in the tally's set at
 // instant now; the others are ignored. A call at an instant older than the
 // window's oldest bucket is not counted.
-func (t *Tally) Record(now time.Duration, events EventSet) {
-	i, ok := t.hint(now)
+func (t *Tally) Record(now time.Duration, events metrics.EventSet) {
+	i, ok := t.ring.Hint(now)
 	if !ok {
-		if i = t.slotOf(t.epoch(now), t); i < 0 {
+		if i = t.ring.SlotOf(t.ring.Epoch(now), t.rotateIn); i < 0 {
 			return
 		}
 	}
@@ -64,8 +68,11 @@ func (t *Tally) Record(now time.Duration, events EventSet) {
 	}
 }
 
-// rotateIn empties the bucket in slot i, for the ring's rotate. t.mu is
-// held.
+// allEvents is the set of every event.
+const allEvents metrics.EventSet = 1<<metrics.NumEvents - 1
+
+// rotateIn empties the bucket in slot i, for the ring's rotation. The
+// ring's mutex is held.
 func (t *Tally) rotateIn(i int, _ int64) {
 	for j := i * t.k; j < (i+1)*t.k; j++ {
 		t.counts[j].Store(0)
@@ -74,11 +81,11 @@ func (t *Tally) rotateIn(i int, _ int64) {
 
 // Counts returns the counts of the tally's events in the window that ends
 // at now, and 0 for every other event.
-func (t *Tally) Counts(now time.Duration) Counts {
-	var c Counts
-	cur := t.epoch(now)
-	for i := range t.epochs {
-		if !t.live(i, cur) {
+func (t *Tally) Counts(now time.Duration) metrics.Counts {
+	var c metrics.Counts
+	cur := t.ring.Epoch(now)
+	for i := range t.ring.Len() {
+		if !t.ring.Live(i, cur) {
 			continue
 		}
 		j := i * t.k
@@ -94,9 +101,9 @@ func (t *Tally) Counts(now time.Duration) Counts {
 // old failures cannot reopen it. Reset may lose, or keep, an event recorded
 // at the same moment.
 func (t *Tally) Reset() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.clear()
+	t.ring.Lock()
+	defer t.ring.Unlock()
+	t.ring.Clear()
 	for j := range t.counts {
 		t.counts[j].Store(0)
 	}

@@ -1,4 +1,4 @@
-package metrics
+package windowed
 
 import (
 	"math"
@@ -10,14 +10,16 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/bulwark-go/bulwark/internal/alloctest"
 	"github.com/bulwark-go/bulwark/internal/cacheline"
+	"github.com/bulwark-go/bulwark/metrics"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestNewPeakRefusesABadWindow(t *testing.T) {
-	_, err := NewPeak(Window{Length: time.Second, Buckets: 3})
-	require.ErrorIs(t, err, ErrInvalidConfig)
+	_, err := NewPeak(metrics.Window{Length: time.Second, Buckets: 3})
+	require.ErrorIs(t, err, metrics.ErrInvalidConfig)
 }
 
 // A peak keeps what a Rolling's Max keeps: the two, given the same
@@ -26,11 +28,11 @@ func TestNewPeakRefusesABadWindow(t *testing.T) {
 func TestPeakMatchesRollingMax(t *testing.T) {
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 13))
-		w := []Window{{Length: time.Second, Buckets: 10}, {Length: 3 * time.Millisecond, Buckets: 3},
+		w := []metrics.Window{{Length: time.Second, Buckets: 10}, {Length: 3 * time.Millisecond, Buckets: 3},
 			{Length: time.Duration(1<<20) * 8, Buckets: 8}}[rng.IntN(3)]
 		p, err := NewPeak(w)
 		require.NoError(t, err)
-		r, err := NewRolling(w, CountsOnly)
+		r, err := metrics.NewRolling(w, metrics.CountsOnly)
 		require.NoError(t, err)
 		require.Equal(t, w, p.Window())
 		width, n := int64(w.BucketWidth()), int64(w.Buckets)
@@ -60,10 +62,10 @@ func TestPeakMatchesRollingMax(t *testing.T) {
 // Observers in one bucket interval, on every core: the peak is the largest
 // value any of them observed.
 func TestPeakConcurrentObservers(t *testing.T) {
-	p, err := NewPeak(DefaultWindow())
+	p, err := NewPeak(metrics.DefaultWindow())
 	require.NoError(t, err)
 	const observers, per = 16, 20_000
-	var clock ManualClock
+	var clock metrics.ManualClock
 	var wg sync.WaitGroup
 	for o := range observers {
 		wg.Go(func() {
@@ -80,9 +82,9 @@ func TestPeakConcurrentObservers(t *testing.T) {
 // rounded up to whole cache lines; observing, rotating and reading
 // allocate nothing.
 func TestPeakAllocatesWhatItUses(t *testing.T) {
-	w := DefaultWindow()
-	peaks := make([]*Peak, 0, trials*runs)
-	bytes, objects := allocated(func() {
+	w := metrics.DefaultWindow()
+	peaks := make([]*Peak, 0, alloctest.Trials*alloctest.Runs)
+	bytes, objects := alloctest.Allocated(func() {
 		p, err := NewPeak(w)
 		require.NoError(t, err)
 		peaks = append(peaks, p)
@@ -90,16 +92,16 @@ func TestPeakAllocatesWhatItUses(t *testing.T) {
 	assert.InDelta(t, 3, objects, 0.1, "the peak, its epochs and its values")
 	values := uintptr(cap(peaks[0].maxes)) * unsafe.Sizeof(atomic.Int64{})
 	assert.Equal(t, uintptr(cacheline.Size), values, "ten values, in one cache line")
-	requireSize(t, unsafe.Sizeof(Peak{})+uintptr(w.Buckets)*8+values, bytes, "a new peak")
+	alloctest.RequireSize(t, unsafe.Sizeof(Peak{})+uintptr(w.Buckets)*8+values, bytes, "a new peak")
 	runtime.KeepAlive(peaks)
 
 	p := peaks[0]
 	now := time.Duration(0)
-	bytes, objects = allocated(func() {
+	bytes, objects = alloctest.Allocated(func() {
 		now += w.BucketWidth() / 3 // through every bucket, rotating
 		p.ObserveMax(now, int64(now))
 		p.ObserveMax(now-w.Length, 1) // too late for any bucket
 		p.Max(now)
 	})
-	requireNone(t, bytes, objects, "a peak in use")
+	alloctest.RequireNone(t, bytes, objects, unsafe.Sizeof(metrics.Histogram{}), "a peak in use")
 }
