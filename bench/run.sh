@@ -5,8 +5,9 @@
 #                     process of its own, ROUNDS rounds in a shuffled order, summarised by
 #                     benchstat; CPU profiles; timeout path; live-service protection; writes
 #                     RESULTS.md and overhead.svg beside this script, and prints what it writes.
-#   ./run.sh -quick   smoke run for CI (under a minute): the same programs and the same per-case
-#                     runner, one round of one iteration, short phases; prints one line per
+#   ./run.sh -quick   smoke run for CI (about two minutes): the same programs and the same per-case
+#                     runner, one round of one iteration, short phases, and cmd/scale (issue 24's
+#                     rows, whose figures PERFORMANCE.md keeps) at its smallest; prints one line per
 #                     program and no figures (one iteration measures nothing), the whole output of
 #                     a program that fails; writes nothing into the repository.
 #
@@ -62,6 +63,7 @@ if [ "${1:-}" = "-quick" ]; then
 	smoke "benchstat of them" "$tmp/benchstat.txt" go tool benchstat "$tmp/bench.txt"
 	smoke "timeout path (cmd/timeouts -quick)" "$tmp/timeouts.md" go run ./cmd/timeouts -quick
 	smoke "protection of a live service (cmd/protect -quick)" "$tmp/protect.md" go run ./cmd/protect -quick
+	smoke "issue 24's rows (cmd/scale -quick, one round)" "$tmp/scale.md" go run ./cmd/scale -quick -rounds 1 -idle 1s
 	exit 0
 fi
 

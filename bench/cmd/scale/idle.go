@@ -19,9 +19,9 @@ import (
 // groups called once (then idle), without alerts and with one alert Watcher for all of them. The CPU figure is
 // the process's CPU time (getrusage) over window with the groups, minus the same reading
 // without them taken just before, as a share of one core.
-func idleRows(n int, window time.Duration) {
+func idleRows(n int, window time.Duration, quick bool) {
 	base := idleCPU(window)
-	fmt.Printf("| idle process baseline (no registry), CPU over %v | %.2f%% of a core |\n", window, 100*base)
+	fmt.Printf("| idle process baseline (no registry), CPU over %v | %.2f%% of a core | |\n", window, 100*base)
 	for _, row := range []struct {
 		kind          string
 		strategy      command.Strategy
@@ -35,8 +35,8 @@ func idleRows(n int, window time.Duration) {
 		{"Semaphore groups called once, alerts on, idle longer than the 10 s window", command.Semaphore, true, true, settle + window10s},
 	} {
 		goroutines, cpu := idleGroups(n, row.strategy, row.calls, row.alerts, row.wait, window)
-		fmt.Printf("| idle registry, %d %s: goroutines beyond the baseline, CPU beyond it | %d, %.2f%% of a core |\n",
-			n, row.kind, goroutines, 100*(cpu-base))
+		fmt.Printf("| idle registry, %d %s: goroutines beyond the baseline, CPU beyond it | %d, %.2f%% of a core | %s |\n",
+			n, row.kind, goroutines, 100*(cpu-base), sized(quick, "1,000 groups", goroutines <= 50 && cpu-base <= 0.005, "≤ 50, ≤ 0.5% of a core"))
 	}
 }
 
@@ -85,7 +85,7 @@ func idleGroups(n int, strategy command.Strategy, calls, alerts bool, wait, wind
 // hostRow prints what an httpguard Transport costs with n hosts each sent one request: the
 // goroutines beyond the baseline and the heap beyond it (after a forced GC), right after the
 // requests and once idle workers have exited (settle later).
-func hostRow(n int) {
+func hostRow(n int, quick bool) {
 	runtime.GC()
 	baseG, baseHeap := runtime.NumGoroutine(), heap()
 	reg := command.NewRegistry(command.RegistryConfig{Logger: logger})
@@ -100,8 +100,9 @@ func hostRow(n int) {
 	}
 	g, h := runtime.NumGoroutine()-baseG, (heap()-baseHeap)/(1<<20)
 	time.Sleep(settle)
-	fmt.Printf("| httpguard, %d hosts, one GET each: goroutines and heap beyond the baseline | %d, %.1f MiB at once; %d, %.1f MiB %v later |\n",
-		n, g, h, runtime.NumGoroutine()-baseG, (heap()-baseHeap)/(1<<20), settle)
+	fmt.Printf("| httpguard, %d hosts, one GET each: goroutines and heap beyond the baseline | %d, %.1f MiB at once; %d, %.1f MiB %v later | %s |\n",
+		n, g, h, runtime.NumGoroutine()-baseG, (heap()-baseHeap)/(1<<20), settle,
+		sized(quick, "1,000 hosts", g <= 50 && h <= 20, "≤ 50 goroutines, ≤ 20 MiB"))
 }
 
 // okTransport answers every request with an empty 200, without a network.

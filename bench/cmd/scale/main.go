@@ -1,15 +1,16 @@
-// Command scale measures what bulwark costs per command name, per group and per snapshot, the
-// rows of issue 24's table that a single process can measure:
+// Command scale prints every row of issue 24's table (what bulwark costs per command name, per
+// group, per snapshot and per core) with its target and whether it is met:
 //
-//	go run ./cmd/scale           # from bench/: every row, about a minute on a 2-core VM
-//	go run ./cmd/scale -quick    # smaller counts, for a smoke run
+//	go run ./cmd/scale           # from bench/: every row, about five minutes on a 2-core VM
+//	go run ./cmd/scale -quick    # smaller counts and shorter runs
 //
 // Heap per name is measured after a forced GC, for names with one call (fresh) and for names
 // with calls in every bucket of the window, their latencies spread over 1-8 ms (busy: four
 // octaves of histogram bins), with no go-metrics bridge (package gmbridge: off by default). Times
-// are medians of -rounds runs, as wall clock and as the process's
-// CPU time (user+system, all threads: on a shared machine the wall clock also counts the time
-// other processes held the cores). It prints a markdown table.
+// are medians of -rounds runs, as wall clock and as the process's CPU time (user+system, all
+// threads: on a shared machine the wall clock also counts the time other processes held the
+// cores). The snapshot, stream, scrape and per-call rows are the library's own benchmarks, run
+// as test binaries in rounds (see benchRows). It prints a markdown table.
 package main
 
 import (
@@ -20,7 +21,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"slices"
 	"syscall"
 	"time"
 
@@ -34,31 +34,34 @@ func main() {
 	idle := flag.Duration("idle", 30*time.Second, "CPU window of each idle row")
 	idleOnly := flag.Bool("idle-only", false, "only the idle and httpguard rows")
 	flag.Parse()
-	names, snap, groups := 2000, 10000, 1000
+	names, groups := 2000, 1000
 	if *quick {
-		names, snap, groups, *rounds = 500, 2000, 100, 3
+		names, groups, *rounds = 500, 100, 3
 	}
-	fmt.Printf("| what | figure |\n|---|---|\n")
+	fmt.Printf("| what | figure | target |\n|---|---|---|\n")
 	if *idleOnly {
-		idleRows(groups, *idle)
-		hostRow(groups)
+		idleRows(groups, *idle, *quick)
+		hostRow(groups, *quick)
 		return
 	}
 	for _, busy := range []bool{false, true} {
-		total := heapPerName(names, busy)
+		perName := heapPerName(names, busy) / 1024
 		kind := "fresh (one call)"
 		if busy {
 			kind = "busy (every bucket, 1-8 ms)"
 		}
-		fmt.Printf("| heap per command name, %s, %d names | %.1f KiB |\n", kind, names, total/1024)
+		fmt.Printf("| heap per command name, %s, %d names | %.1f KiB | %s |\n", kind, names, perName, target(perName <= 8, "≤ 8 KiB"))
 	}
-	for _, n := range []int{names / 2, names * 5} {
-		fmt.Printf("| creating %d names (one Execute each) | %v |\n", n, median(*rounds, func() span { return create(n) }))
-	}
-	fmt.Printf("| registry snapshot, %d commands, every bucket live | %v |\n", snap, snapshotTime(snap, *rounds))
-	fmt.Printf("| idle registry, %d Thread groups: goroutines beyond the baseline | %d |\n", groups, idleGoroutines(groups))
-	idleRows(groups, *idle)
-	hostRow(groups)
+	few := median(*rounds, func() span { return create(names / 2) })
+	many := median(*rounds, func() span { return create(names * 5) })
+	growth := float64(many.cpu) / float64(few.cpu)
+	fmt.Printf("| creating %d / %d names (one Execute each) | %v / %v: %.1f× the CPU for 10× the names | %s |\n",
+		names/2, names*5, few, many, growth, target(growth <= 15, "linear (here: ≤ 15× for 10×; it was 22×)"))
+	goroutines := idleGoroutines(groups)
+	fmt.Printf("| idle registry, %d Thread groups: goroutines beyond the baseline | %d | %s |\n", groups, goroutines, sized(*quick, "1,000 groups", goroutines <= 50, "≤ 50"))
+	idleRows(groups, *idle, *quick)
+	hostRow(groups, *quick)
+	benchRows(*rounds, *quick)
 }
 
 var logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -117,20 +120,6 @@ func create(n int) span {
 	return d
 }
 
-func snapshotTime(n, rounds int) span {
-	reg, _ := fill(n, true)
-	defer func() { check(reg.Close(context.Background())) }()
-	return median(rounds, func() span {
-		start := now()
-		s := reg.Snapshot()
-		d := start.to(now())
-		if got := len(s.Groups[0].Commands); got != n {
-			check(fmt.Errorf("snapshot has %d commands, want %d", got, n))
-		}
-		return d
-	})
-}
-
 // span is a duration on the wall clock and in CPU time.
 type span struct{ wall, cpu time.Duration }
 
@@ -173,9 +162,7 @@ func median(rounds int, f func() span) span {
 		s := f()
 		walls[i], cpus[i] = s.wall, s.cpu
 	}
-	slices.Sort(walls)
-	slices.Sort(cpus)
-	return span{walls[rounds/2], cpus[rounds/2]}
+	return span{middle(walls), middle(cpus)}
 }
 
 func check(err error) {
