@@ -61,7 +61,7 @@ type result struct {
 // can hand it to the caller.
 func (k *commandCall[T, C]) classify(runCtx context.Context, dl *deadline.Context, lat time.Duration, returned bool, err error) {
 	if dl != nil {
-		k.r = k.timedOutcome(dl, lat, returned, err)
+		k.timedOutcome(dl, lat, returned, err)
 	} else if returned && err == nil && runCtx.Err() == nil { // the common case, decided inline
 		// k.r is still zero (only a refusing stage sets it, and then
 		// classify does not run): its error needs no store.
@@ -77,13 +77,13 @@ func (k *commandCall[T, C]) classify(runCtx context.Context, dl *deadline.Contex
 }
 
 // timedOutcome is classify's decision for an attempt whose Run had the
-// deadline dl (its context): a success is decided here, the rest by
-// outcome. It then stops the deadline's timer: only now, since a context
-// cancelled first would make a success read as CANCELLED. In a group on the
-// system clock, whether Run returned before the deadline is judged at the
-// attempt's end (k.now, read when the bulkhead returned; see
+// deadline dl (its context), left in k.r: a success is decided here, the
+// rest by outcome. It then stops the deadline's timer: only now, since a
+// context cancelled first would make a success read as CANCELLED. In a
+// group on the system clock, whether Run returned before the deadline is
+// judged at the attempt's end (k.now, read when the bulkhead returned; see
 // deadlineOffset) instead of at a reading of the deadline's own.
-func (k *call) timedOutcome(dl *deadline.Context, lat time.Duration, returned bool, err error) result {
+func (k *call) timedOutcome(dl *deadline.Context, lat time.Duration, returned bool, err error) {
 	live := false
 	if returned && err == nil {
 		if k.g.deadlineClock {
@@ -92,12 +92,13 @@ func (k *call) timedOutcome(dl *deadline.Context, lat time.Duration, returned bo
 			live = dl.Err() == nil
 		}
 	}
-	r := result{event: metrics.Success, run: lat, ran: true}
-	if !live {
-		r = k.g.outcome(dl, dl, lat, returned, err)
+	if live {
+		// k.r is still zero, as in classify.
+		k.r.event, k.r.run, k.r.ran = metrics.Success, lat, true
+	} else {
+		k.r = k.g.outcome(dl, dl, lat, returned, err)
 	}
 	dl.Cancel()
-	return r
 }
 
 // outcome is the primary outcome of an attempt that did not simply
