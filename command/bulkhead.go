@@ -57,12 +57,12 @@ func (k *call) timed(ctx context.Context, timeout time.Duration) (runCtx context
 	if timeout <= 0 {
 		return ctx, nil
 	}
-	dl = k.deadline(ctx, timeout)
+	dl = k.newDeadline(ctx, timeout)
 	return dl, dl
 }
 
-// deadline is timed's Context for a positive timeout.
-func (k *call) deadline(ctx context.Context, timeout time.Duration) *deadline.Context {
+// newDeadline is timed's Context for a positive timeout.
+func (k *call) newDeadline(ctx context.Context, timeout time.Duration) *deadline.Context {
 	if k.g.deadlineClock {
 		return deadline.NewAt(ctx, k.t0+deadlineOffset, timeout)
 	}
