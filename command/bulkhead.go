@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/bulwark-go/bulwark/internal/deadline"
@@ -73,17 +74,23 @@ func (k *call) newDeadline(ctx context.Context, timeout time.Duration) *deadline
 // deadline.Now, the clock a deadline.Context compares its deadline with: a
 // call in a group on the system clock hands its Context the readings it
 // makes anyway (its start and its end), and saves the Context two readings
-// of its own. The two clocks differ by their origins alone; the offset is
-// learnt from one reading of each, the system clock's first, so that a
-// reading turned is late by at most the time between them (tens of
-// nanoseconds), never early: a timeout counts from no earlier than t0, and
-// a Run is never judged to have returned before its deadline when it did
-// not.
+// of its own. The two clocks differ by their origins alone. The offset is
+// learnt from pairs of readings, the system clock's first, each of which
+// overstates it by the time between its two readings; the least of a few
+// pairs is kept, so that a thread descheduled between two readings does not
+// skew it. A reading turned is thus late by about the time between two
+// readings (tens of nanoseconds), never early: a timeout counts from no
+// earlier than t0, and a Run is never judged to have returned before its
+// deadline when it did not.
 var deadlineOffset = systemToDeadline()
 
 func systemToDeadline() time.Duration {
-	system := metrics.SystemClock().Now()
-	return deadline.Now() - system
+	offset := time.Duration(math.MaxInt64)
+	for range 8 {
+		system := metrics.SystemClock().Now()
+		offset = min(offset, deadline.Now()-system)
+	}
+	return offset
 }
 
 // runHeld is the run stage on the caller's goroutine: Run with ctx,
