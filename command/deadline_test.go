@@ -2,12 +2,14 @@ package command
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/bulwark-go/bulwark/internal/deadline"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -183,4 +185,19 @@ func TestTimeoutOnTheSystemClock(t *testing.T) {
 		require.Equal(t, metrics.QueueTimeout, info.Event, "no time left for Run: it never started")
 		require.False(t, ran.Load())
 	})
+}
+
+// deadlineOffset turns a system clock reading into a deadline.Now reading
+// that is never early (not before a deadline reading taken first) and late
+// by little: the least of a few tries, so that a descheduled test does not
+// fail it.
+func TestDeadlineOffsetIsNeverEarly(t *testing.T) {
+	least := time.Duration(math.MaxInt64)
+	for range 100 {
+		before := deadline.Now()
+		turned := metrics.SystemClock().Now() + deadlineOffset
+		require.GreaterOrEqual(t, turned, before, "a turned reading is early")
+		least = min(least, turned-before)
+	}
+	require.Less(t, least, 100*time.Microsecond, "a turned reading is late by more than two readings take")
 }
