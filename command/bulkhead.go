@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/bulwark-go/bulwark/internal/deadline"
@@ -31,7 +32,7 @@ func (k *commandCall[T, C]) isolate() (runCtx context.Context, dl *deadline.Cont
 	if k.cs.reserve > 0 {
 		timeout = reserved(k.ctx, timeout, k.cs.reserve)
 	}
-	runCtx, dl = timed(ctx, timeout)
+	runCtx, dl = k.timed(ctx, timeout)
 	g := k.g
 	if g.sem == nil {
 		return k.runInPool(runCtx, dl)
@@ -45,17 +46,51 @@ func (k *commandCall[T, C]) isolate() (runCtx context.Context, dl *deadline.Cont
 	return runCtx, dl, k.now - k.t0, returned, err
 }
 
-// timed returns ctx with the call's timeout, and the *deadline.Context that
-// sets it (nil when there is no timeout: then runCtx is ctx, and nothing is
-// allocated). The deadline.Context is one allocation and arms no timer
-// unless Run asks for its Done channel (a Pool times it with a timer of its
-// own); its Expired tells a TIMEOUT from the caller's own deadline.
-func timed(ctx context.Context, timeout time.Duration) (runCtx context.Context, dl *deadline.Context) {
+// timed returns ctx with the attempt's timeout, and the *deadline.Context
+// that sets it (nil when there is no timeout: then runCtx is ctx, and
+// nothing is allocated). The deadline.Context is one allocation and arms no
+// timer unless Run asks for its Done channel (a Pool times it with a timer
+// of its own); its Expired tells a TIMEOUT from the caller's own deadline.
+// In a group on the system clock the timeout counts from Run's start (t0),
+// as Run's latency does: the Context takes that reading (see
+// deadlineOffset) instead of making one.
+func (k *call) timed(ctx context.Context, timeout time.Duration) (runCtx context.Context, dl *deadline.Context) {
 	if timeout <= 0 {
 		return ctx, nil
 	}
-	dl = deadline.New(ctx, timeout)
+	dl = k.newDeadline(ctx, timeout)
 	return dl, dl
+}
+
+// newDeadline is timed's Context for a positive timeout.
+func (k *call) newDeadline(ctx context.Context, timeout time.Duration) *deadline.Context {
+	if k.g.deadlineClock {
+		return deadline.NewAt(ctx, k.t0+deadlineOffset, timeout)
+	}
+	return deadline.New(ctx, timeout)
+}
+
+// deadlineOffset turns a reading of metrics.SystemClock into one of
+// deadline.Now, the clock a deadline.Context compares its deadline with: a
+// call in a group on the system clock hands its Context the readings it
+// makes anyway (its start and its end), and saves the Context two readings
+// of its own. The two clocks differ by their origins alone. The offset is
+// learnt from pairs of readings, the system clock's first, each of which
+// overstates it by the time between its two readings; the least of a few
+// pairs is kept, so that a thread descheduled between two readings does not
+// skew it. A reading turned is thus late by about the time between two
+// readings (tens of nanoseconds), never early: a timeout counts from no
+// earlier than t0, and a Run is never judged to have returned before its
+// deadline when it did not.
+var deadlineOffset = systemToDeadline()
+
+func systemToDeadline() time.Duration {
+	offset := time.Duration(math.MaxInt64)
+	for range 8 {
+		system := metrics.SystemClock().Now()
+		offset = min(offset, deadline.Now()-system)
+	}
+	return offset
 }
 
 // runHeld is the run stage on the caller's goroutine: Run with ctx,

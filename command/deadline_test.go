@@ -2,12 +2,14 @@ package command
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/bulwark-go/bulwark/internal/deadline"
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
@@ -129,4 +131,73 @@ func TestDeadlineReserveChangesLive(t *testing.T) {
 		require.Equal(t, 1, v)
 		require.Equal(t, metrics.Success, info.Event)
 	})
+}
+
+// A group on the system clock hands its calls' deadlines the readings the
+// call makes anyway (deadlineOffset; the other tests run on a manual clock,
+// where each deadline reads the clock itself): the timeout counts from the
+// call's start, a success is judged at the attempt's end, and a spent
+// budget still keeps Run from starting.
+func TestTimeoutOnTheSystemClock(t *testing.T) {
+	strategies(t, func(t *testing.T, s Strategy) {
+		reg := NewRegistry(RegistryConfig{Logger: discardLogger})
+		t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
+		g, err := reg.NewGroup("deps", GroupConfig{Strategy: s, Timeout: lateTimeout, DeadlineReserve: time.Minute})
+		require.NoError(t, err)
+		require.True(t, g.deadlineClock)
+
+		var deadline time.Time
+		before := time.Now()
+		v, info, err := ExecuteInfo(context.Background(), g, op[int]{"get", func(ctx context.Context) (int, error) {
+			deadline, _ = ctx.Deadline()
+			return 1, nil
+		}})
+		after := time.Now()
+		require.NoError(t, err)
+		require.Equal(t, 1, v)
+		require.Equal(t, metrics.Success, info.Event)
+		require.False(t, deadline.Before(before.Add(lateTimeout)), "deadline %v: counts from before the call", deadline)
+		require.False(t, deadline.After(after.Add(lateTimeout)), "deadline %v: counts from after the call", deadline)
+
+		if s == Semaphore { // on a pool the caller leaves at the deadline: TIMEOUT, detached
+			v, info, err = ExecuteInfo(context.Background(), g, op[int]{"get", func(context.Context) (int, error) {
+				time.Sleep(lateTimeout + 50*time.Millisecond) // ignores its context
+				return 1, nil
+			}})
+			require.ErrorIs(t, err, ErrTimeout)
+			require.Zero(t, v)
+			require.Equal(t, metrics.Timeout, info.Event, "a success returned after the deadline")
+		}
+
+		var ran atomic.Bool
+		v, info, err = ExecuteInfo(context.Background(), g, opFB[int]{op[int]{"get", blockUntilDone(&ran)}, fallbackValue})
+		require.NoError(t, err)
+		require.Equal(t, -1, v)
+		require.Equal(t, metrics.Timeout, info.Event, "Run waited for its context")
+		require.True(t, ran.Load())
+
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // inside the reserve
+		defer cancel()
+		ran.Store(false)
+		v, info, err = ExecuteInfo(ctx, g, opFB[int]{op[int]{"get", blockUntilDone(&ran)}, fallbackValue})
+		require.NoError(t, err)
+		require.Equal(t, -1, v)
+		require.Equal(t, metrics.QueueTimeout, info.Event, "no time left for Run: it never started")
+		require.False(t, ran.Load())
+	})
+}
+
+// deadlineOffset turns a system clock reading into a deadline.Now reading
+// that is never early (not before a deadline reading taken first) and late
+// by little: the least of a few tries, so that a descheduled test does not
+// fail it.
+func TestDeadlineOffsetIsNeverEarly(t *testing.T) {
+	least := time.Duration(math.MaxInt64)
+	for range 100 {
+		before := deadline.Now()
+		turned := metrics.SystemClock().Now() + deadlineOffset
+		require.GreaterOrEqual(t, turned, before, "a turned reading is early")
+		least = min(least, turned-before)
+	}
+	require.Less(t, least, 100*time.Microsecond, "a turned reading is late by more than two readings take")
 }

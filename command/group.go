@@ -365,6 +365,12 @@ type Group struct {
 	// Execute hands them its own readings (see instant).
 	breakerClock, cmdBreakerClock metrics.Clock
 
+	// deadlineClock is set when the group's clock is metrics.SystemClock,
+	// whose readings turn into those of a call's deadline.Context
+	// (deadlineOffset): the call's own readings then serve its deadline
+	// (see timed and timedOutcome).
+	deadlineClock bool
+
 	mu       sync.Mutex                   // serialises command creation, Reconfigure and Close
 	commands atomic.Pointer[commandTable] // copy on write: lookups take no lock
 	closed   atomic.Bool                  // set (under mu) by Close, before the bulkhead closes
@@ -475,7 +481,8 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 		cfg.Logger = r.logger
 	}
 	g := &Group{name: name, reg: r, clock: r.clock, logger: cfg.Logger, hook: r.hook,
-		breakerClock: cfg.Breaker.Clock, cmdBreakerClock: cfg.CommandBreaker.Clock}
+		breakerClock: cfg.Breaker.Clock, cmdBreakerClock: cfg.CommandBreaker.Clock,
+		deadlineClock: sameClock(r.clock, metrics.SystemClock())}
 	g.live.Store(&liveConfig{GroupConfig: cfg, changed: r.clock.Now(), throttle: g.throttlerOf(&cfg)})
 	var err error
 	if g.breaker, err = circuit.New(g.breakerConfig(cfg.Breaker, name)); err != nil {

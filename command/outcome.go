@@ -52,29 +52,53 @@ type result struct {
 // outcome from what isolate handed back: Run's context runCtx (and its
 // deadline, dl: nil for none); whether Run returned, and then err is
 // Run's error and lat its latency, or else err is what the bulkhead
-// returned instead (a refusal, a panic, a detachment). It
-// then stops that context's timer: only now, since a context cancelled
-// first would make a success read as CANCELLED. A value Run returned that
+// returned instead (a refusal, a panic, a detachment). An attempt with a
+// deadline is decided by timedOutcome, which then stops the deadline's
+// timer. A value Run returned that
 // the caller will never get (a FAILURE's, a late success's) goes to
 // Discard here, where the outcome that rules it out is decided, and is
 // cleared: whatever comes next (a retry, a fallback, an error), no stage
 // can hand it to the caller.
 func (k *commandCall[T, C]) classify(runCtx context.Context, dl *deadline.Context, lat time.Duration, returned bool, err error) {
-	if returned && err == nil && runCtx.Err() == nil { // the common case, decided inline
+	if dl != nil {
+		k.timedOutcome(dl, lat, returned, err)
+	} else if returned && err == nil && runCtx.Err() == nil { // the common case, decided inline
 		// k.r is still zero (only a refusing stage sets it, and then
 		// classify does not run): its error needs no store.
 		k.r.event, k.r.run, k.r.ran = metrics.Success, lat, true
 	} else {
-		k.r = k.g.outcome(runCtx, dl, lat, returned, err)
-	}
-	if dl != nil {
-		dl.Cancel()
+		k.r = k.g.outcome(runCtx, nil, lat, returned, err)
 	}
 	if k.r.ran && k.failed() {
 		discard(k.g, &k.cmd, k.v)
 		var zero T
 		k.v = zero
 	}
+}
+
+// timedOutcome is classify's decision for an attempt whose Run had the
+// deadline dl (its context), left in k.r: a success is decided here, the
+// rest by outcome. It then stops the deadline's timer: only now, since a
+// context cancelled first would make a success read as CANCELLED. In a
+// group on the system clock, whether Run returned before the deadline is
+// judged at the attempt's end (k.now, read when the bulkhead returned; see
+// deadlineOffset) instead of at a reading of the deadline's own.
+func (k *call) timedOutcome(dl *deadline.Context, lat time.Duration, returned bool, err error) {
+	live := false
+	if returned && err == nil {
+		if k.g.deadlineClock {
+			live = dl.ErrAt(k.now+deadlineOffset) == nil
+		} else {
+			live = dl.Err() == nil
+		}
+	}
+	if live {
+		// k.r is still zero, as in classify.
+		k.r.event, k.r.run, k.r.ran = metrics.Success, lat, true
+	} else {
+		k.r = k.g.outcome(dl, dl, lat, returned, err)
+	}
+	dl.Cancel()
 }
 
 // outcome is the primary outcome of an attempt that did not simply

@@ -593,8 +593,8 @@ func (p *Pool) drain(ctx context.Context) error {
 func (p *Pool) flush() int {
 	n := 0
 	for j := p.queue.takeAll(); j != nil; n++ {
-		next := j.q.next
-		j.q = link{}
+		next := j.links[queueList].next
+		j.links[queueList] = link{}
 		p.finish(j, jobPending, errDroppedClosed)
 		j = next
 	}

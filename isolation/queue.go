@@ -36,56 +36,56 @@ type job struct {
 	task     func()        // serve(this job), bound once so that submitting it allocates nothing
 	state    atomic.Int32
 
-	// Queue links and membership, guarded by queue.mu.
-	q      link
-	queued bool
-
-	// Deadline (a deadline.Now reading), links and membership of the Pool's watch, guarded by
-	// watch.mu.
+	// The job's places in the Pool's queue (links[queueList], with queued: guarded by
+	// queue.mu) and in its watch (links[watchList], with due and watched: guarded by
+	// watch.mu). due is the deadline, a deadline.Now reading.
+	links   [2]link
 	due     time.Duration
-	w       link
+	queued  bool
 	watched bool
 }
 
-// link is a job's place in one of the intrusive doubly linked lists of jobs: the queue's
-// (job.q) or the watch's (job.w).
+// link is a job's place in one of the intrusive doubly linked lists of jobs.
 type link struct{ prev, next *job }
 
-// queueLink and watchLink are the links the queue and the watch thread their lists through.
-func queueLink(j *job) *link { return &j.q }
-func watchLink(j *job) *link { return &j.w }
+// The lists a job can be on, each threaded through a link of the job's own (job.links).
+const (
+	queueList = iota // the Pool's queue
+	watchList        // the Pool's watch
+)
 
-// jobList is the ends of one such list.
+// jobList is the ends of one such list. Its methods take the list's index in job.links (a
+// constant, so that they inline to plain field accesses).
 type jobList struct{ head, tail *job }
 
-// insertAfter links j after at, or first when at is nil; lk gives the list's link of a job.
-func (l *jobList) insertAfter(j, at *job, lk func(*job) *link) {
-	jl := lk(j)
+// insertAfter links j after at, or first when at is nil, on list.
+func (l *jobList) insertAfter(j, at *job, list int) {
+	jl := &j.links[list]
 	jl.prev = at
 	if at == nil {
 		jl.next, l.head = l.head, j
 	} else {
-		jl.next, lk(at).next = lk(at).next, j
+		jl.next, at.links[list].next = at.links[list].next, j
 	}
 	if jl.next == nil {
 		l.tail = j
 	} else {
-		lk(jl.next).prev = j
+		jl.next.links[list].prev = j
 	}
 }
 
-// unlink takes j, which is in l, off it; lk gives the list's link of a job.
-func (l *jobList) unlink(j *job, lk func(*job) *link) {
-	jl := lk(j)
+// unlink takes j, which is on list l, off it.
+func (l *jobList) unlink(j *job, list int) {
+	jl := &j.links[list]
 	if jl.prev == nil {
 		l.head = jl.next
 	} else {
-		lk(jl.prev).next = jl.next
+		jl.prev.links[list].next = jl.next
 	}
 	if jl.next == nil {
 		l.tail = jl.prev
 	} else {
-		lk(jl.next).prev = jl.prev
+		jl.next.links[list].prev = jl.prev
 	}
 	*jl = link{}
 }
@@ -115,7 +115,7 @@ func (q *queue) push(j *job) error {
 		q.mu.Unlock()
 		return ErrRejected
 	}
-	q.insertAfter(j, q.tail, queueLink)
+	q.insertAfter(j, q.tail, queueList)
 	j.queued = true
 	q.n.Add(1)
 	q.mu.Unlock()
@@ -149,7 +149,7 @@ func (q *queue) remove(j *job) bool {
 
 // take removes j from the queue; q.mu must be held and j queued.
 func (q *queue) take(j *job) {
-	q.unlink(j, queueLink)
+	q.unlink(j, queueList)
 	j.queued = false
 	q.n.Add(-1)
 }
@@ -174,11 +174,11 @@ func (q *queue) close() {
 	q.mu.Unlock()
 }
 
-// takeAll empties the queue and returns its jobs, oldest first, linked through q.next.
+// takeAll empties the queue and returns its jobs, oldest first, linked through links[queueList].
 func (q *queue) takeAll() *job {
 	q.mu.Lock()
 	head := q.head
-	for j := head; j != nil; j = j.q.next {
+	for j := head; j != nil; j = j.links[queueList].next {
 		j.queued = false
 	}
 	q.head, q.tail = nil, nil

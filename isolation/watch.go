@@ -21,7 +21,7 @@ import (
 // timer is no goroutine, and keeps the Pool reachable until it fires.
 type watch struct {
 	mu      sync.Mutex
-	jobList             // by deadline; linked through job.w
+	jobList             // by deadline; linked through job.links[watchList]
 	timer   *time.Timer // made by the first add; fires watch.fire
 	armed   bool        // the timer will fire, at `at`
 	at      time.Duration
@@ -34,9 +34,9 @@ func (w *watch) add(j *job, due time.Duration) {
 	j.due, j.watched = due, true
 	at := w.tail
 	for at != nil && at.due > due {
-		at = at.w.prev
+		at = at.links[watchList].prev
 	}
-	w.insertAfter(j, at, watchLink)
+	w.insertAfter(j, at, watchList)
 	if !w.armed || due < w.at {
 		w.arm(due)
 	}
@@ -86,6 +86,6 @@ func (w *watch) arm(due time.Duration) {
 
 // take takes j off the list. w.mu must be held.
 func (w *watch) take(j *job) {
-	w.unlink(j, watchLink)
+	w.unlink(j, watchList)
 	j.watched = false
 }

@@ -6,7 +6,9 @@
 // every call, whether or not anything ever waits on the context. A
 // *Context arms nothing until Done is called: Err compares the monotonic
 // clock with the deadline and asks the parent, so a Run that never selects
-// on its context (most of them) costs the clock read and nothing else. The
+// on its context (most of them) costs the clock read and nothing else (and
+// a caller that has read the clock already hands it that reading instead:
+// NewAt, ErrAt). The
 // first Done makes the channel and arms a timer for the deadline, plus a
 // registration with the parent (context.AfterFunc) when the parent can end
 // (its Done is not nil); its end (Cancel, say) releases both. A caller that times the
@@ -90,9 +92,14 @@ type armed struct {
 // New returns parent with a deadline timeout from now (timeout > 0). Call
 // Cancel when the work is done.
 func New(parent context.Context, timeout time.Duration) *Context {
-	now := Now()
+	return NewAt(parent, Now(), timeout)
+}
+
+// NewAt is New for a caller that has read the clock already: the timeout
+// counts from now, a reading of Now, instead of from a reading of its own.
+func NewAt(parent context.Context, now, timeout time.Duration) *Context {
 	due := now + timeout
-	if timeout > math.MaxInt64-now { // a timeout beyond any clock: never
+	if due < now { // a timeout beyond any clock (the sum overflowed): never
 		due = math.MaxInt64
 	}
 	return &Context{parent: parent, due: due}
@@ -131,6 +138,16 @@ func (c *Context) Err() error {
 		return c.errOf(s)
 	}
 	return c.check(Now() >= c.due)
+}
+
+// ErrAt is Err for a caller that has read the clock already: it tells
+// whether c had ended at now, a reading of Now, instead of reading the
+// clock itself (and ends c if it had).
+func (c *Context) ErrAt(now time.Duration) error {
+	if s := c.state.Load(); s != live {
+		return c.errOf(s)
+	}
+	return c.check(now >= c.due)
 }
 
 // Expired reports whether c ended by its own deadline, not by its parent

@@ -77,6 +77,39 @@ func TestErrWithoutDoneReadsTheClock(t *testing.T) {
 	}
 }
 
+// TestNewAtAndErrAtTakeTheCallersReadings: NewAt counts the timeout from
+// the reading it is given, and ErrAt judges the deadline at the reading it
+// is given, not at the clock (here an hour away from both); an end ErrAt
+// finds stays, as one Err finds does.
+func TestNewAtAndErrAtTakeTheCallersReadings(t *testing.T) {
+	now := Now() - time.Hour
+	c := NewAt(context.Background(), now, time.Second)
+	defer c.Cancel()
+	if c.Due() != now+time.Second {
+		t.Fatalf("Due = %v, want %v", c.Due(), now+time.Second)
+	}
+	if err := c.ErrAt(now + time.Second - 1); err != nil {
+		t.Fatalf("ErrAt a nanosecond before the deadline = %v, want nil", err)
+	}
+	if err := c.ErrAt(now + time.Second); err != context.DeadlineExceeded || !c.Expired() {
+		t.Fatalf("ErrAt the deadline = %v (Expired %v), want DeadlineExceeded", err, c.Expired())
+	}
+	if err := c.ErrAt(now); err != context.DeadlineExceeded {
+		t.Errorf("ErrAt an earlier reading after the end = %v, want DeadlineExceeded (the end stays)", err)
+	}
+
+	parent, cancel := context.WithCancel(context.Background())
+	later := NewAt(parent, Now()+time.Hour, time.Second)
+	defer later.Cancel()
+	if err := later.Err(); err != nil {
+		t.Fatalf("Err of a deadline counted from an hour ahead = %v, want nil", err)
+	}
+	cancel()
+	if err := later.ErrAt(Now()); err != context.Canceled || later.Expired() {
+		t.Errorf("ErrAt after the parent's end = %v (Expired %v), want the parent's Canceled", err, later.Expired())
+	}
+}
+
 func TestDoneAfterTheDeadlineIsClosedAtOnce(t *testing.T) {
 	c := New(context.Background(), time.Millisecond)
 	defer c.Cancel()
