@@ -15,7 +15,7 @@ import (
 )
 
 // shared is a command whose calls all share one key; its Run answers once
-// every call is in flight (wait).
+// every other call has joined its flight (wait).
 type shared struct{ wait func() }
 
 func (shared) Name() string { return "Profile" }
@@ -41,8 +41,12 @@ func TestBrowserCoalescedCounter(t *testing.T) {
 		Commands: map[string]command.CommandConfig{"Profile": {Coalesce: true}}})
 	require.NoError(t, err)
 	const calls = 20
+	// The leader's Run waits until the other calls have joined its flight
+	// (Coalescing), not merely until they are in flight: a call counted in
+	// flight that had not reached the flight yet when Run returned would
+	// start a flight of its own, whose Run would wait for ever.
 	everyone := func() {
-		for g.Snapshot().Commands[0].InFlight < calls {
+		for g.Snapshot().Commands[0].Coalescing < calls-1 {
 			time.Sleep(time.Millisecond)
 		}
 	}
