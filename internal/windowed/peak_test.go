@@ -1,7 +1,6 @@
 package windowed
 
 import (
-	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -26,37 +25,21 @@ func TestNewPeakRefusesABadWindow(t *testing.T) {
 // observations over the random walk of instants TestRollingMatchesModel
 // takes, read the same maximum everywhere in and behind the window.
 func TestPeakMatchesRollingMax(t *testing.T) {
-	for seed := range uint64(200) {
-		rng := rand.New(rand.NewPCG(seed, 13))
-		w := []metrics.Window{{Length: time.Second, Buckets: 10}, {Length: 3 * time.Millisecond, Buckets: 3},
-			{Length: time.Duration(1<<20) * 8, Buckets: 8}}[rng.IntN(3)]
+	walk(t, 13, func(w metrics.Window, _ *rand.Rand) func(step) {
 		p, err := NewPeak(w)
 		require.NoError(t, err)
 		r, err := metrics.NewRolling(w, metrics.CountsOnly)
 		require.NoError(t, err)
 		require.Equal(t, w, p.Window())
-		width, n := int64(w.BucketWidth()), int64(w.Buckets)
-		bases := []int64{0, -5 * width, 1 << 62, -(1 << 62), math.MaxInt64 - 3*width, math.MinInt64 + 2*width}
-		now := bases[rng.IntN(len(bases))]
-		for step := range 400 {
-			switch x := rng.IntN(10); {
-			case x < 4:
-				now += rng.Int64N(width / 2)
-			case x < 6:
-				now = (now/width+1)*width - rng.Int64N(2) // an edge, or just below it
-			case x < 7:
-				now -= rng.Int64N(2 * width * n)
-			case x < 8:
-				now += rng.Int64N(2 * width * n)
-			}
-			v := rng.Int64N(100)
-			p.ObserveMax(time.Duration(now), v)
-			r.ObserveMax(time.Duration(now), v)
-			for _, at := range []time.Duration{time.Duration(now + rng.Int64N(width*n) - width), time.Duration(now - rng.Int64N(2*width*n))} {
-				require.Equal(t, r.Snapshot(at).Max, p.Max(at), "seed %d step %d: Max(%d) after %d at %d", seed, step, at, v, now)
+		return func(s step) {
+			v := s.rng.Int64N(100)
+			p.ObserveMax(s.now, v)
+			r.ObserveMax(s.now, v)
+			for _, at := range s.reads {
+				require.Equal(t, r.Snapshot(at).Max, p.Max(at), "seed %d step %d: Max(%d) after %d at %d", s.seed, s.i, at, v, s.now)
 			}
 		}
-	}
+	})
 }
 
 // Observers in one bucket interval, on every core: the peak is the largest

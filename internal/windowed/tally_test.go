@@ -1,7 +1,6 @@
 package windowed
 
 import (
-	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -66,40 +65,24 @@ func TestTallySlidesIgnoresAndResets(t *testing.T) {
 // is given only the set's events, so that a write of none of them still
 // moves its slot as the tally's does.
 func TestTallyMatchesRolling(t *testing.T) {
-	for seed := range uint64(200) {
-		rng := rand.New(rand.NewPCG(seed, 11))
-		w := []metrics.Window{{Length: time.Second, Buckets: 10}, {Length: 3 * time.Millisecond, Buckets: 3},
-			{Length: time.Duration(1<<20) * 8, Buckets: 8}}[rng.IntN(3)]
+	walk(t, 11, func(w metrics.Window, rng *rand.Rand) func(step) {
 		set := breakerSet
-		if seed%2 == 1 {
+		if rng.IntN(2) == 1 {
 			set = metrics.EventSet(rng.Uint32())&allEvents | metrics.SetOf(metrics.Event(rng.IntN(int(metrics.NumEvents))))
 		}
 		tl, err := NewTally(w, set)
 		require.NoError(t, err)
 		r, err := metrics.NewRolling(w, metrics.CountsOnly)
 		require.NoError(t, err)
-		width, n := int64(w.BucketWidth()), int64(w.Buckets)
-		bases := []int64{0, -5 * width, 1 << 62, -(1 << 62), math.MaxInt64 - 3*width, math.MinInt64 + 2*width}
-		now := bases[rng.IntN(len(bases))]
-		for step := range 400 {
-			switch x := rng.IntN(10); {
-			case x < 4:
-				now += rng.Int64N(width / 2)
-			case x < 6:
-				now = (now/width+1)*width - rng.Int64N(2) // an edge, or just below it
-			case x < 7:
-				now -= rng.Int64N(2 * width * n)
-			case x < 8:
-				now += rng.Int64N(2 * width * n)
-			}
-			events := metrics.EventSet(rng.Uint32()) & allEvents & metrics.EventSet(rng.Uint32())
-			tl.Record(time.Duration(now), events)
-			r.Record(time.Duration(now), events&set, metrics.NoLatency, metrics.NoLatency)
-			for _, at := range []time.Duration{time.Duration(now + rng.Int64N(width*n) - width), time.Duration(now - rng.Int64N(2*width*n))} {
-				require.Equal(t, r.Snapshot(at).Counts, tl.Counts(at), "seed %d step %d: Counts(%d) after a write at %d", seed, step, at, now)
+		return func(s step) {
+			events := metrics.EventSet(s.rng.Uint32()) & allEvents & metrics.EventSet(s.rng.Uint32())
+			tl.Record(s.now, events)
+			r.Record(s.now, events&set, metrics.NoLatency, metrics.NoLatency)
+			for _, at := range s.reads {
+				require.Equal(t, r.Snapshot(at).Counts, tl.Counts(at), "seed %d step %d: Counts(%d) after a write at %d", s.seed, s.i, at, s.now)
 			}
 		}
-	}
+	})
 }
 
 // Writers in one bucket interval, on every core: the tally holds exactly
