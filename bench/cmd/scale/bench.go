@@ -15,9 +15,10 @@ import (
 
 // The rows of issue 24's table that the library's own benchmarks measure (go test -bench in
 // command/, metrics/, dashboard/ and prom/). benchRows builds each package's test binary once
-// and runs every job once per round, the jobs in turns, so that the two cases of a ratio (a
-// path and its baseline) ran in one process at one moment; a row's figure is the median over
-// the rounds, of the ratio within each round where it is a ratio.
+// and runs each row's job once per round, the rows in turns; a job runs all of its row's cases
+// in one process, so that the two cases of a ratio (a path and its baseline) ran at one moment.
+// A row's figure is the median over the rounds (of the ratio within each round, where it is a
+// ratio).
 
 // job is one run of a test binary: the benchmarks that match pattern, for benchtime each.
 type job struct {
@@ -29,12 +30,11 @@ type job struct {
 // results are one run's figures: benchmark name (without the -GOMAXPROCS suffix) → unit → value.
 type results map[string]map[string]float64
 
-// row is one printed row: what it measures, the jobs it needs, and its figure and verdict from
-// the rounds' results of those jobs (all keyed by benchmark name: the jobs of a row run in one
-// process, and the names of different rows' jobs never collide).
+// row is one printed row: what it measures, the job that runs its cases, and its figure and
+// verdict from the rounds' results of that job.
 type row struct {
 	what   string
-	jobs   []job
+	job    job
 	figure func(rounds []results) (figure, verdict string)
 }
 
@@ -49,24 +49,16 @@ func benchRows(rounds int, quick bool) {
 	rows := issueRows(quick)
 	bins := map[string]string{}
 	for _, r := range rows {
-		for _, j := range r.jobs {
-			if _, ok := bins[j.pkg]; !ok {
-				bins[j.pkg] = buildTest(root, tmp, j.pkg)
-			}
+		if _, ok := bins[r.job.pkg]; !ok {
+			bins[r.job.pkg] = buildTest(root, tmp, r.job.pkg)
 		}
 	}
-	got := make([][]results, len(rows)) // row → round → results of its jobs
+	got := make([][]results, len(rows)) // row → round → results of its job
 	for range rounds {
 		for i, r := range rows {
-			all := results{}
-			for _, j := range r.jobs {
-				out, err := runTest(bins[j.pkg], filepath.Join(root, j.pkg), j)
-				check(err)
-				for name, units := range out {
-					all[name] = units
-				}
-			}
-			got[i] = append(got[i], all)
+			out, err := runTest(bins[r.job.pkg], filepath.Join(root, r.job.pkg), r.job)
+			check(err)
+			got[i] = append(got[i], out)
 		}
 	}
 	for i, r := range rows {
@@ -85,7 +77,7 @@ func issueRows(quick bool) []row {
 	return []row{
 		{
 			what: "registry snapshot, " + snap + " commands, every bucket live, CPU (static / changed)",
-			jobs: []job{{"command", "^BenchmarkRegistrySnapshot$/^commands=" + snap + "$", "10x"}},
+			job:  job{"command", "^BenchmarkRegistrySnapshot$/^commands=" + snap + "$", "10x"},
 			figure: func(rs []results) (string, string) {
 				static := middle(values(rs, "BenchmarkRegistrySnapshot/commands="+snap+"/static", "cpu-ms/op"))
 				changed := middle(values(rs, "BenchmarkRegistrySnapshot/commands="+snap+"/changed", "cpu-ms/op"))
@@ -94,7 +86,7 @@ func issueRows(quick bool) []row {
 		},
 		{
 			what: "stream tick (snapshot + encode), 5,000 commands, CPU",
-			jobs: []job{{"dashboard", "^BenchmarkTick$", "5x"}},
+			job:  job{"dashboard", "^BenchmarkTick$", "5x"},
 			figure: func(rs []results) (string, string) {
 				cpu := middle(values(rs, "BenchmarkTick", "cpu-ms/op"))
 				size := middle(values(rs, "BenchmarkTick", "MB/frame"))
@@ -103,7 +95,7 @@ func issueRows(quick bool) []row {
 		},
 		{
 			what: "Prometheus Collect + Gather, " + scrape + " commands, default (lean)",
-			jobs: []job{{"prom", "^BenchmarkCollectGather$/^commands=" + scrape + "$/^lean$", "5x"}},
+			job:  job{"prom", "^BenchmarkCollectGather$/^commands=" + scrape + "$/^lean$", "5x"},
 			figure: func(rs []results) (string, string) {
 				name := "BenchmarkCollectGather/commands=" + scrape + "/lean"
 				wall := middle(values(rs, name, "ns/op")) / 1e6
@@ -116,7 +108,7 @@ func issueRows(quick bool) []row {
 		},
 		{
 			what: "Execute under RunParallel on 2 cores against serial: distinct commands of one group / one shared command (distinct groups)",
-			jobs: []job{execute("^BenchmarkExecuteScaling$")},
+			job:  execute("^BenchmarkExecuteScaling$"),
 			figure: func(rs []results) (string, string) {
 				scaling := func(sub string) float64 {
 					return middle(ratios(rs, "BenchmarkExecuteScaling/serial", "BenchmarkExecuteScaling/"+sub, "ns/op"))
@@ -127,7 +119,7 @@ func issueRows(quick bool) []row {
 		},
 		{
 			what: "semaphore Execute beyond the monotonic clock pair it reads",
-			jobs: []job{execute("^BenchmarkClock$/^serial$|^BenchmarkExecuteSemaphoreNoTimeout$/^empty$/^serial$")},
+			job:  execute("^BenchmarkClock$/^serial$|^BenchmarkExecuteSemaphoreNoTimeout$/^empty$/^serial$"),
 			figure: func(rs []results) (string, string) {
 				var beyond []float64
 				for _, r := range rs {
@@ -139,7 +131,7 @@ func issueRows(quick bool) []row {
 		},
 		{
 			what: "metrics Record",
-			jobs: []job{{"metrics", "^BenchmarkRecord$", perCall}},
+			job:  job{"metrics", "^BenchmarkRecord$", perCall},
 			figure: func(rs []results) (string, string) {
 				ns := middle(values(rs, "BenchmarkRecord", "ns/op"))
 				return fmt.Sprintf("%.1f ns", ns), target(ns <= 20, "≤ 20 ns")
@@ -147,7 +139,7 @@ func issueRows(quick bool) []row {
 		},
 		{
 			what: "pool Execute with a timeout against raw ants Submit+wait of a closure returning a result",
-			jobs: []job{execute("^BenchmarkExecutePool$/^empty$/^serial$|^BenchmarkAntsSubmitWaitResult$/^serial$")},
+			job:  execute("^BenchmarkExecutePool$/^empty$/^serial$|^BenchmarkAntsSubmitWaitResult$/^serial$"),
 			figure: func(rs []results) (string, string) {
 				ratio := middle(ratios(rs, "BenchmarkExecutePool/empty/serial", "BenchmarkAntsSubmitWaitResult/serial", "ns/op"))
 				allocs := middle(values(rs, "BenchmarkExecutePool/empty/serial", "allocs/op"))
@@ -156,7 +148,7 @@ func issueRows(quick bool) []row {
 		},
 		{
 			what: "semaphore Execute with a timeout against the same call without",
-			jobs: []job{execute("^BenchmarkExecuteSemaphore(No)?Timeout$/^empty$/^serial$")},
+			job:  execute("^BenchmarkExecuteSemaphore(No)?Timeout$/^empty$/^serial$"),
 			figure: func(rs []results) (string, string) {
 				ratio := middle(ratios(rs, "BenchmarkExecuteSemaphoreTimeout/empty/serial", "BenchmarkExecuteSemaphoreNoTimeout/empty/serial", "ns/op"))
 				return fmt.Sprintf("%.2f×", ratio), target(ratio <= 2, "≤ 2×")
