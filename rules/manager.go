@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -308,7 +309,7 @@ func (m *Manager) Watch(ctx context.Context, path string, interval time.Duration
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	var failing string // the read error of the episode under way; "" while the file reads
+	var failing string // the episode under way (see episode); "" while the file reads
 	for {
 		select {
 		case <-ctx.Done():
@@ -324,8 +325,8 @@ func (m *Manager) Watch(ctx context.Context, path string, interval time.Duration
 			data, fi, err = readFile(path)
 		}
 		if err != nil {
-			if err.Error() != failing {
-				failing = err.Error()
+			if e := episode(err); e != failing {
+				failing = e
 				m.logger.Error("bulwark: rules file unreadable; rules in force kept", slog.String("path", path), slog.Any("error", err))
 			}
 			continue
@@ -343,4 +344,17 @@ func (m *Manager) Watch(ctx context.Context, path string, interval time.Duration
 			m.logger.Error("bulwark: rules file rejected; rules in force kept", slog.String("path", path), slog.Any("error", err))
 		}
 	}
+}
+
+// episode names the trouble a read error of the watched file is: the error
+// without the operation and path that met it, when it has them. A file
+// removed between one poll's stat and its open fails the open, and the
+// next poll's stat, with the same "no such file or directory": one episode,
+// logged once.
+func episode(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }

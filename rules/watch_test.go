@@ -2,13 +2,16 @@ package rules
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -140,4 +143,16 @@ func TestLoadFileRefusesDirectory(t *testing.T) {
 	err := m.LoadFile(dir)
 	require.ErrorIs(t, err, ErrNotRegular)
 	require.ErrorContains(t, err, dir+": not a regular file (d---------): a rules file must be one")
+}
+
+// TestEpisodeIgnoresTheOperation: a file removed between a poll's stat and
+// its open fails the open, then the next poll's stat: one episode. Another
+// error is another episode.
+func TestEpisodeIgnoresTheOperation(t *testing.T) {
+	open := &fs.PathError{Op: "open", Path: "rules.json", Err: syscall.ENOENT}
+	stat := &fs.PathError{Op: "stat", Path: "rules.json", Err: syscall.ENOENT}
+	assert.Equal(t, episode(open), episode(stat))
+	assert.Equal(t, episode(open), episode(fmt.Errorf("rules: %w", stat)), "wrapped")
+	assert.NotEqual(t, episode(open), episode(&fs.PathError{Op: "open", Path: "rules.json", Err: syscall.EACCES}))
+	assert.Equal(t, "too big", episode(errors.New("too big")))
 }
