@@ -449,7 +449,7 @@ func TestReplayerDeadLetterSaysDeliveries(t *testing.T) {
 	rcv.setDown(true)
 	_, info, err := command.ExecuteInfo(context.Background(), g, durable.Write{Command: "createOrder", Key: "k0", Apply: rcv.apply, Queue: q})
 	require.NoError(t, err)
-	require.True(t, info.Deferred)
+	require.True(t, info.Events.Has(metrics.DegradedDeferred))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cut := newReplayer(t, durable.ReplayerConfig{Queue: q, Group: g, Apply: func(ctx context.Context, e durable.Entry) error {
