@@ -775,12 +775,13 @@ func (g *Group) closeBulkhead(ctx context.Context) error {
 	return err
 }
 
-// Quiet reports whether nothing is going on in g: no call in flight or
+// quiet reports whether nothing is going on in g: no call in flight or
 // detached, no event in any command's window, and every breaker (the
 // group's and each command's) closed. It reads a few words per command, a
-// small part of what Snapshot reads: package alert skips the evaluation of
-// a quiet group, whose snapshot could raise no alert.
-func (g *Group) Quiet() bool {
+// small part of what Snapshot reads: the alerter gets it from Watch and
+// skips the evaluation of a quiet group, whose snapshot could raise no
+// alert.
+func (g *Group) quiet() bool {
 	if g.breaker.State() != circuit.Closed {
 		return false
 	}

@@ -155,7 +155,7 @@ func (r *Registry) create(name string, cfg GroupConfig) (*Group, error) {
 		g.addCommand(cmd)
 	}
 	if g.alerts != nil {
-		g.alerts.Watch(g)
+		g.alerts.Watch(g, g.quiet, g.logger)
 	}
 	return g, nil
 }
