@@ -263,7 +263,7 @@ func (w *Watcher) judge(s *watched, snap *command.GroupSnapshot) []Alert {
 // checkDegraded appends the degraded alarm of command c, if it is raised or
 // cleared now. s.mu is held.
 func (w *Watcher) checkDegraded(out []Alert, s *watched, c *command.CommandSnapshot) []Alert {
-	calls, rate := c.Metrics.Counts.Calls(), c.DegradedRate
+	calls, rate := c.Metrics.Counts.Calls(), c.Metrics.Counts.DegradedRate()
 	raised := s.degraded[c.Name]
 	kind := Degraded
 	switch {

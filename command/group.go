@@ -863,7 +863,6 @@ func (c *commandState) snapshotInto(s *CommandSnapshot, now time.Duration) {
 	s.Breaker = c.breaker.Snapshot()
 	s.Metrics = c.metrics.Snapshot(now)
 	s.live = c.metrics
-	_, s.DegradedRate = degradedRate(s.Metrics.Counts)
 	if a := c.group.alerts; a != nil {
 		s.AlertTier, s.DegradedAlarm = a.Status(c.group, c.name)
 	}
