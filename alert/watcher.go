@@ -30,10 +30,12 @@ type Watcher struct {
 	idPanicked atomic.Bool // RequestID has panicked (logged the first time)
 }
 
-// watched is the alert state of one group. mu guards everything but g and
-// logger; Status and CallFailed take it, Check holds it while it judges.
+// watched is the alert state of one group. mu guards everything but g,
+// quiet and logger; Status and CallFailed take it, Check holds it while it
+// judges.
 type watched struct {
 	g      *command.Group
+	quiet  func() bool // the group's, from Watch
 	logger *slog.Logger
 
 	mu       sync.Mutex
@@ -63,14 +65,17 @@ func New(cfg Config) (*Watcher, error) {
 }
 
 // Watch starts watching g; NewGroup calls it for a group configured with
-// w. The first group watched starts w's goroutine.
-func (w *Watcher) Watch(g *command.Group) {
+// w, with the group's quiet test (true when nothing is going on in it: no
+// call in flight, every window empty, every breaker closed), which lets
+// Check skip the group's snapshot, and the logger its alerts are logged
+// to. The first group watched starts w's goroutine.
+func (w *Watcher) Watch(g *command.Group, quiet func() bool, logger *slog.Logger) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.groups[g] != nil {
 		return
 	}
-	w.groups[g] = &watched{g: g, logger: g.Config().Logger,
+	w.groups[g] = &watched{g: g, quiet: quiet, logger: logger,
 		rings: map[string]*ring{}, open: map[string]*outage{}, degraded: map[string]bool{}}
 	if w.stop == nil {
 		w.stop, w.done = make(chan struct{}), make(chan struct{})
@@ -217,7 +222,7 @@ func (w *Watcher) Check() {
 	w.mu.RUnlock()
 	slices.SortFunc(groups, func(a, b *watched) int { return cmp.Compare(a.g.Name(), b.g.Name()) })
 	for _, s := range groups {
-		if s.quiet() {
+		if s.idle() {
 			continue
 		}
 		// Take the snapshot before s.mu: it reads Status, and a breaker's
@@ -233,15 +238,15 @@ func (w *Watcher) Check() {
 	}
 }
 
-// quiet reports whether s's group can raise or clear no alert now: it is
-// quiet (command.Group.Quiet: every breaker closed, every window empty) and
-// none of its outages or degraded alarms is pending. Its evaluation would
-// find nothing to say, so Check skips it and its snapshot.
-func (s *watched) quiet() bool {
+// idle reports whether s's group can raise or clear no alert now: it is
+// quiet (the test Watch was given: every breaker closed, every window
+// empty) and none of its outages or degraded alarms is pending. Its
+// evaluation would find nothing to say, so Check skips it and its snapshot.
+func (s *watched) idle() bool {
 	s.mu.Lock()
 	pending := len(s.open) > 0 || len(s.degraded) > 0
 	s.mu.Unlock()
-	return !pending && s.g.Quiet()
+	return !pending && s.quiet()
 }
 
 // judge returns the alerts due for the group read in snap. s.mu is held.
@@ -258,7 +263,7 @@ func (w *Watcher) judge(s *watched, snap *command.GroupSnapshot) []Alert {
 // checkDegraded appends the degraded alarm of command c, if it is raised or
 // cleared now. s.mu is held.
 func (w *Watcher) checkDegraded(out []Alert, s *watched, c *command.CommandSnapshot) []Alert {
-	calls, rate := c.Metrics.Counts.Calls(), c.DegradedRate
+	calls, rate := c.Metrics.Counts.Calls(), c.Metrics.Counts.DegradedRate()
 	raised := s.degraded[c.Name]
 	kind := Degraded
 	switch {

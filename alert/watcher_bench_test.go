@@ -13,7 +13,7 @@ import (
 
 // BenchmarkCheck is one evaluation of 1,000 groups of one command each, called once:
 // busy while the call is in their window (a snapshot each), quiet once the window has passed
-// (command.Group.Quiet each). At the default Interval of 1 s, 10 ms per Check is 1% of a core.
+// (the quiet test each, the one Watch gets). At the default Interval of 1 s, 10 ms per Check is 1% of a core.
 func BenchmarkCheck(b *testing.B) {
 	for _, state := range []string{"busy", "quiet"} {
 		b.Run(state, func(b *testing.B) {

@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ type recordingAlerter struct {
 	tier    string
 }
 
-func (a *recordingAlerter) Watch(g *Group) {
+func (a *recordingAlerter) Watch(g *Group, _ func() bool, _ *slog.Logger) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.watched = append(a.watched, g)

@@ -52,11 +52,10 @@ type call struct {
 
 	attempt // the attempt under way; a retry starts a new one
 
-	attempts    int32          // the attempts made, this one included
-	priority    priority.Level // WithPriority's, plus 1 (0: none given), for shed
-	degraded    bool           // the caller gets a fallback's value (Info)
-	degradation metrics.Event  // its kind, a Degraded* event (0: none declared), for Info.Deferred
-	err         error          // the caller's error, once fallback or finish decided it
+	attempts int32          // the attempts made, this one included
+	priority priority.Level // WithPriority's, plus 1 (0: none given), for shed
+	degraded bool           // the caller gets a fallback's value (Info)
+	err      error          // the caller's error, once fallback or finish decided it
 }
 
 // attempt is what one attempt of a call decides, stage by stage. A retry
@@ -205,7 +204,7 @@ func (k *call) ended() {
 // RunLatency are the last attempt's.
 func (k *call) info() Info {
 	in := Info{Event: k.r.event, Events: k.events, Degraded: k.degraded,
-		Deferred: k.degradation == metrics.DegradedDeferred, Latency: k.now - k.first, Attempts: int(k.attempts)}
+		Latency: k.now - k.first, Attempts: int(k.attempts)}
 	if k.c != nil {
 		in.Command = k.c.name
 	}

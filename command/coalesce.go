@@ -54,10 +54,11 @@ type flightContext struct{ context.Context }
 // runtime.Goexit (on the flight's goroutine, in a Semaphore group).
 var errGoexit = errors.New("command: Run called runtime.Goexit")
 
-// fallbackEvents are the events of a fallback: the ones a COALESCED call
-// takes from the answer it shares.
+// fallbackEvents are the events of a fallback and the kinds of a degraded
+// answer: the ones a COALESCED call takes from the answer it shares.
 var fallbackEvents = metrics.SetOf(metrics.FallbackSuccess, metrics.FallbackFailure,
-	metrics.FallbackRejection, metrics.FallbackMissing)
+	metrics.FallbackRejection, metrics.FallbackMissing,
+	metrics.DegradedStatic, metrics.DegradedLastGood, metrics.DegradedFeatureOff, metrics.DegradedDeferred)
 
 // coalesce is the stage after begin of a call of a command that coalesces
 // (CommandConfig.Coalesce). It finds the call's key; with none (or in the
@@ -74,8 +75,9 @@ var fallbackEvents = metrics.SetOf(metrics.FallbackSuccess, metrics.FallbackFail
 // context (CANCELLED), whichever comes first, and is recorded with that
 // outcome; neither breaker sees it. If the command has a fallback.LastGood whose
 // value is no older than its maximum age, a call that joins is answered
-// at once with that value (COALESCED and FALLBACK_SUCCESS, degraded),
-// while the flight revalidates it.
+// at once with that value (COALESCED, FALLBACK_SUCCESS and the kind the
+// command declares, DEGRADED_LAST_GOOD for the embedded fallback.LastGood;
+// degraded), while the flight revalidates it.
 func (k *commandCall[T, C]) coalesce(opts []Option) bool {
 	if _, own := k.ctx.(flightContext); own {
 		return false
@@ -147,6 +149,9 @@ func (k *commandCall[T, C]) stale() bool {
 	k.v, k.degraded, k.attempts = v, true, 0
 	k.r = result{event: metrics.Coalesced}
 	k.events = metrics.SetOf(metrics.Coalesced, metrics.FallbackSuccess)
+	if d := k.g.degradationOf(any(k.cmd), false); d != 0 {
+		k.events.Add(d)
+	}
 	k.now = k.g.clock.Now()
 	return true
 }
@@ -271,7 +276,7 @@ func (k *commandCall[T, C]) take(f *flight[T], leader bool) {
 		return
 	}
 	k.c.hot.coalescing.Add(-1)
-	k.err, k.degraded, k.degradation, k.attempts = f.call.err, f.call.degraded, f.call.degradation, 0
+	k.err, k.degraded, k.attempts = f.call.err, f.call.degraded, 0
 	k.r = result{event: metrics.Coalesced}
 	k.events = f.call.events&fallbackEvents | metrics.SetOf(metrics.Coalesced)
 	k.now = k.g.clock.Now()

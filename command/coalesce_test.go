@@ -301,7 +301,7 @@ func TestCoalesceStaleWhileRevalidate(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 1, v, "the last good value, at once")
 		assert.True(t, info.Degraded)
-		assert.Equal(t, metrics.SetOf(metrics.Coalesced, metrics.FallbackSuccess), info.Events)
+		assert.Equal(t, metrics.SetOf(metrics.Coalesced, metrics.FallbackSuccess, metrics.DegradedLastGood), info.Events)
 	}
 	clock.Advance(2 * time.Minute) // the stored value is now too old: a call that joins waits
 	stale := make(chan int, 1)
@@ -320,6 +320,7 @@ func TestCoalesceStaleWhileRevalidate(t *testing.T) {
 	c := g.commands.Load().names.get("get").metrics.Cumulative() // the clock has left the window
 	assert.EqualValues(t, 51, c[metrics.Coalesced])
 	assert.EqualValues(t, 50, c[metrics.FallbackSuccess])
+	assert.EqualValues(t, 50, c[metrics.DegradedLastGood], "each stale answer is a last good value")
 	assert.EqualValues(t, 52, c.Calls())
 }
 
@@ -362,6 +363,48 @@ func TestCoalesceSharesAFailedAnswer(t *testing.T) {
 	assert.EqualValues(t, n, c[metrics.FallbackSuccess])
 	b, _ := g.CommandBreaker("get")
 	assert.EqualValues(t, 1, b.Snapshot().Health.Failures)
+}
+
+// staticKeyed is a coalescing command whose fallback is a fallback.Static.
+type staticKeyed struct {
+	op[int]
+	fallback.Static[int]
+}
+
+func (staticKeyed) Key() string { return "k" }
+
+// TestCoalesceSharesTheDegradationKind: the callers that share a flight's
+// degraded answer get its kind too (here DEGRADED_STATIC), in their Info
+// and in the metrics, as the flight's own call does.
+func TestCoalesceSharesTheDegradationKind(t *testing.T) {
+	g := coalescingGroup(t)
+	release := make(chan struct{})
+	cmd := staticKeyed{op[int]{"get", func(context.Context) (int, error) {
+		<-release
+		return 0, errors.New("down")
+	}}, fallback.Static[int]{Value: -1}}
+	const n = 10
+	var wg sync.WaitGroup
+	var static atomic.Int64
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, info, err := ExecuteInfo(context.Background(), g, cmd)
+			assert.NoError(t, err)
+			assert.Equal(t, -1, v)
+			if info.Degraded && info.Events.Has(metrics.DegradedStatic) {
+				static.Add(1)
+			}
+		}()
+	}
+	waitFor(t, "every caller waiting", func() bool { return waiting[int](g, "get", "k") == n })
+	close(release)
+	wg.Wait()
+	assert.EqualValues(t, n, static.Load(), "every caller's Info names the kind")
+	c := counts(t, g, "get")
+	assert.EqualValues(t, n-1, c[metrics.Coalesced])
+	assert.EqualValues(t, n, c[metrics.DegradedStatic], "and so do the metrics")
 }
 
 // countDiscards counts the values handed to Discard.

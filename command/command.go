@@ -88,6 +88,10 @@ type Info struct {
 	// error, and for a half-open probe of the group's breaker or the
 	// command's (see IsProbe) PROBE, with PROBE_SUCCESS or PROBE_FAILURE
 	// as the breakers judged it: Events.Has(metrics.Probe) tells a probe.
+	// Events.Has(metrics.DegradedDeferred) tells a deferred call: its
+	// fallback durably deferred the work (a write enqueued for replay after
+	// the dependency recovers) by returning an error matching ErrDeferred,
+	// so the work is accepted, not yet done; Degraded is then true too.
 	Events metrics.EventSet
 	// Degraded is true when the value returned is a fallback's, never
 	// otherwise; Event then says why the primary path failed.
@@ -100,11 +104,6 @@ type Info struct {
 	// the hand-off to the worker and back; in a group with a queue it starts
 	// when a worker starts Run, leaving queue time out.
 	Latency, RunLatency time.Duration
-	// Deferred is true when the fallback did not serve a value but durably
-	// deferred the call's work (a write enqueued for replay after the
-	// dependency recovers) by returning an error matching ErrDeferred:
-	// the work is accepted, not yet done. Degraded is then true too.
-	Deferred bool
 	// Attempts is how many attempts the call made: 1, or more when it was
 	// retried (see package retry); 0 for a COALESCED call, which shared
 	// another call's (see CommandConfig.Coalesce). Event, Events and RunLatency are

@@ -12,9 +12,9 @@ import (
 )
 
 // A fallback that defers the work (returns an error matching ErrDeferred)
-// answers the caller "accepted": a nil error, Info.Deferred and Degraded,
-// FALLBACK_SUCCESS; a fallback that fails to defer answers with an error
-// and no Deferred mark.
+// answers the caller "accepted": a nil error, Degraded, DEGRADED_DEFERRED
+// among Info.Events and FALLBACK_SUCCESS; a fallback that fails to defer
+// answers with an error and no DEGRADED_DEFERRED.
 func TestFallbackDeferredIsAcceptedNotDone(t *testing.T) {
 	g, _ := newTestGroup(t, GroupConfig{Strategy: Semaphore})
 	errDown := errors.New("down")
@@ -25,7 +25,7 @@ func TestFallbackDeferredIsAcceptedNotDone(t *testing.T) {
 	}))
 	assert.NoError(t, err)
 	assert.Equal(t, 7, v)
-	assert.True(t, info.Deferred)
+	assert.True(t, info.Events.Has(metrics.DegradedDeferred))
 	assert.True(t, info.Degraded)
 	assert.True(t, info.Events.Has(metrics.FallbackSuccess))
 	assert.False(t, info.Events.Has(metrics.ExceptionThrown))
@@ -36,11 +36,11 @@ func TestFallbackDeferredIsAcceptedNotDone(t *testing.T) {
 	}))
 	assert.ErrorIs(t, err, errFull)
 	assert.ErrorIs(t, err, errDown)
-	assert.False(t, info.Deferred, "an enqueue that failed is never reported accepted")
+	assert.False(t, info.Events.Has(metrics.DegradedDeferred), "an enqueue that failed is never reported accepted")
 	assert.False(t, info.Degraded)
 	assert.True(t, info.Events.Has(metrics.FallbackFailure))
 
 	_, info, err = ExecuteInfo(context.Background(), g, Func("write", func(context.Context) (int, error) { return 1, nil }, nil))
 	assert.NoError(t, err)
-	assert.False(t, info.Deferred)
+	assert.False(t, info.Events.Has(metrics.DegradedDeferred))
 }

@@ -234,8 +234,9 @@
 // (the limit was reached) or FALLBACK_MISSING (no Fallback, NoFallback
 // embedded, or the Fallback declined by returning ErrFallbackMissing). A
 // value served by a fallback is degraded: Info.Degraded says so (and
-// Info.Event why), and it counts in the command's DegradedRate. Execute alone cannot tell
-// a degraded value from a real one; use ExecuteInfo where it matters.
+// Info.Event why), and it counts in the degraded rate of the command's
+// window (metrics.Counts.DegradedRate). Execute alone cannot tell a
+// degraded value from a real one; use ExecuteInfo where it matters.
 // EXCEPTION_THROWN is emitted whenever the caller gets an error.
 //
 // Package fallback holds ready-made fallbacks: fallback.Static serves a

@@ -39,9 +39,10 @@ var (
 	// value but has durably deferred the call's work, such as a write
 	// stored in a queue for replay: Execute then answers the caller with
 	// the fallback's value and a nil error, records FALLBACK_SUCCESS and
-	// sets Info.Degraded and Info.Deferred. A fallback must return it
-	// only once the work is stored; a caller of a deferring command uses
-	// ExecuteInfo to tell "accepted" (Deferred) from "done".
+	// sets Info.Degraded and, in Info.Events, DEGRADED_DEFERRED. A fallback
+	// must return it only once the work is stored; a caller of a deferring
+	// command uses ExecuteInfo to tell "accepted"
+	// (Events.Has(metrics.DegradedDeferred)) from "done".
 	ErrDeferred = errors.New("command: deferred")
 	// ErrInvalidConfig is wrapped by every configuration error of this
 	// package; the message names the field and the value.

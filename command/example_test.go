@@ -151,7 +151,7 @@ func ExampleRegistry_Snapshot() {
 		for _, c := range g.Commands {
 			fmt.Printf("  %s: %d calls, %d failures, degraded rate %.0f%%\n", c.Name,
 				c.Metrics.Cumulative[metrics.Success]+c.Metrics.Cumulative[metrics.Failure],
-				c.Metrics.Counts[metrics.Failure], 100*c.DegradedRate)
+				c.Metrics.Counts[metrics.Failure], 100*c.Metrics.Counts.DegradedRate())
 		}
 	}
 	// Output:

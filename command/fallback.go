@@ -48,9 +48,9 @@ func (k *commandCall[T, C]) serveFallback(e *Error) (T, error) {
 	switch {
 	case serr == nil && (ferr == nil || errors.Is(ferr, ErrDeferred)):
 		k.events.Add(metrics.FallbackSuccess)
-		k.degraded, k.degradation = true, k.g.degradationOf(cmd, ferr != nil)
-		if k.degradation != 0 {
-			k.events.Add(k.degradation)
+		k.degraded = true
+		if d := k.g.degradationOf(cmd, ferr != nil); d != 0 {
+			k.events.Add(d)
 		}
 		return v, nil
 	case errors.Is(serr, isolation.ErrRejected):

@@ -116,9 +116,6 @@ type GroupConfig struct {
 	// one is logged at Warn level with its name. Default 1000. The length
 	// of each name is capped too, by MaxNameLength.
 	MaxCommands int
-	// Logger receives the group's log records (panics in Run or Fallback).
-	// Default: the registry's logger.
-	Logger *slog.Logger
 	// ProbeClassifier, if set, judges the half-open probes of the group's
 	// and its commands' breakers separately from normal calls: it is
 	// called with Run's error for a probe that ended as FAILURE, and its
@@ -243,8 +240,7 @@ type CommandConfig struct {
 
 // withDefaults returns c with every zero field replaced by its default: the
 // effective configuration (what Group.Config returns). Invalid values are
-// left for Validate to report. Logger stays nil when unset (the registry
-// supplies it).
+// left for Validate to report.
 func (c GroupConfig) withDefaults() GroupConfig {
 	c.Adaptive = adaptiveDefaults(c.Adaptive)
 	if c.MaxConcurrent == 0 && adaptiveOn(&c.Adaptive) {
@@ -477,10 +473,7 @@ func newGroup(r *Registry, name string, cfg GroupConfig) (*Group, error) {
 		return nil, fmt.Errorf("group %q: %w", name, err)
 	}
 	cfg = cfg.withDefaults()
-	if cfg.Logger == nil {
-		cfg.Logger = r.logger
-	}
-	g := &Group{name: name, reg: r, clock: r.clock, logger: cfg.Logger, hook: r.hook,
+	g := &Group{name: name, reg: r, clock: r.clock, logger: r.logger, hook: r.hook,
 		breakerClock: cfg.Breaker.Clock, cmdBreakerClock: cfg.CommandBreaker.Clock,
 		deadlineClock: sameClock(r.clock, metrics.SystemClock())}
 	g.live.Store(&liveConfig{GroupConfig: cfg, changed: r.clock.Now(), throttle: g.throttlerOf(&cfg)})
@@ -775,12 +768,13 @@ func (g *Group) closeBulkhead(ctx context.Context) error {
 	return err
 }
 
-// Quiet reports whether nothing is going on in g: no call in flight or
+// quiet reports whether nothing is going on in g: no call in flight or
 // detached, no event in any command's window, and every breaker (the
 // group's and each command's) closed. It reads a few words per command, a
-// small part of what Snapshot reads: package alert skips the evaluation of
-// a quiet group, whose snapshot could raise no alert.
-func (g *Group) Quiet() bool {
+// small part of what Snapshot reads: the alerter gets it from Watch and
+// skips the evaluation of a quiet group, whose snapshot could raise no
+// alert.
+func (g *Group) quiet() bool {
 	if g.breaker.State() != circuit.Closed {
 		return false
 	}
@@ -869,7 +863,6 @@ func (c *commandState) snapshotInto(s *CommandSnapshot, now time.Duration) {
 	s.Breaker = c.breaker.Snapshot()
 	s.Metrics = c.metrics.Snapshot(now)
 	s.live = c.metrics
-	_, s.DegradedRate = degradedRate(s.Metrics.Counts)
 	if a := c.group.alerts; a != nil {
 		s.AlertTier, s.DegradedAlarm = a.Status(c.group, c.name)
 	}

@@ -269,7 +269,7 @@ func TestRegistrySnapshot(t *testing.T) {
 	assert.Equal(t, "b/y", y.Breaker.Config.Name)
 	assert.Equal(t, int64(3), y.Metrics.Counts[metrics.Failure])
 	assert.Equal(t, int64(3), y.Metrics.Counts[metrics.FallbackSuccess])
-	assert.Equal(t, 0.75, y.DegradedRate)
+	assert.Equal(t, 0.75, y.Metrics.Counts.DegradedRate())
 	assert.Equal(t, int64(4), y.Metrics.Total.Count)
 	assert.InEpsilon(t, float64(time.Millisecond), float64(x.Metrics.Run.Percentiles[8]), 0.02, "run latency from the registry's clock")
 	assert.Zero(t, x.InFlight)

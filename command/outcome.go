@@ -10,15 +10,6 @@ import (
 	"github.com/bulwark-go/bulwark/metrics"
 )
 
-// degradedRate returns the number of calls in c (Counts.Calls: a retried call
-// once) and the share of them answered by a fallback (0 without calls).
-func degradedRate(c metrics.Counts) (calls int64, rate float64) {
-	if calls = c.Calls(); calls > 0 {
-		rate = float64(c[metrics.FallbackSuccess]) / float64(calls)
-	}
-	return calls, rate
-}
-
 // fallsBack reports whether a call with primary outcome e tries a fallback.
 func fallsBack(e metrics.Event) bool {
 	switch e {

@@ -19,7 +19,7 @@ func TestGroupQuiet(t *testing.T) {
 		t.Run(strategy.String(), func(t *testing.T) {
 			g, clock := newTestGroup(t, GroupConfig{Strategy: strategy, Timeout: NoTimeout,
 				CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Minute}}})
-			require.True(t, g.Quiet(), "never called")
+			require.True(t, g.quiet(), "never called")
 
 			d := newGate()
 			started := make(chan struct{})
@@ -33,20 +33,20 @@ func TestGroupQuiet(t *testing.T) {
 			}()
 			receive(t, started, "start")
 			clock.Advance(time.Minute) // the window holds nothing yet: only the call in flight
-			require.False(t, g.Quiet(), "a call in flight")
+			require.False(t, g.quiet(), "a call in flight")
 			close(d.open)
 			require.NoError(t, receive(t, done, "the call's end"))
-			require.False(t, g.Quiet(), "a success in the window")
+			require.False(t, g.quiet(), "a success in the window")
 			clock.Advance(11 * time.Second)
-			require.True(t, g.Quiet(), "the window has emptied")
+			require.True(t, g.quiet(), "the window has emptied")
 
 			_, err := Execute(context.Background(), g, op[int]{"dep", func(context.Context) (int, error) { return 0, errors.New("down") }})
 			require.Error(t, err)
 			clock.Advance(11 * time.Second)
 			require.Equal(t, circuit.Open, mustCommandBreaker(t, g, "dep").State())
-			require.False(t, g.Quiet(), "the command's breaker is open, its window empty")
+			require.False(t, g.quiet(), "the command's breaker is open, its window empty")
 			mustCommandBreaker(t, g, "dep").Reset()
-			require.True(t, g.Quiet(), "closed again")
+			require.True(t, g.quiet(), "closed again")
 		})
 	}
 }

@@ -34,8 +34,7 @@ func (g *Group) writes(cmd any) (yes bool) {
 // the groups whose own ReadOnly is set read-only. It applies to the calls
 // that start after it returns, and logs the switch at Warn level (on) or
 // Info (off) once. It takes each group's lock in turn, as Reconfigure
-// does: Execute of a known command never waits for it. Group.ReadOnly
-// tells whether a group refuses writes now, by this switch or its own.
+// does: Execute of a known command never waits for it.
 func (r *Registry) SetReadOnly(on bool) {
 	r.ready()
 	r.mu.RLock() // NewGroup holds r.mu: a group is created before the switch or listed here
@@ -57,10 +56,6 @@ func (r *Registry) SetReadOnly(on bool) {
 		r.logger.Info("bulwark: registry read-only mode off", "groups", len(groups))
 	}
 }
-
-// ReadOnly reports whether the group refuses writes now: its own
-// GroupConfig.ReadOnly, or its registry's switch.
-func (g *Group) ReadOnly() bool { return g.cfg().ReadOnly || g.reg.readOnly.Load() }
 
 // refreshSettings rebuilds the settings of the group's commands from its
 // config in force and its registry's read-only switch.

@@ -139,9 +139,6 @@ func (g *Group) check(cfg GroupConfig) (*liveConfig, error) {
 	}
 	cur := g.cfg()
 	eff := cfg.withDefaults()
-	if eff.Logger == nil {
-		eff.Logger = cur.Logger
-	}
 	if eff.Alerts == nil {
 		eff.Alerts = cur.Alerts
 	}
@@ -156,8 +153,6 @@ func (g *Group) check(cfg GroupConfig) (*liveConfig, error) {
 	case eff.Window != cur.Window:
 		return nil, bad("Window {Length: %v, Buckets: %d} cannot change live (the metrics window is {%v, %d}); the breakers' windows can",
 			eff.Window.Length, eff.Window.Buckets, cur.Window.Length, cur.Window.Buckets)
-	case eff.Logger != cur.Logger:
-		return nil, bad("Logger cannot change live")
 	case eff.Alerts != cur.Alerts:
 		return nil, bad("Alerts cannot change live: create a new group")
 	}

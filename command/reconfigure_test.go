@@ -67,7 +67,6 @@ func TestReconfigureRejectedChangesNothing(t *testing.T) {
 		"MaxConcurrent":   func(c *GroupConfig) { c.MaxConcurrent, c.Timeout = -1, time.Millisecond },
 		"Strategy":        func(c *GroupConfig) { c.Strategy, c.QueueSize = Semaphore, 0 },
 		"Window":          func(c *GroupConfig) { c.Window.Buckets = 5 },
-		"Logger":          func(c *GroupConfig) { c.Logger = slog.New(slog.DiscardHandler) },
 		"Mode":            func(c *GroupConfig) { c.CommandBreaker.Mode = circuit.ForcedOpen },
 		"FailureRatio":    func(c *GroupConfig) { c.Breaker.FailureRatio = 3 },
 		"Commands[\"x\"]": func(c *GroupConfig) { c.Commands = map[string]CommandConfig{"x": {Timeout: -2}} },

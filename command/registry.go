@@ -32,7 +32,9 @@ type RegistryConfig struct {
 	// Clock tells time to the metrics and, unless their config sets one, the
 	// breakers. Default metrics.SystemClock().
 	Clock metrics.Clock
-	// Logger is the default logger of groups and breakers. Default
+	// Logger receives the log records of the registry's groups (panics in
+	// Run or Fallback, renamed commands, ...), each naming its group, and of
+	// their breakers unless a breaker's config sets one. Default
 	// slog.Default().
 	Logger *slog.Logger
 	// Hook, if set, follows every attempt of every call in the registry's
@@ -87,8 +89,7 @@ func (r *Registry) setup(cfg RegistryConfig) {
 // Config returns the registry's effective configuration: NewRegistry's
 // config (a zero Registry's is empty) with its defaults applied. Its Clock
 // is the clock of the registry's groups, so a rate limiter built for a
-// group on it tells time as the group does; its Logger is their default
-// logger.
+// group on it tells time as the group does; its Logger is theirs.
 func (r *Registry) Config() RegistryConfig {
 	r.ready()
 	return RegistryConfig{Exporter: r.export, Clock: r.clock, Logger: r.logger, Hook: r.hook}
@@ -155,7 +156,7 @@ func (r *Registry) create(name string, cfg GroupConfig) (*Group, error) {
 		g.addCommand(cmd)
 	}
 	if g.alerts != nil {
-		g.alerts.Watch(g)
+		g.alerts.Watch(g, g.quiet, g.logger)
 	}
 	return g, nil
 }

@@ -615,5 +615,5 @@ func TestRetryCallsCountCallersNotAttempts(t *testing.T) {
 	assert.EqualValues(t, 1, c.Calls(), "one call")
 	s := g.Snapshot()
 	require.Len(t, s.Commands, 1)
-	assert.InDelta(t, 1.0, s.Commands[0].DegradedRate, 1e-9, "the one call was degraded")
+	assert.InDelta(t, 1.0, s.Commands[0].Metrics.Counts.DegradedRate(), 1e-9, "the one call was degraded")
 }

@@ -95,11 +95,6 @@ type CommandSnapshot struct {
 	// once (Hystrix's rollingMaxConcurrentExecutionCount).
 	Metrics metrics.Snapshot
 
-	// DegradedRate is the share of the window's calls answered with a
-	// fallback value: FALLBACK_SUCCESS / metrics.Counts.Calls (0 when the
-	// window is empty).
-	DegradedRate float64
-
 	// AlertTier is the alert tier the command's breaker has reached in its
 	// current outage (see GroupConfig.Alerts); "" when none or alerts are
 	// off. DegradedAlarm tells that its degraded alarm is raised.

@@ -207,7 +207,7 @@ func (e *bulwarkCommand) fill(now int64, g *command.GroupSnapshot, c *command.Co
 	e.GroupMode = g.Breaker.Mode.String()
 	e.InFlight = c.InFlight
 	e.Detached = c.Detached
-	e.DegradedRate = ratio(c.DegradedRate)
+	e.DegradedRate = ratio(c.Metrics.Counts.DegradedRate())
 	e.RollingCountCancelled = c.Metrics.Counts[metrics.Cancelled]
 	e.RollingCountSlow = c.Metrics.Counts[metrics.Slow]
 	e.RollingCountQueueTimeout = c.Metrics.Counts[metrics.QueueTimeout]

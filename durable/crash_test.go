@@ -20,6 +20,7 @@ import (
 	"github.com/bulwark-go/bulwark/command"
 	"github.com/bulwark-go/bulwark/durable"
 	"github.com/bulwark-go/bulwark/durable/queuetest"
+	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // Environment of the child processes the crash tests start (the test binary
@@ -85,9 +86,9 @@ func childFill(g *command.Group, q *durable.Store) error {
 	for i := range 10000 {
 		_, info, err := command.ExecuteInfo(context.Background(), g, durable.Write{Command: "createOrder", Key: fmt.Sprint("order-", i), Payload: payload, Apply: down, Queue: q})
 		switch {
-		case err == nil && info.Deferred:
+		case err == nil && info.Events.Has(metrics.DegradedDeferred):
 			fmt.Println("accepted", fmt.Sprint("order-", i))
-		case errors.Is(err, durable.ErrNotAccepted) && !info.Deferred:
+		case errors.Is(err, durable.ErrNotAccepted) && !info.Events.Has(metrics.DegradedDeferred):
 			fmt.Println("refused", fmt.Sprint("order-", i), strings.ReplaceAll(err.Error(), "\n", " "))
 			return nil
 		default:

@@ -4,8 +4,8 @@
 // "accepted", and a Replayer applies it once the dependency has recovered.
 //
 // A Write is a command whose fallback enqueues; the call then answers with
-// Info.Deferred (an HTTP handler answers 202 Accepted, its Location naming
-// the write's status: see Status below). If the write cannot be stored
+// DEGRADED_DEFERRED among its Info.Events (an HTTP handler answers 202
+// Accepted, its Location naming the write's status: see Status below). If the write cannot be stored
 // (disk full, unwritable file, Redis down), the call fails with
 // ErrNotAccepted: nothing is reported accepted that was not stored.
 //
@@ -61,7 +61,7 @@
 //
 //	status, err := durable.NewStatusHandler(durable.StatusConfig{Queue: q, Secret: secret})
 //	mux.Handle("GET /orders/status/{token}", status)
-//	// on info.Deferred:
+//	// on info.Events.Has(metrics.DegradedDeferred):
 //	w.Header().Set("Location", "/orders/status/"+status.Token(r))
 //	w.WriteHeader(http.StatusAccepted)
 //

@@ -26,8 +26,8 @@ type Receipt struct {
 // Write is a command (for command.Execute) that applies a write now and,
 // when it cannot (FAILURE, TIMEOUT, short-circuit or rejection), defers it:
 // its Fallback stores the write in Queue and returns only once it is
-// durable, and the call answers "accepted": Info.Deferred is true and the
-// Receipt carries the entry ID. If the write cannot be stored the call
+// durable, and the call answers "accepted": Info.Events holds
+// metrics.DegradedDeferred and the Receipt carries the entry ID. If the write cannot be stored the call
 // fails with an error matching ErrNotAccepted (and the cause): a caller is
 // never told accepted for a write that was not stored. A Replayer applies
 // deferred writes later.
@@ -41,7 +41,7 @@ type Receipt struct {
 //		Command: "createOrder", Key: requestID, Payload: body, Apply: createOrder, Queue: q})
 //	switch {
 //	case err != nil: // not applied, not accepted: 503
-//	case info.Deferred: // 202 Accepted, Location: its status, status.Token(r)
+//	case info.Events.Has(metrics.DegradedDeferred): // 202 Accepted, Location: its status, status.Token(r)
 //	default: // 201 Created
 //	}
 type Write struct {
@@ -71,7 +71,7 @@ func (w Write) Run(ctx context.Context) (Receipt, error) {
 
 // Fallback stores the write in the queue and answers accepted (an error
 // matching command.ErrDeferred, which Execute turns into a nil error and
-// Info.Deferred), or fails with ErrNotAccepted if it could not be stored.
+// DEGRADED_DEFERRED in Info.Events), or fails with ErrNotAccepted if it could not be stored.
 func (w Write) Fallback(ctx context.Context, cause error) (Receipt, error) {
 	if err := w.check(); err != nil {
 		return Receipt{}, fmt.Errorf("%w: %w", ErrNotAccepted, err)

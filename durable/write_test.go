@@ -26,7 +26,7 @@ func TestWriteAppliedNowIsNotDeferred(t *testing.T) {
 	apply := func(_ context.Context, e durable.Entry) error { got = append(got, e); return nil }
 	r, info, err := command.ExecuteInfo(context.Background(), g, durable.Write{Command: "createOrder", Key: "req-1", Payload: []byte("o1"), Apply: apply, Queue: q})
 	require.NoError(t, err)
-	assert.False(t, info.Deferred)
+	assert.False(t, info.Events.Has(metrics.DegradedDeferred))
 	assert.Equal(t, durable.Receipt{Key: "req-1"}, r)
 	assert.Equal(t, "createOrder", info.Command)
 	require.Len(t, got, 1)
@@ -43,7 +43,7 @@ func TestWriteDeferredWhenDependencyFailsOrIsRefused(t *testing.T) {
 	ctx := context.Background()
 	r, info, err := command.ExecuteInfo(ctx, g, durable.Write{Command: "createOrder", Key: "req-1", Payload: []byte("o1"), Apply: failing, Queue: q})
 	require.NoError(t, err)
-	assert.True(t, info.Deferred)
+	assert.True(t, info.Events.Has(metrics.DegradedDeferred))
 	assert.Equal(t, metrics.Failure, info.Event)
 	assert.NotEmpty(t, r.EntryID)
 
@@ -54,7 +54,7 @@ func TestWriteDeferredWhenDependencyFailsOrIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, called)
 	assert.Equal(t, metrics.ShortCircuited, info.Event)
-	assert.True(t, info.Deferred)
+	assert.True(t, info.Events.Has(metrics.DegradedDeferred))
 
 	es, err := q.Lease(ctx, time.Now(), 10)
 	require.NoError(t, err)
@@ -74,7 +74,7 @@ func TestWriteNotAcceptedWhenQueueFails(t *testing.T) {
 	assert.ErrorIs(t, err, durable.ErrNotAccepted)
 	assert.ErrorIs(t, err, durable.ErrClosed)
 	assert.ErrorIs(t, err, errDown)
-	assert.False(t, info.Deferred)
+	assert.False(t, info.Events.Has(metrics.DegradedDeferred))
 	assert.False(t, info.Degraded)
 }
 
@@ -89,5 +89,5 @@ func TestWriteWithoutKeyIsRefused(t *testing.T) {
 	_, info, err = command.ExecuteInfo(context.Background(), g, durable.Write{Command: "createOrder", Apply: failing, Queue: q})
 	assert.ErrorIs(t, err, durable.ErrNotAccepted)
 	assert.ErrorIs(t, err, durable.ErrInvalidEntry)
-	assert.False(t, info.Deferred)
+	assert.False(t, info.Events.Has(metrics.DegradedDeferred))
 }

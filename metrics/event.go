@@ -168,6 +168,16 @@ func (c Counts) Attempts() int64 {
 // exporter such as the prom module publishes as calls_total).
 func (c Counts) Calls() int64 { return c.Attempts() - c[Retried] - c[Hedged] }
 
+// DegradedRate returns the share of the calls in c answered with a
+// fallback's value: FallbackSuccess / Calls, 0 when c holds no call.
+func (c Counts) DegradedRate() float64 {
+	calls := c.Calls()
+	if calls <= 0 {
+		return 0
+	}
+	return float64(c[FallbackSuccess]) / float64(calls)
+}
+
 // EventSet is a set of events: bit e stands for Event e. A call's events (its
 // primary outcome, Slow, a fallback event, ExceptionThrown) travel as one
 // EventSet, and Rolling.Record counts them in one bucket lookup. The zero

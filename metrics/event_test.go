@@ -17,7 +17,8 @@ func TestEventLabels(t *testing.T) {
 }
 
 // Attempts sums the primary outcomes only; Calls leaves out the attempts
-// marked RETRIED or HEDGED, and CallEvents holds every event they read.
+// marked RETRIED or HEDGED, DegradedRate divides FALLBACK_SUCCESS by
+// Calls, and CallEvents holds every event they read.
 func TestCountsCallsAndAttempts(t *testing.T) {
 	var c Counts
 	c[Success], c[Failure], c[Timeout], c[ShortCircuited] = 3, 2, 1, 4
@@ -25,6 +26,8 @@ func TestCountsCallsAndAttempts(t *testing.T) {
 	c[FallbackSuccess], c[ExceptionThrown], c[Slow], c[Probe] = 5, 1, 2, 1
 	assert.Equal(t, int64(10), c.Attempts(), "3+2+1+4 primary outcomes")
 	assert.Equal(t, int64(7), c.Calls(), "10 attempts, 3 of them retried or hedged")
+	assert.Equal(t, 5.0/7, c.DegradedRate())
+	assert.Zero(t, Counts{FallbackSuccess: 1}.DegradedRate(), "no call, no rate (and no division by zero)")
 	for e := range NumEvents {
 		var one Counts
 		one[e] = 1

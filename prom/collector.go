@@ -282,7 +282,7 @@ func (o out) command(group string, c *command.CommandSnapshot) {
 		return
 	}
 	o.gauge(detachedDesc, float64(c.Detached), group, c.Name)
-	o.gauge(degradedDesc, c.DegradedRate, group, c.Name)
+	o.gauge(degradedDesc, c.Metrics.Counts.DegradedRate(), group, c.Name)
 	o.breaker(breakerDescs{cmdStateDesc, cmdSinceDesc, cmdModeDesc, cmdBoundDesc}, c.Breaker, group, c.Name)
 }
 

@@ -292,7 +292,6 @@ func keepCode(p, base command.GroupConfig) command.GroupConfig {
 	p.IsBadRequest = base.IsBadRequest
 	p.ProbeClassifier = base.ProbeClassifier
 	p.Alerts = base.Alerts
-	p.Logger = base.Logger
 	p.RateLimit, p.KeyedRateLimit = base.RateLimit, base.KeyedRateLimit
 	p.Retry.Sleep, p.Retry.Rand, p.Retry.NoBudget = base.Retry.Sleep, base.Retry.Rand, base.Retry.NoBudget
 	for _, b := range []struct{ to, from *circuit.Config }{{&p.Breaker, &base.Breaker}, {&p.CommandBreaker, &base.CommandBreaker}} {

@@ -26,6 +26,7 @@ import (
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
 	"github.com/bulwark-go/bulwark/durable"
+	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // The crash test runs the test binary again as child processes (Child,
@@ -165,7 +166,7 @@ func childWrite(g *command.Group, q durable.Queue, url string) error {
 			return fmt.Errorf("write %s: %w", key, err)
 		}
 		how := "applied"
-		if info.Deferred {
+		if info.Events.Has(metrics.DegradedDeferred) {
 			how = "deferred"
 		}
 		fmt.Fprintln(os.Stdout, "accepted", key, how)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/bulwark-go/bulwark/command"
 	"github.com/bulwark-go/bulwark/durable"
+	"github.com/bulwark-go/bulwark/metrics"
 )
 
 func status(t *testing.T, q durable.Queue, id string) durable.Status {
@@ -204,7 +205,7 @@ func StatusHTTP(t *testing.T, open func(t *testing.T) durable.Queue) {
 		t.Helper()
 		r, info, err := command.ExecuteInfo(ctx, g, durable.Write{Command: "createOrder", Key: key, Payload: []byte("payload"), Apply: apply, Queue: q})
 		require.NoError(t, err)
-		require.True(t, info.Deferred, "the dependency is down: deferred")
+		require.True(t, info.Events.Has(metrics.DegradedDeferred), "the dependency is down: deferred")
 		token := h.Token(r)
 		require.NotEmpty(t, token)
 		return token, r

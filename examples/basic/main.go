@@ -164,7 +164,7 @@ func run(w io.Writer, p params) error {
 					fmt.Fprintf(w, "  %-18s %d\n", e, n)
 				}
 			}
-			fmt.Fprintf(w, "  degraded rate over the last second: %.0f%%\n", 100*c.DegradedRate)
+			fmt.Fprintf(w, "  degraded rate over the last second: %.0f%%\n", 100*c.Metrics.Counts.DegradedRate())
 			printBreaker(w, "command breaker", c.Breaker)
 		}
 		printBreaker(w, "group breaker", g.Breaker)

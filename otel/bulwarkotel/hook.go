@@ -133,7 +133,7 @@ func outcome(g *command.Group, in command.Info, retried bool) []attribute.KeyVal
 				attrs = append(attrs, KeyFallback.String(e.Label()))
 			}
 		}
-		if in.Deferred {
+		if in.Events.Has(metrics.DegradedDeferred) {
 			attrs = append(attrs, KeyDeferred.Bool(true))
 		}
 	}

@@ -161,7 +161,7 @@ func (m *Metrics) observeGroup(o metric.Observer, g command.GroupSnapshot, gattr
 		o.ObserveInt64(i.calls, c.Metrics.Cumulative.Calls(), cs)
 		o.ObserveInt64(i.inFlight, c.InFlight, cs)
 		o.ObserveInt64(i.detached, c.Detached, cs)
-		o.ObserveFloat64(i.degraded, c.DegradedRate, cs)
+		o.ObserveFloat64(i.degraded, c.Metrics.Counts.DegradedRate(), cs)
 		observeBreaker(o, i.cmdState, i.cmdMode, c.Breaker, ca)
 	}
 }

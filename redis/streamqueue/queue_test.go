@@ -19,6 +19,7 @@ import (
 	"github.com/bulwark-go/bulwark/durable/queuetest"
 	"github.com/bulwark-go/bulwark/internal/logtest"
 	"github.com/bulwark-go/bulwark/internal/redistest"
+	"github.com/bulwark-go/bulwark/metrics"
 	"github.com/bulwark-go/bulwark/redis/streamqueue"
 )
 
@@ -228,12 +229,12 @@ func TestRedisDownIsNotAccepted(t *testing.T) {
 
 	_, info, err := command.ExecuteInfo(context.Background(), g, durable.Write{Command: "createOrder", Key: "k1", Apply: down, Queue: q})
 	require.NoError(t, err)
-	require.True(t, info.Deferred, "accepted while Redis is up")
+	require.True(t, info.Events.Has(metrics.DegradedDeferred), "accepted while Redis is up")
 
 	srv.Kill()
 	_, info, err = command.ExecuteInfo(context.Background(), g, durable.Write{Command: "createOrder", Key: "k2", Apply: down, Queue: q})
 	assert.ErrorIs(t, err, durable.ErrNotAccepted)
-	assert.False(t, info.Deferred)
+	assert.False(t, info.Events.Has(metrics.DegradedDeferred))
 	_, err = streamqueue.New(context.Background(), streamqueue.Config{Client: rdb, Name: "other"})
 	assert.Error(t, err)
 }

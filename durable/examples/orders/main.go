@@ -34,6 +34,7 @@ import (
 	"github.com/bulwark-go/bulwark/circuit"
 	"github.com/bulwark-go/bulwark/command"
 	"github.com/bulwark-go/bulwark/durable"
+	"github.com/bulwark-go/bulwark/metrics"
 )
 
 func main() {
@@ -111,7 +112,7 @@ func (gw *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err != nil:
 		http.Error(w, "order not accepted: "+err.Error(), http.StatusServiceUnavailable)
-	case info.Deferred:
+	case info.Events.Has(metrics.DegradedDeferred):
 		w.Header().Set("Location", "/orders/status/"+gw.status.Token(receipt))
 		w.WriteHeader(http.StatusAccepted)
 		fmt.Fprintf(w, "accepted (%s)\n", info.Event)
