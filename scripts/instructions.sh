@@ -7,7 +7,10 @@
 #   scripts/instructions.sh ./command '^BenchmarkExecuteSemaphoreNoTimeout$/^empty$/^serial$'
 #   scripts/instructions.sh ./metrics '^BenchmarkRecord$' 1000000
 #
-# It prints the count and the benchmark's allocs/op line. Needs valgrind (Debian package).
+# It prints the count and the benchmark's allocs/op line. With FUNCS=1 in the environment it
+# then lists each function's own instructions per iteration (callgrind_annotate's exclusive
+# counts, the same difference of the two runs), largest first, down to 4 a call: where the
+# count sits. Needs valgrind (Debian package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ $# -ge 2 ]] || { echo "usage: scripts/instructions.sh PKG BENCH [N]" >&2; exit 2; }
@@ -25,3 +28,15 @@ a=$(run "$n")
 b=$(run $((2 * n)))
 echo "instructions per iteration: $(((b - a) / n))"
 grep -h "allocs/op" "$work/log.$((2 * n))" | head -1
+# funcs prints "count<TAB>function" for every function of callgrind output $1, exclusive counts.
+funcs() {
+	callgrind_annotate --auto=no --inclusive=no --threshold=100 "$1" |
+		sed -n -E 's/^ *([0-9,]+) \( *[0-9.]+%\)  (.*)$/\1\t\2/p' |
+		sed -E "s/ \[[^]]*\]$//; s/'[0-9]+$//; s/^([0-9,]+)\t[^:]*:/\1\t/" | tr -d ,
+}
+if [[ ${FUNCS:-} == 1 ]]; then
+	funcs "$work/cg.$n" >"$work/fn.a"
+	funcs "$work/cg.$((2 * n))" >"$work/fn.b"
+	awk -F'\t' -v n="$n" 'NR == FNR { a[$2] += $1; next } $2 != "PROGRAM TOTALS" { b[$2] += $1 }
+		END { for (f in b) if ((d = (b[f] - a[f]) / n) >= 4) printf "%6.1f  %s\n", d, f }' "$work/fn.a" "$work/fn.b" | sort -rn
+fi
