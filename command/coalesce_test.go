@@ -324,9 +324,16 @@ func TestCoalesceStaleWhileRevalidate(t *testing.T) {
 	assert.EqualValues(t, 52, c.Calls())
 }
 
+// staticKind is a keyed command whose fallback declares its answers static
+// defaults (fallback.Degrader).
+type staticKind struct{ keyedFB }
+
+func (staticKind) Degradation() metrics.Event { return metrics.DegradedStatic }
+
 // TestCoalesceSharesAFailedAnswer: a Run that fails is retried or falls
 // back once, in the flight; every caller gets the fallback's value,
-// degraded, and the breakers count one failure.
+// degraded, with the kind the fallback declares (DEGRADED_STATIC, in its
+// Info and in the metrics), and the breakers count one failure.
 func TestCoalesceSharesAFailedAnswer(t *testing.T) {
 	g := coalescingGroup(t)
 	var runs, fallbacks atomic.Int64
@@ -343,10 +350,10 @@ func TestCoalesceSharesAFailedAnswer(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v, info, err := ExecuteInfo(context.Background(), g, keyedFB{cmd, "k"})
+			v, info, err := ExecuteInfo(context.Background(), g, staticKind{keyedFB{cmd, "k"}})
 			assert.NoError(t, err)
 			assert.Equal(t, -1, v)
-			if info.Degraded && info.Events.Has(metrics.FallbackSuccess) {
+			if info.Degraded && info.Events.Has(metrics.FallbackSuccess) && info.Events.Has(metrics.DegradedStatic) {
 				degraded.Add(1)
 			}
 		}()
@@ -361,50 +368,9 @@ func TestCoalesceSharesAFailedAnswer(t *testing.T) {
 	assert.EqualValues(t, 1, c[metrics.Failure])
 	assert.EqualValues(t, n-1, c[metrics.Coalesced])
 	assert.EqualValues(t, n, c[metrics.FallbackSuccess])
+	assert.EqualValues(t, n, c[metrics.DegradedStatic])
 	b, _ := g.CommandBreaker("get")
 	assert.EqualValues(t, 1, b.Snapshot().Health.Failures)
-}
-
-// staticKeyed is a coalescing command whose fallback is a fallback.Static.
-type staticKeyed struct {
-	op[int]
-	fallback.Static[int]
-}
-
-func (staticKeyed) Key() string { return "k" }
-
-// TestCoalesceSharesTheDegradationKind: the callers that share a flight's
-// degraded answer get its kind too (here DEGRADED_STATIC), in their Info
-// and in the metrics, as the flight's own call does.
-func TestCoalesceSharesTheDegradationKind(t *testing.T) {
-	g := coalescingGroup(t)
-	release := make(chan struct{})
-	cmd := staticKeyed{op[int]{"get", func(context.Context) (int, error) {
-		<-release
-		return 0, errors.New("down")
-	}}, fallback.Static[int]{Value: -1}}
-	const n = 10
-	var wg sync.WaitGroup
-	var static atomic.Int64
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			v, info, err := ExecuteInfo(context.Background(), g, cmd)
-			assert.NoError(t, err)
-			assert.Equal(t, -1, v)
-			if info.Degraded && info.Events.Has(metrics.DegradedStatic) {
-				static.Add(1)
-			}
-		}()
-	}
-	waitFor(t, "every caller waiting", func() bool { return waiting[int](g, "get", "k") == n })
-	close(release)
-	wg.Wait()
-	assert.EqualValues(t, n, static.Load(), "every caller's Info names the kind")
-	c := counts(t, g, "get")
-	assert.EqualValues(t, n-1, c[metrics.Coalesced])
-	assert.EqualValues(t, n, c[metrics.DegradedStatic], "and so do the metrics")
 }
 
 // countDiscards counts the values handed to Discard.
