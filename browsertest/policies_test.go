@@ -36,7 +36,7 @@ func TestBrowserPolicies(t *testing.T) {
 	}
 	ctx := startChromium(t)
 	reg := command.NewRegistry(command.RegistryConfig{Logger: slog.New(slog.DiscardHandler)})
-	breaker := circuit.Config{MinRequests: 5, Open: circuit.OpenConfig{Duration: time.Hour}}
+	breaker := circuit.Config{MinRequests: 5, OpenDuration: time.Hour}
 	search, err := reg.NewGroup("search", command.GroupConfig{Strategy: command.Semaphore, CommandBreaker: breaker})
 	require.NoError(t, err)
 	ledger, err := reg.NewGroup("ledger", command.GroupConfig{Strategy: command.Semaphore, CommandBreaker: breaker,

@@ -20,8 +20,8 @@ type Snapshot struct {
 
 	// Half-open progress, 0 outside the half-open state: probes in flight,
 	// and consecutive probe successes and failures so far
-	// (Config.HalfOpen.Successes of the first close the breaker,
-	// HalfOpen.Failures of the second reopen it).
+	// (Config.HalfOpenSuccesses of the first close the breaker,
+	// HalfOpenFailures of the second reopen it).
 	Probes, ProbeSuccesses, ProbeFailures int
 
 	RampShare   float64      // share of calls admitted now; 1 when not ramping up

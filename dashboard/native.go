@@ -113,7 +113,7 @@ func (b *breaker) fill(now int64, s *circuit.Snapshot) {
 		RetryAfterMs:   ms(s.RetryAfter),
 		Probes:         s.Probes,
 		ProbeSuccesses: s.ProbeSuccesses,
-		ProbesNeeded:   s.Config.HalfOpen.Successes,
+		ProbesNeeded:   s.Config.HalfOpenSuccesses,
 		RampShare:      ratio(s.RampShare),
 		HealthRequests: s.Health.Requests,
 		ErrorRatio:     ratio(s.Health.ErrorRatio),

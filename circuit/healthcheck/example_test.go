@@ -19,12 +19,12 @@ import (
 func ExampleStart() {
 	clock := new(metrics.ManualClock)
 	b, _ := circuit.New(circuit.Config{
-		Name:        "users-db",
-		MinRequests: 4,
-		Open:        circuit.OpenConfig{Duration: time.Minute},
-		HalfOpen:    circuit.HalfOpenConfig{Successes: 2},
-		Clock:       clock,
-		Logger:      slog.New(slog.DiscardHandler),
+		Name:              "users-db",
+		MinRequests:       4,
+		OpenDuration:      time.Minute,
+		HalfOpenSuccesses: 2,
+		Clock:             clock,
+		Logger:            slog.New(slog.DiscardHandler),
 		OnTransition: func(t circuit.Transition) {
 			fmt.Printf("%v: %v -> %v (%v)\n", t.At, t.From, t.To, t.Reason)
 		},

@@ -67,12 +67,12 @@ func newRig(t *testing.T, logger *slog.Logger) *rig {
 	}
 	r := &rig{t: t, clock: new(metrics.ManualClock)}
 	b, err := circuit.New(circuit.Config{
-		Name:        "db",
-		MinRequests: 4,
-		Open:        circuit.OpenConfig{Duration: time.Minute},
-		HalfOpen:    circuit.HalfOpenConfig{Successes: 2},
-		Clock:       r.clock,
-		Logger:      logger,
+		Name:              "db",
+		MinRequests:       4,
+		OpenDuration:      time.Minute,
+		HalfOpenSuccesses: 2,
+		Clock:             r.clock,
+		Logger:            logger,
 		OnTransition: func(tr circuit.Transition) {
 			r.mu.Lock()
 			r.reasons = append(r.reasons, tr.Reason)
