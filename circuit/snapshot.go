@@ -37,21 +37,17 @@ type Snapshot struct {
 	// WarmUpLeft is how long outcomes are not counted yet (Config.WarmUp
 	// after creation, or a WarmUp call); 0 when they are.
 	WarmUpLeft time.Duration
-	// HealthCheck tells the progress of the health checker started on
-	// the breaker (package circuit/healthcheck); the zero value without
-	// one.
-	HealthCheck HealthCheckStatus
+	// HealthCheck is the progress of the health checker started on the
+	// breaker (package circuit/healthcheck) as one status line: the checks
+	// run and failed so far, and how the last one ended, with its error's
+	// text ("14 checks, 3 failed; last failed: dial tcp 10.0.0.7:5432:
+	// connect: connection refused", "1 check, 0 failed; last passed"); ""
+	// without a checker (or once it is stopped) and before its first check.
+	HealthCheck string
 	// Shared is the status of the outside party that shares the breaker's
 	// judgment, such as the fleet of module redis ("shared state:
 	// degraded (…)"); "" when the breaker judges alone.
 	Shared string
-}
-
-// HealthCheckStatus tells a health check's progress in a Snapshot.
-type HealthCheckStatus struct {
-	Checks   int64  // checks run so far
-	Failures int64  // checks that failed so far
-	LastErr  string // error text of the last check; "" if it passed or none ran
 }
 
 // Health summarises the breaker's window: the calls that reached the
@@ -100,7 +96,7 @@ func (b *Breaker) Snapshot() Snapshot {
 		Health:         Health(s.Health),
 		Transitions:    make([]Transition, len(s.Transitions)),
 		WarmUpLeft:     s.WarmUpLeft,
-		HealthCheck:    HealthCheckStatus(s.HealthCheck),
+		HealthCheck:    s.HealthCheck,
 		Shared:         s.Shared,
 	}
 	for i, t := range s.Transitions {

@@ -58,12 +58,12 @@ func ExampleStart() {
 	fmt.Println(checker.Check(context.Background()))
 	call(metrics.Success)
 	call(metrics.Success)
-	fmt.Printf("%+v\n", b.Snapshot().HealthCheck)
+	fmt.Println(b.Snapshot().HealthCheck)
 	// Output:
 	// 0s: closed -> open (error_ratio)
 	// circuit: health check failed: breaker "users-db": connection refused
 	// 1s: open -> half-open (health_check)
 	// <nil>
 	// 1s: half-open -> closed (probes_succeeded)
-	// {Checks:2 Failures:1 LastErr:}
+	// 2 checks, 1 failed; last passed
 }
