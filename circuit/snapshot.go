@@ -38,11 +38,12 @@ type Snapshot struct {
 	// after creation, or a WarmUp call); 0 when they are.
 	WarmUpLeft time.Duration
 	// HealthCheck is the progress of the health checker started on the
-	// breaker (package circuit/healthcheck) as one status line: the checks
+	// breaker (package circuit/healthcheck) as a status line: the checks
 	// run and failed so far, and how the last one ended, with its error's
-	// text ("14 checks, 3 failed; last failed: dial tcp 10.0.0.7:5432:
-	// connect: connection refused", "1 check, 0 failed; last passed"); ""
-	// without a checker (or once it is stopped) and before its first check.
+	// text as Error returns it ("14 checks, 3 failed; last failed: dial
+	// tcp 10.0.0.7:5432: connect: connection refused", "1 check, 0 failed;
+	// last passed"); "" without a checker (or once it is stopped) and
+	// before its first check.
 	HealthCheck string
 	// Shared is the status of the outside party that shares the breaker's
 	// judgment, such as the fleet of module redis ("shared state:
