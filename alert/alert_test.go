@@ -53,7 +53,7 @@ func alertGroup(t *testing.T, cfg Config) (*command.Group, *Watcher, *metrics.Ma
 	g, clock := newTestGroup(t, command.GroupConfig{
 		Strategy:       command.Semaphore,
 		Timeout:        command.NoTimeout,
-		CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: 5 * time.Minute}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}},
+		CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: 5 * time.Minute, HalfOpenSuccesses: 1},
 		Alerts:         w,
 	})
 	return g, w, clock, log
@@ -155,7 +155,7 @@ func TestAlertCustomTiersAndGroupBreaker(t *testing.T) {
 	w := newWatcher(t, Config{OnAlert: log.add, Interval: time.Hour, Tiers: []Tier{{"warn", time.Second}}})
 	g, clock := newTestGroup(t, command.GroupConfig{
 		Strategy: command.Semaphore,
-		Breaker:  circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Hour}},
+		Breaker:  circuit.Config{MinRequests: 1, OpenDuration: time.Hour},
 		Alerts:   w,
 	})
 	_, _ = command.Execute(context.Background(), g, failing("dep", errRefused))
@@ -298,7 +298,7 @@ func TestOnAlertPanicIsRecovered(t *testing.T) {
 	w := newWatcher(t, Config{Interval: time.Hour, OnAlert: func(Alert) { n++; panic("pager down") }})
 	g, clock := newTestGroup(t, command.GroupConfig{
 		Strategy:       command.Semaphore,
-		CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Hour}},
+		CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: time.Hour},
 		Alerts:         w,
 	})
 	_, _ = command.Execute(context.Background(), g, failing("dep", errRefused))
@@ -371,8 +371,8 @@ func TestCheckWithOnTransitionReadingSnapshot(t *testing.T) {
 	g, clock := newTestGroup(t, command.GroupConfig{
 		Strategy: command.Semaphore,
 		CommandBreaker: circuit.Config{
-			MinRequests: 1,
-			Open:        circuit.OpenConfig{Duration: time.Minute},
+			MinRequests:  1,
+			OpenDuration: time.Minute,
 			OnTransition: func(circuit.Transition) {
 				_ = g.Snapshot()
 				seen.Done()
@@ -393,7 +393,7 @@ func TestCheckWithOnTransitionReadingSnapshot(t *testing.T) {
 func TestOneWatcherManyGroups(t *testing.T) {
 	log := &alertLog{}
 	w := newWatcher(t, Config{OnAlert: log.add, Interval: time.Hour})
-	breaker := circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Hour}}
+	breaker := circuit.Config{MinRequests: 1, OpenDuration: time.Hour}
 	a, clockA := newTestGroup(t, command.GroupConfig{Strategy: command.Semaphore, CommandBreaker: breaker, Alerts: w})
 	b, clockB := newTestGroup(t, command.GroupConfig{Strategy: command.Semaphore, CommandBreaker: breaker, Alerts: w})
 	w.mu.RLock()
@@ -468,7 +468,7 @@ func TestAlertErrorSamplesCarryRequestIDs(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
 	g, err := reg.NewGroup("deps", command.GroupConfig{
 		Strategy:       command.Semaphore,
-		CommandBreaker: circuit.Config{MinRequests: 4, Open: circuit.OpenConfig{Duration: time.Hour}},
+		CommandBreaker: circuit.Config{MinRequests: 4, OpenDuration: time.Hour},
 		Alerts:         w,
 	})
 	require.NoError(t, err)

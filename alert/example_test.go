@@ -30,7 +30,7 @@ func payments(w *alert.Watcher) (g *command.Group, clock *metrics.ManualClock, c
 	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
 	g, err := reg.NewGroup("payments", command.GroupConfig{
 		Strategy:       command.Semaphore,
-		CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Hour}},
+		CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: time.Hour},
 		Alerts:         w,
 	})
 	if err != nil {

@@ -128,7 +128,7 @@ func webhookGroup(t *testing.T, h *Webhook) (*command.Group, *Watcher, *metrics.
 	w := newWatcher(t, Config{OnAlert: h.OnAlert, Interval: time.Hour, RequestID: requestIDOf})
 	g, clock := newTestGroup(t, command.GroupConfig{
 		Strategy:       command.Semaphore,
-		CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: 5 * time.Minute}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}},
+		CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: 5 * time.Minute, HalfOpenSuccesses: 1},
 		Alerts:         w,
 	})
 	return g, w, clock

@@ -106,7 +106,7 @@ func startLiveCommands(t *testing.T) *liveCommands {
 	t.Helper()
 	l := &liveCommands{reg: command.NewRegistry(command.RegistryConfig{Logger: slog.New(slog.DiscardHandler)})}
 	// A breaker that trips fast and stays open for the test's duration.
-	breaker := circuit.Config{MinRequests: 5, Open: circuit.OpenConfig{Duration: time.Minute}}
+	breaker := circuit.Config{MinRequests: 5, OpenDuration: time.Minute}
 	var err error
 	l.users, err = l.reg.NewGroup("users", command.GroupConfig{MaxConcurrent: 8, CommandBreaker: breaker})
 	require.NoError(t, err)

@@ -139,8 +139,7 @@ func largeService(n int) ([]synthCmd, []synthGroup) {
 			c.warmUpLeftMs = 4*60*1000 + 59000
 		case i%59 == 0:
 			c.state, c.reason = "open", "slow_ratio"
-			c.healthCheckFails = 1234
-			c.healthCheckError = "dial tcp 10.20.30.40:5432: connect: connection refused (after 3 attempts over 2.5s)"
+			c.healthCheck = "1234 checks, 1234 failed; last failed: dial tcp 10.20.30.40:5432: connect: connection refused (after 3 attempts over 2.5s)"
 			c.tripAgoMs = tenMin
 		}
 		if i%61 == 0 {

@@ -80,7 +80,7 @@ func TestBrowserProbesAndAlerts(t *testing.T) {
 	require.NoError(t, err)
 	g, err := reg.NewGroup("payments", command.GroupConfig{
 		Strategy:       command.Semaphore,
-		CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Minute}, HalfOpen: circuit.HalfOpenConfig{Successes: 2}},
+		CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: time.Minute, HalfOpenSuccesses: 2},
 		Alerts:         alerts,
 	})
 	require.NoError(t, err)

@@ -219,8 +219,7 @@ type synthCmd struct {
 	rampShare                            float64
 	tripAgoMs                            int64 // > 0: a transition closed → open that long ago
 	warmUpLeftMs                         int64
-	healthCheckFails                     int64
-	healthCheckError, alertTier          string
+	healthCheck, alertTier               string
 	degradedAlarm                        bool
 	probeCount, probeSuccess, probeFails int64
 	breakerOff                           bool // observe-only: no short circuits
@@ -289,8 +288,7 @@ func (tp templates) commandEvents(t testing.TB, now time.Time, c synthCmd) []map
 		set("probes", c.probes).set("probeSuccesses", c.probeOK).set("probesNeeded", c.probesNeeded).
 		set("rampShare", ramp).set("transitions", transitions).set("shared", c.shared).
 		set("warmingUp", c.warmUpLeftMs > 0).set("warmUpLeftMs", c.warmUpLeftMs).
-		set("healthCheck", c.healthCheckFails > 0).set("healthCheckFails", c.healthCheckFails).
-		set("healthCheckError", c.healthCheckError).
+		set("healthCheck", c.healthCheck).
 		set("groupState", groupState).set("groupMode", groupMode).
 		set("inFlight", c.inFlight).set("detached", c.detached).set("degradedRate", c.degraded).
 		set("slowRatio", c.slowRatio).set("slowCallDurationMs", c.slowMs).set("timeoutMs", c.timeoutMs).

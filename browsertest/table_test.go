@@ -127,7 +127,7 @@ func TestBrowserCommandTable(t *testing.T) {
 	}
 	ctx := startChromium(t)
 	reg, _ := manualRegistry(t)
-	breaker := circuit.Config{MinRequests: 5, Open: circuit.OpenConfig{Duration: time.Hour}}
+	breaker := circuit.Config{MinRequests: 5, OpenDuration: time.Hour}
 	users, err := reg.NewGroup("users", command.GroupConfig{MaxConcurrent: 4, CommandBreaker: breaker})
 	require.NoError(t, err)
 	orders, err := reg.NewGroup("orders", command.GroupConfig{Strategy: command.Semaphore, CommandBreaker: breaker})

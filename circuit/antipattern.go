@@ -10,13 +10,13 @@ import (
 // name them (the rule attribute of its Warn record). Each is valid (some test or drill may want it), so New accepts
 // it and logs one Warn record per rule it breaks, with the attribute rule.
 const (
-	// ruleOpenTooShort: Open.Duration of 100 ms or less probes the
+	// ruleOpenTooShort: OpenDuration of 100 ms or less probes the
 	// sick dependency several times a second, as if there were no breaker.
 	ruleOpenTooShort = "open_too_short"
 	// ruleMinRequestsOne: MinRequests 1 trips on a single failure; at a
 	// low rate one failure is 100% and the breaker never settles.
 	ruleMinRequestsOne = "min_requests_one"
-	// ruleHalfOpenFlood: HalfOpen.Probes above 10 lets a
+	// ruleHalfOpenFlood: HalfOpenProbes above 10 lets a
 	// half-open breaker admit about everything, so the recovering
 	// dependency is knocked over again and the breaker flaps.
 	ruleHalfOpenFlood = "half_open_flood"
@@ -32,17 +32,17 @@ const (
 // each with the message that explains it.
 func (e Config) antiPatterns() [][2]string {
 	var found [][2]string
-	if e.Open.Duration <= antiPatternOpen {
+	if e.OpenDuration <= antiPatternOpen {
 		found = append(found, [2]string{ruleOpenTooShort,
-			"circuit: Open.Duration of 100 ms or less probes a sick dependency as if there were no breaker"})
+			"circuit: OpenDuration of 100 ms or less probes a sick dependency as if there were no breaker"})
 	}
 	if e.MinRequests == 1 {
 		found = append(found, [2]string{ruleMinRequestsOne,
 			"circuit: MinRequests 1 trips on one failure; the breaker never settles at a low rate"})
 	}
-	if e.HalfOpen.Probes > antiPatternProbes {
+	if e.HalfOpenProbes > antiPatternProbes {
 		found = append(found, [2]string{ruleHalfOpenFlood,
-			"circuit: HalfOpen.Probes above 10 lets a half-open breaker through about everything; the recovering dependency is knocked over again"})
+			"circuit: HalfOpenProbes above 10 lets a half-open breaker through about everything; the recovering dependency is knocked over again"})
 	}
 	return found
 }
@@ -52,7 +52,7 @@ func (e Config) warnAntiPatterns() {
 	for _, f := range e.antiPatterns() {
 		e.Logger.LogAttrs(context.Background(), slog.LevelWarn, f[1],
 			slog.String("breaker", e.Name), slog.String("rule", f[0]),
-			slog.Duration("open", e.Open.Duration), slog.Int("min_requests", e.MinRequests),
-			slog.Int("half_open_probes", e.HalfOpen.Probes))
+			slog.Duration("open", e.OpenDuration), slog.Int("min_requests", e.MinRequests),
+			slog.Int("half_open_probes", e.HalfOpenProbes))
 	}
 }

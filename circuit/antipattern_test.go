@@ -22,14 +22,14 @@ func TestAntiPatternsWarnAtCreation(t *testing.T) {
 		rules []string
 	}{
 		{"defaults", Config{}, nil},
-		{"open 100ms", Config{Open: OpenConfig{Duration: 100 * time.Millisecond}}, []string{ruleOpenTooShort}},
-		{"open 101ms", Config{Open: OpenConfig{Duration: 101 * time.Millisecond}}, nil},
+		{"open 100ms", Config{OpenDuration: 100 * time.Millisecond}, []string{ruleOpenTooShort}},
+		{"open 101ms", Config{OpenDuration: 101 * time.Millisecond}, nil},
 		{"min 1", Config{MinRequests: 1}, []string{ruleMinRequestsOne}},
 		{"min 2", Config{MinRequests: 2}, nil},
-		{"probes 11", Config{HalfOpen: HalfOpenConfig{Probes: 11}}, []string{ruleHalfOpenFlood}},
-		{"probes 10", Config{HalfOpen: HalfOpenConfig{Probes: 10}}, nil},
-		{"all three", Config{Open: OpenConfig{Duration: 50 * time.Millisecond}, MinRequests: 1,
-			HalfOpen: HalfOpenConfig{Probes: 1000}}, []string{ruleOpenTooShort, ruleMinRequestsOne, ruleHalfOpenFlood}},
+		{"probes 11", Config{HalfOpenProbes: 11}, []string{ruleHalfOpenFlood}},
+		{"probes 10", Config{HalfOpenProbes: 10}, nil},
+		{"all three", Config{OpenDuration: 50 * time.Millisecond, MinRequests: 1,
+			HalfOpenProbes: 1000}, []string{ruleOpenTooShort, ruleMinRequestsOne, ruleHalfOpenFlood}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

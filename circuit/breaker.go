@@ -30,10 +30,10 @@ func (b *Breaker) engine() *breaker.Breaker { return (*breaker.Breaker)(b) }
 // ForcedOpen mode) with an empty window. A valid configuration that breaks
 // one of the anti-pattern rules is accepted and logged on Logger at Warn
 // level, one record per rule, with the attributes breaker and rule:
-// "open_too_short" (Open.Duration of 100 ms or less: it probes the sick
+// "open_too_short" (OpenDuration of 100 ms or less: it probes the sick
 // dependency as if there were no breaker), "min_requests_one" (MinRequests
 // 1 trips on one failure and never settles at a low rate) or
-// "half_open_flood" (HalfOpen.Probes above 10 lets a half-open breaker
+// "half_open_flood" (HalfOpenProbes above 10 lets a half-open breaker
 // admit about everything).
 func New(cfg Config) (*Breaker, error) {
 	if err := cfg.Validate(); err != nil {
@@ -91,7 +91,7 @@ func (b *Breaker) State() State { return State(b.engine().State()) }
 // forced mode for Normal or ObserveOnly restarts it closed, with an empty
 // window (outcomes counted while forced closed are dropped, and a call
 // admitted then that ends later is not counted). Leaving ForcedOpen starts a
-// ramp-up if Ramp.Duration is set; leaving ForcedClosed does not (calls were
+// ramp-up if RampDuration is set; leaving ForcedClosed does not (calls were
 // flowing). Switching between Normal and ObserveOnly keeps the current state.
 // When the effective state changes, a transition with reason "forced" is
 // reported. An unknown mode is ignored.
@@ -99,7 +99,7 @@ func (b *Breaker) SetMode(m Mode) { b.engine().SetMode(breaker.Mode(m)) }
 
 // Reset restarts the breaker closed, as if new, in one transition with
 // reason reset: the window is cleared, the open duration goes back to
-// Open.Duration, half-open progress is dropped and permits issued before
+// OpenDuration, half-open progress is dropped and permits issued before
 // are stale. A forced mode is left for Normal; Normal and ObserveOnly stay.
 // No ramp-up starts (an operator has judged the dependency healthy), and a
 // warm-up in progress goes on. The transition is reported from whatever
@@ -156,7 +156,7 @@ func configOf(s breaker.Settings) Config { return s.Config.(*source).cfg }
 // (generation).
 //
 // What stays: the state, the mode and the state's deadlines (an open breaker
-// turns half-open when its current open period ends; the new Open.Duration
+// turns half-open when its current open period ends; the new OpenDuration
 // applies from the next opening), the probes in flight and the transition
 // history. A zero Name, Clock, Logger or OnTransition keeps the current one;
 // a different Name or Clock is refused, and so is a Mode other than the
@@ -165,10 +165,10 @@ func configOf(s breaker.Settings) Config { return s.Config.(*source).cfg }
 // defaults) is unchanged; a new shape starts a new, empty window, so the
 // breaker needs MinRequests fresh outcomes before it can trip again, and
 // outcomes of calls admitted before are recorded in the new window. The
-// backed-off open duration is reset to the new Open.Duration if it was not
-// backed off, else kept within [Open.Duration, Open.Max]. WarmUp counts
+// backed-off open duration is reset to the new OpenDuration if it was not
+// backed off, else kept within [OpenDuration, OpenMaxDuration]. WarmUp counts
 // from the breaker's creation, so a different WarmUp is refused:
-// Breaker.WarmUp starts a warm-up now. Ramp.Func is replaced like any
+// Breaker.WarmUp starts a warm-up now. RampFunc is replaced like any
 // field (nil turns it off).
 //
 // Reconfigure takes the breaker's lock (as SetMode does), never the lock

@@ -21,11 +21,11 @@ import (
 // minimum, 50 %, open 1 s, 1 probe at a time, 2 successes to close.
 func base() Config {
 	return Config{
-		Name:        "test",
-		Window:      metrics.Window{Length: time.Second, Buckets: 10},
-		MinRequests: 4,
-		Open:        OpenConfig{Duration: time.Second},
-		HalfOpen:    HalfOpenConfig{Successes: 2},
+		Name:              "test",
+		Window:            metrics.Window{Length: time.Second, Buckets: 10},
+		MinRequests:       4,
+		OpenDuration:      time.Second,
+		HalfOpenSuccesses: 2,
 	}
 }
 
@@ -98,17 +98,17 @@ func TestKnobs(t *testing.T) {
 			"s s s w =open", []Reason{ReasonSlowRatio}},
 		{"SlowCallDuration is strict", with(func(c *Config) { c.SlowCallDuration = time.Millisecond; c.SlowCallRatio = 0.25 }),
 			"s s s s =closed", nil}, // the rig records 1 ms: not slower than 1 ms
-		{"Open.Duration", with(func(c *Config) { c.Open.Duration = 3 * time.Second }), "4*f +2999ms x +1ms h",
+		{"OpenDuration", with(func(c *Config) { c.OpenDuration = 3 * time.Second }), "4*f +2999ms x +1ms h",
 			[]Reason{ReasonErrorRatio, ReasonOpenElapsed}},
-		{"Open.Duration default 5s", with(func(c *Config) { c.Open.Duration = 0 }), "4*f +4999ms x +1ms h",
+		{"OpenDuration default 5s", with(func(c *Config) { c.OpenDuration = 0 }), "4*f +4999ms x +1ms h",
 			[]Reason{ReasonErrorRatio, ReasonOpenElapsed}},
-		{"HalfOpen.Probes", with(func(c *Config) { c.HalfOpen.Probes = 3 }), "4*f +1s h h h x rs h x rs =closed",
+		{"HalfOpenProbes", with(func(c *Config) { c.HalfOpenProbes = 3 }), "4*f +1s h h h x rs h x rs =closed",
 			[]Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonProbesSucceeded}},
-		{"HalfOpen.Successes", with(func(c *Config) { c.HalfOpen.Successes = 5 }), "4*f +1s 4*s =half-open s =closed",
+		{"HalfOpenSuccesses", with(func(c *Config) { c.HalfOpenSuccesses = 5 }), "4*f +1s 4*s =half-open s =closed",
 			[]Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonProbesSucceeded}},
-		{"HalfOpen.MaxWait", with(func(c *Config) { c.HalfOpen.MaxWait = 300 * time.Millisecond }), "4*f +1s h +300ms x",
+		{"HalfOpenMaxWait", with(func(c *Config) { c.HalfOpenMaxWait = 300 * time.Millisecond }), "4*f +1s h +300ms x",
 			[]Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}},
-		{"HalfOpen.MaxWait default 2×Open.Duration", with(func(c *Config) { c.HalfOpen.Successes = 3 }), "4*f +1s s +10s h +1999ms =half-open +1ms =open",
+		{"HalfOpenMaxWait default 2×OpenDuration", with(func(c *Config) { c.HalfOpenSuccesses = 3 }), "4*f +1s s +10s h +1999ms =half-open +1ms =open",
 			[]Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}},
 		{"WarmUp: outcomes before it are not counted", with(func(c *Config) { c.WarmUp = time.Second }),
 			"10*f +999ms 10*f =closed +1ms 4*f =open", []Reason{ReasonErrorRatio}},
@@ -120,7 +120,7 @@ func TestKnobs(t *testing.T) {
 }
 
 func TestAllowErrors(t *testing.T) {
-	r := newRig(t, with(func(c *Config) { c.Ramp.Duration = 10 * time.Second; c.Ramp.Floor = 0.01 }))
+	r := newRig(t, with(func(c *Config) { c.RampDuration = 10 * time.Second; c.RampFloor = 0.01 }))
 	r.run("4*f")
 	_, err := r.b.Allow()
 	assert.Same(t, ErrOpen, err)
@@ -140,8 +140,8 @@ func TestAllowErrors(t *testing.T) {
 
 func TestBackoffDoublesToCapAndResetsOnClose(t *testing.T) {
 	r := newRig(t, with(func(c *Config) {
-		c.Open.Backoff = 2
-		c.Open.Max = 5 * time.Second
+		c.OpenBackoff = 2
+		c.OpenMaxDuration = 5 * time.Second
 	}))
 	r.run("4*f")
 	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
@@ -176,14 +176,14 @@ func scaleSeconds(ds []time.Duration) []time.Duration {
 }
 
 func TestBackoffDefaultCapIsTenTimes(t *testing.T) {
-	r := newRig(t, with(func(c *Config) { c.Open.Backoff = 3 }))
-	assert.Equal(t, 10*time.Second, r.b.Config().Open.Max)
+	r := newRig(t, with(func(c *Config) { c.OpenBackoff = 3 }))
+	assert.Equal(t, 10*time.Second, r.b.Config().OpenMaxDuration)
 	r.run("4*f +1s f +3s f +9s f")
 	assert.Equal(t, 10*time.Second, r.b.Snapshot().OpenDuration)
 }
 
 func TestHalfOpenTimeoutBacksOff(t *testing.T) {
-	r := newRig(t, with(func(c *Config) { c.Open.Backoff = 2; c.HalfOpen.MaxWait = time.Second }))
+	r := newRig(t, with(func(c *Config) { c.OpenBackoff = 2; c.HalfOpenMaxWait = time.Second }))
 	r.run("4*f +1s h +1s =open")
 	assert.Equal(t, 2*time.Second, r.b.Snapshot().OpenDuration)
 }
@@ -213,7 +213,7 @@ func TestStalePermits(t *testing.T) {
 		r.run("+1s s rf =half-open")
 	})
 	t.Run("probe of an earlier half-open neither counts nor frees a slot", func(t *testing.T) {
-		r := newRig(t, with(func(c *Config) { c.HalfOpen.MaxWait = 500 * time.Millisecond }))
+		r := newRig(t, with(func(c *Config) { c.HalfOpenMaxWait = 500 * time.Millisecond }))
 		r.run("4*f +1s h +500ms =open +1s h rf =half-open x")
 		assert.Equal(t, 1, r.b.Snapshot().Probes)
 		r.run("rs =half-open")
@@ -223,7 +223,7 @@ func TestStalePermits(t *testing.T) {
 	// used to apply the due open→half-open transition itself (found by the
 	// model-based test).
 	t.Run("stale probe result does not move the state", func(t *testing.T) {
-		r := newRig(t, with(func(c *Config) { c.HalfOpen.MaxWait = 500 * time.Millisecond }))
+		r := newRig(t, with(func(c *Config) { c.HalfOpenMaxWait = 500 * time.Millisecond }))
 		r.run("4*f +1s h +500ms =open +1s rf")
 		assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}, r.reasons())
 	})
@@ -250,7 +250,7 @@ func TestWarmUpIgnoresOutcomes(t *testing.T) {
 }
 
 func TestObserveOnlyNeverRefusesButReports(t *testing.T) {
-	cfg := with(func(c *Config) { c.Ramp.Duration = time.Second })
+	cfg := with(func(c *Config) { c.RampDuration = time.Second })
 	normal := newRig(t, cfg)
 	cfg.Mode = ObserveOnly
 	observe := newRig(t, cfg)
@@ -310,7 +310,7 @@ func TestForcedModesOverride(t *testing.T) {
 
 func TestRampUp(t *testing.T) {
 	const ramp = 100 * time.Second
-	r := newRig(t, with(func(c *Config) { c.Ramp.Duration = ramp; c.Ramp.Floor = 0.2 }))
+	r := newRig(t, with(func(c *Config) { c.RampDuration = ramp; c.RampFloor = 0.2 }))
 	r.run("4*f +1s s s =closed")
 	for _, frac := range []float64{0, 0.25, 0.5, 0.75} {
 		r.clock.Set(r.transitions()[2].At + time.Duration(frac*float64(ramp)))
@@ -337,7 +337,7 @@ func TestRampUp(t *testing.T) {
 }
 
 func TestSnapshot(t *testing.T) {
-	r := newRig(t, with(func(c *Config) { c.HalfOpen.Probes = 2; c.HalfOpen.Successes = 3 }))
+	r := newRig(t, with(func(c *Config) { c.HalfOpenProbes = 2; c.HalfOpenSuccesses = 3 }))
 	s := r.b.Snapshot()
 	assert.Equal(t, "test", s.Config.Name)
 	assert.Equal(t, Closed, s.State)
@@ -358,7 +358,7 @@ func TestSnapshot(t *testing.T) {
 	assert.Equal(t, HalfOpen, s.State)
 	assert.Equal(t, 1, s.Probes)
 	assert.Equal(t, 1, s.ProbeSuccesses)
-	assert.Equal(t, 3, s.Config.HalfOpen.Successes)
+	assert.Equal(t, 3, s.Config.HalfOpenSuccesses)
 	assert.Zero(t, s.RetryAfter)
 }
 
@@ -497,7 +497,7 @@ func TestAtVariantsUseTheGivenInstant(t *testing.T) {
 	var trans []Transition
 	clock := &forbiddenClock{t: t}
 	b, err := New(with(func(c *Config) {
-		c.Ramp.Duration = time.Second
+		c.RampDuration = time.Second
 		c.Clock = clock
 		c.Logger = slog.New(slog.DiscardHandler)
 		c.OnTransition = func(tr Transition) { trans = append(trans, tr) }
@@ -558,12 +558,12 @@ func TestRecordIsRecordAtNow(t *testing.T) {
 
 func TestHugeDurationsDoNotOverflow(t *testing.T) {
 	r := newRig(t, with(func(c *Config) {
-		c.Open.Duration = math.MaxInt64 / 2
-		c.Open.Backoff = 4
-		c.Open.Max = math.MaxInt64
+		c.OpenDuration = math.MaxInt64 / 2
+		c.OpenBackoff = 4
+		c.OpenMaxDuration = math.MaxInt64
 		c.WarmUp = time.Hour
 	}))
-	assert.Equal(t, time.Duration(math.MaxInt64), r.b.Config().HalfOpen.MaxWait, "2 × Open.Duration saturates")
+	assert.Equal(t, time.Duration(math.MaxInt64), r.b.Config().HalfOpenMaxWait, "2 × OpenDuration saturates")
 	r.clock.Set(math.MaxInt64 / 4 * 3) // now + OpenDuration is past the largest Duration
 	r.run("4*f =open +1h =open x")
 	s := r.b.Snapshot()

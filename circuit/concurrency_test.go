@@ -18,9 +18,9 @@ import (
 func TestHalfOpenProbeLimitUnderHammering(t *testing.T) {
 	for _, probes := range []int{1, 3} {
 		r := newRig(t, with(func(c *Config) {
-			c.HalfOpen.Probes = probes
-			c.HalfOpen.Successes = 1 << 30 // stay half-open
-			c.HalfOpen.MaxWait = time.Hour
+			c.HalfOpenProbes = probes
+			c.HalfOpenSuccesses = 1 << 30 // stay half-open
+			c.HalfOpenMaxWait = time.Hour
 		}))
 		r.run("4*f +1s =half-open")
 
@@ -71,11 +71,11 @@ func TestConcurrentUse(t *testing.T) {
 	var chain []Transition
 	r := &rig{t: t, clock: new(metrics.ManualClock)}
 	cfg := with(func(c *Config) {
-		c.HalfOpen.Probes = 2
-		c.Open.Backoff = 2
-		c.Open.Max = 2 * time.Second
-		c.Open.Duration = 200 * time.Millisecond
-		c.Ramp.Duration = 300 * time.Millisecond
+		c.HalfOpenProbes = 2
+		c.OpenBackoff = 2
+		c.OpenMaxDuration = 2 * time.Second
+		c.OpenDuration = 200 * time.Millisecond
+		c.RampDuration = 300 * time.Millisecond
 		c.SlowCallDuration = 50 * time.Millisecond
 		c.SlowCallRatio = 0.8
 		c.Clock, c.Logger = r.clock, slog.New(slog.DiscardHandler)
@@ -149,7 +149,7 @@ func TestConcurrentUse(t *testing.T) {
 
 func TestRampUpShareConcurrent(t *testing.T) {
 	const ramp = 10 * time.Second
-	r := newRig(t, with(func(c *Config) { c.Ramp.Duration = ramp }))
+	r := newRig(t, with(func(c *Config) { c.RampDuration = ramp }))
 	r.run("4*f +1s s s =closed")
 	closedAt := r.clock.Now()
 	for _, frac := range []float64{0.25, 0.5, 0.75} {

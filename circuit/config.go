@@ -20,23 +20,23 @@ const (
 	defaultMinRequests       = 20
 	defaultFailureRatio      = 0.5
 	defaultOpenDuration      = 5 * time.Second
-	defaultMaxOpenFactor     = 10 // Open.Max / Open.Duration with backoff
+	defaultMaxOpenFactor     = 10 // OpenMaxDuration / OpenDuration with backoff
 	defaultHalfOpenProbes    = 1
 	defaultHalfOpenSuccesses = 3
 	defaultHalfOpenFailures  = 1
-	defaultHalfOpenWait      = 2 // HalfOpen.MaxWait / Open.Duration
+	defaultHalfOpenWait      = 2 // HalfOpenMaxWait / OpenDuration
 	defaultRampFloor         = 0.1
 	defaultDoublingFloor     = 0.01
 )
 
-// Config configures a Breaker, in the order a breaker works: when a closed
-// breaker trips (Window to SlowCallRatio), how long it stays open (Open),
-// the half-open trial that
-// decides whether it closes again (HalfOpen), how traffic comes back after
-// it closes (Ramp) or after it is created (WarmUp), then how it is run.
-// The zero value of every field means its documented default, or "off"
-// for an optional feature; a negative or out-of-range value is an error
-// from New that names the field (HalfOpen.Probes), never silently
+// Config configures a Breaker, its fields in the order a breaker works:
+// when a closed breaker trips (Window to Confidence), how long it stays
+// open (the Open fields), the half-open trial that decides whether it
+// closes again (the HalfOpen fields), how traffic comes back after it
+// closes (the Ramp fields) or after it is created (WarmUp), then how it is
+// run. The zero value of every field means its documented default, or
+// "off" for an optional feature; a negative or out-of-range value is an
+// error from New that names the field (HalfOpenProbes), never silently
 // replaced.
 type Config struct {
 	// Name identifies the breaker in transitions, logs and snapshots.
@@ -78,16 +78,75 @@ type Config struct {
 	// Confidence leaves the half-open trial alone.
 	Confidence float64
 
-	// Open is how long the breaker stays open, and how that grows after
-	// failed trials.
-	Open OpenConfig
+	// Open state: how long the breaker stays open, and how that grows
+	// after failed trials.
+	//
+	// OpenDuration is how long the breaker stays open before it lets
+	// probes through. Default 5 s.
+	OpenDuration time.Duration
+	// OpenBackoff multiplies the open duration after each failed half-open
+	// trial, up to OpenMaxDuration; closing resets it. 0 or 1: no backoff;
+	// otherwise it must be greater than 1.
+	OpenBackoff float64
+	// OpenMaxDuration caps the backed-off open duration. Default:
+	// OpenDuration without backoff, 10 × OpenDuration with it. Must not be
+	// below OpenDuration.
+	OpenMaxDuration time.Duration
 
-	// HalfOpen is the trial that decides whether the breaker closes again.
-	HalfOpen HalfOpenConfig
+	// Half-open state: the trial that decides whether the breaker closes
+	// again.
+	//
+	// HalfOpenProbes is the most probe calls in flight at once. Default 1.
+	HalfOpenProbes int
+	// HalfOpenSuccesses is how many consecutive successful probes close
+	// the breaker. Default 3.
+	HalfOpenSuccesses int
+	// HalfOpenFailures is how many consecutive failed probes (failure,
+	// timeout, or slow with slow-call detection on) reopen the breaker; a
+	// successful probe in between starts the count again (and a failed
+	// probe starts the count of successes again). Default 1: any failed
+	// probe reopens it. Above 1, one probe that fails at the moment of
+	// recovery no longer reopens the breaker for a whole open duration
+	// (docs/policies.md).
+	HalfOpenFailures int
+	// HalfOpenMaxWait bounds how long the half-open state waits for a
+	// result while probes are in flight, so that a hung probe cannot keep
+	// it stuck: if no probe result (Success, Failure or Timeout) comes
+	// back within HalfOpenMaxWait of the first probe's admission, or of
+	// the last result while others are still out, the breaker opens again
+	// (reason half_open_timeout), and a result that comes later is not
+	// counted. Time with no probe in flight does not count: with sparse
+	// traffic the breaker stays half-open until enough calls have come (a
+	// probe whose outcome is not counted frees its slot but does not renew
+	// the wait). Default: 2 × OpenDuration.
+	HalfOpenMaxWait time.Duration
 
-	// Ramp, if its Duration is set, brings traffic back gradually after the
-	// breaker closes. Default: off (all traffic at once).
-	Ramp RampConfig
+	// Ramp-up: how traffic comes back after the breaker closes. With
+	// RampDuration set, the share of calls admitted rises to 1 over
+	// RampDuration; the others are refused (ErrOpen, "shed during
+	// ramp-up"). Default: off (all traffic at once).
+	//
+	// RampDuration turns ramp-up on and ends it: the share is 1 from then
+	// on. Zero: off.
+	RampDuration time.Duration
+	// RampFloor is the share admitted when a ramp-up starts. In (0, 1];
+	// default 0.1 (0.01 with RampDoubling) when RampDuration is set; must
+	// be zero otherwise, and with RampFunc.
+	RampFloor float64
+	// RampDoubling, if set, doubles the share every RampDoubling instead
+	// of raising it linearly: 1 % doubling every 3 s reaches 100 % after
+	// 21 s. Must be zero without RampDuration, and with RampFunc.
+	RampDoubling time.Duration
+	// RampFunc, if set, is the schedule: the share of calls admitted
+	// elapsed after closing, in (0, 1]. RampDuration still ends the ramp;
+	// it also ends once RampFunc returns 1. It is called on calls during
+	// the ramp (and by Snapshot), concurrently, never with the breaker's
+	// lock held, so it may call the breaker's methods; it should be a
+	// cheap, pure function of elapsed. Validate calls it once with 0. A
+	// panic in it, or a share outside (0, 1] (NaN included), ends the ramp
+	// (every call admitted, as without ramp-up: a bug in a schedule must
+	// not become an outage) and is logged at Error level.
+	RampFunc func(elapsed time.Duration) float64
 
 	// WarmUp turns warm-up on: outcomes recorded before the breaker is that
 	// old are not counted, so cold caches cannot trip it. Zero: off.
@@ -101,7 +160,7 @@ type Config struct {
 	Clock metrics.Clock
 
 	// Logger receives one Info record per transition, and one Error record
-	// per panic in OnTransition, an observer or Ramp.Func (and a health
+	// per panic in OnTransition, an observer or RampFunc (and a health
 	// check's: package circuit/healthcheck).
 	// Default slog.Default().
 	Logger *slog.Logger
@@ -119,83 +178,6 @@ type Config struct {
 	OnTransition func(Transition)
 }
 
-// OpenConfig is how long a breaker stays open (Config.Open).
-type OpenConfig struct {
-	// Duration is how long the breaker stays open before it lets probes
-	// through. Default 5 s.
-	Duration time.Duration
-
-	// Backoff multiplies the open duration after each failed half-open
-	// trial, up to Max; closing resets it. 0 or 1: no backoff; otherwise
-	// it must be greater than 1.
-	Backoff float64
-
-	// Max caps the backed-off open duration. Default: Duration without
-	// backoff, 10 × Duration with it. Must not be below Duration.
-	Max time.Duration
-}
-
-// HalfOpenConfig is the trial of a half-open breaker (Config.HalfOpen).
-type HalfOpenConfig struct {
-	// Probes is the most probe calls in flight at once. Default 1.
-	Probes int
-
-	// Successes is how many consecutive successful probes close the
-	// breaker. Default 3.
-	Successes int
-
-	// Failures is how many consecutive failed probes (failure, timeout,
-	// or slow with slow-call detection on) reopen the breaker; a
-	// successful probe in between starts the count again (and a failed
-	// probe starts the count of successes again). Default 1: any failed
-	// probe reopens it. Above 1, one probe that fails at the moment of
-	// recovery no longer reopens the breaker for a whole open duration
-	// (docs/policies.md).
-	Failures int
-
-	// MaxWait bounds how long the half-open state waits for a result
-	// while probes are in flight, so that a hung probe cannot keep it
-	// stuck: if no probe result (Success, Failure or Timeout) comes back
-	// within MaxWait of the first probe's admission, or of the last result
-	// while others are still out, the breaker opens again (reason
-	// half_open_timeout), and a result that comes later is not counted.
-	// Time with no probe in flight does not count: with sparse traffic the
-	// breaker stays half-open until enough calls have come (a probe whose
-	// outcome is not counted frees its slot but does not renew the wait).
-	// Default: 2 × Open.Duration.
-	MaxWait time.Duration
-}
-
-// RampConfig is how traffic comes back after a breaker closes
-// (Config.Ramp): the share of calls admitted rises to 1 over Duration;
-// the others are refused (ErrOpen, "shed during ramp-up").
-type RampConfig struct {
-	// Duration turns ramp-up on and ends it: the share is 1 from then on.
-	// Zero: off.
-	Duration time.Duration
-
-	// Floor is the share admitted when a ramp-up starts. In (0, 1];
-	// default 0.1 (0.01 with Doubling) when Duration is set; must be zero
-	// otherwise, and with Func.
-	Floor float64
-
-	// Doubling, if set, doubles the share every Doubling instead of
-	// raising it linearly: 1 % doubling every 3 s reaches 100 % after
-	// 21 s. Must be zero without Duration, and with Func.
-	Doubling time.Duration
-
-	// Func, if set, is the schedule: the share of calls admitted elapsed
-	// after closing, in (0, 1]. Duration still ends the ramp; it also
-	// ends once Func returns 1. It is called on calls during the ramp
-	// (and by Snapshot), concurrently, never with the breaker's lock
-	// held, so it may call the breaker's methods; it should be a cheap,
-	// pure function of elapsed. Validate calls it once with 0. A panic in
-	// it, or a share outside (0, 1] (NaN included), ends the ramp (every
-	// call admitted, as without ramp-up: a bug in a schedule must not
-	// become an outage) and is logged at Error level.
-	Func func(elapsed time.Duration) float64
-}
-
 // withDefaults returns c with every zero field that has a default replaced
 // by it: the effective configuration. It is the one place defaults are
 // applied. Invalid values are left as they are for Validate to report.
@@ -207,33 +189,31 @@ func (c Config) withDefaults() Config {
 	if c.FailureRatio == 0 {
 		c.FailureRatio = defaultFailureRatio
 	}
-	o := &c.Open
-	if o.Duration == 0 {
-		o.Duration = defaultOpenDuration
+	if c.OpenDuration == 0 {
+		c.OpenDuration = defaultOpenDuration
 	}
-	if o.Max == 0 {
-		o.Max = o.Duration
-		if o.Backoff > 1 {
-			o.Max = breaker.SatMul(o.Duration, defaultMaxOpenFactor)
+	if c.OpenMaxDuration == 0 {
+		c.OpenMaxDuration = c.OpenDuration
+		if c.OpenBackoff > 1 {
+			c.OpenMaxDuration = breaker.SatMul(c.OpenDuration, defaultMaxOpenFactor)
 		}
 	}
-	h := &c.HalfOpen
-	if h.Probes == 0 {
-		h.Probes = defaultHalfOpenProbes
+	if c.HalfOpenProbes == 0 {
+		c.HalfOpenProbes = defaultHalfOpenProbes
 	}
-	if h.Successes == 0 {
-		h.Successes = defaultHalfOpenSuccesses
+	if c.HalfOpenSuccesses == 0 {
+		c.HalfOpenSuccesses = defaultHalfOpenSuccesses
 	}
-	if h.Failures == 0 {
-		h.Failures = defaultHalfOpenFailures
+	if c.HalfOpenFailures == 0 {
+		c.HalfOpenFailures = defaultHalfOpenFailures
 	}
-	if h.MaxWait == 0 {
-		h.MaxWait = breaker.SatMul(o.Duration, defaultHalfOpenWait)
+	if c.HalfOpenMaxWait == 0 {
+		c.HalfOpenMaxWait = breaker.SatMul(c.OpenDuration, defaultHalfOpenWait)
 	}
-	if r := &c.Ramp; r.Duration > 0 && r.Func == nil && r.Floor == 0 {
-		r.Floor = defaultRampFloor
-		if r.Doubling > 0 {
-			r.Floor = defaultDoublingFloor
+	if c.RampDuration > 0 && c.RampFunc == nil && c.RampFloor == 0 {
+		c.RampFloor = defaultRampFloor
+		if c.RampDoubling > 0 {
+			c.RampFloor = defaultDoublingFloor
 		}
 	}
 	if c.Clock == nil {
@@ -269,7 +249,7 @@ func (c Config) Validate() error {
 	case !(e.Confidence >= 0 && e.Confidence < 1):
 		return invalid("Confidence %v must be in (0, 1), or 0 (off)", c.Confidence)
 	}
-	for _, check := range [...]func(Config) error{c.Open.validate, c.HalfOpen.validate, c.Ramp.validate} {
+	for _, check := range [...]func(Config) error{c.validateOpen, c.validateHalfOpen, c.validateRamp} {
 		if err := check(e); err != nil {
 			return err
 		}
@@ -283,64 +263,61 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// validate reports the first invalid field of o, the Open of a config
-// whose effective form is e.
-func (o OpenConfig) validate(e Config) error {
-	eo := e.Open
+// validateOpen reports the first invalid Open field of c, a config whose
+// effective form is e.
+func (c Config) validateOpen(e Config) error {
 	switch {
-	case eo.Duration < 0:
-		return invalid("Open.Duration %v must not be negative", o.Duration)
-	case math.IsNaN(eo.Backoff) || math.IsInf(eo.Backoff, 0) || eo.Backoff < 0 || (eo.Backoff > 0 && eo.Backoff < 1):
-		return invalid("Open.Backoff %v must be 0 or 1 (no backoff) or greater than 1", o.Backoff)
-	case eo.Max < 0:
-		return invalid("Open.Max %v must not be negative", o.Max)
-	case eo.Max < eo.Duration:
-		return invalid("Open.Max %v must not be below Open.Duration %v", o.Max, eo.Duration)
+	case e.OpenDuration < 0:
+		return invalid("OpenDuration %v must not be negative", c.OpenDuration)
+	case math.IsNaN(e.OpenBackoff) || math.IsInf(e.OpenBackoff, 0) || e.OpenBackoff < 0 || (e.OpenBackoff > 0 && e.OpenBackoff < 1):
+		return invalid("OpenBackoff %v must be 0 or 1 (no backoff) or greater than 1", c.OpenBackoff)
+	case e.OpenMaxDuration < 0:
+		return invalid("OpenMaxDuration %v must not be negative", c.OpenMaxDuration)
+	case e.OpenMaxDuration < e.OpenDuration:
+		return invalid("OpenMaxDuration %v must not be below OpenDuration %v", c.OpenMaxDuration, e.OpenDuration)
 	}
 	return nil
 }
 
-// validate reports the first invalid field of h, the HalfOpen of a config
+// validateHalfOpen reports the first invalid HalfOpen field of c, a config
 // whose effective form is e.
-func (h HalfOpenConfig) validate(e Config) error {
-	eh := e.HalfOpen
+func (c Config) validateHalfOpen(e Config) error {
 	switch {
-	case eh.Probes < 0 || eh.Probes > breaker.MaxProbes:
-		return invalid("HalfOpen.Probes %d must be between 1 and %d", h.Probes, breaker.MaxProbes)
-	case eh.Successes < 0:
-		return invalid("HalfOpen.Successes %d must not be negative", h.Successes)
-	case eh.Failures < 0:
-		return invalid("HalfOpen.Failures %d must not be negative", h.Failures)
-	case eh.MaxWait < 0:
-		return invalid("HalfOpen.MaxWait %v must not be negative", h.MaxWait)
+	case e.HalfOpenProbes < 0 || e.HalfOpenProbes > breaker.MaxProbes:
+		return invalid("HalfOpenProbes %d must be between 1 and %d", c.HalfOpenProbes, breaker.MaxProbes)
+	case e.HalfOpenSuccesses < 0:
+		return invalid("HalfOpenSuccesses %d must not be negative", c.HalfOpenSuccesses)
+	case e.HalfOpenFailures < 0:
+		return invalid("HalfOpenFailures %d must not be negative", c.HalfOpenFailures)
+	case e.HalfOpenMaxWait < 0:
+		return invalid("HalfOpenMaxWait %v must not be negative", c.HalfOpenMaxWait)
 	}
 	return nil
 }
 
-// validate reports the first invalid field of r, the Ramp of a config
-// whose effective form is e.
-func (r RampConfig) validate(e Config) error {
-	er := e.Ramp
+// validateRamp reports the first invalid Ramp field of c, a config whose
+// effective form is e.
+func (c Config) validateRamp(e Config) error {
 	switch {
-	case er.Duration < 0:
-		return invalid("Ramp.Duration %v must not be negative", r.Duration)
-	case er.Duration == 0 && er.Floor != 0:
-		return invalid("Ramp.Floor %v is set but Ramp.Duration is 0 (ramp-up off)", r.Floor)
-	case er.Duration == 0 && (er.Doubling != 0 || er.Func != nil):
-		return invalid("Ramp.Doubling %v or Ramp.Func is set but Ramp.Duration is 0 (ramp-up off)", r.Doubling)
-	case er.Doubling < 0:
-		return invalid("Ramp.Doubling %v must not be negative", r.Doubling)
-	case er.Func != nil && er.Doubling != 0:
-		return invalid("Ramp.Func is set, so Ramp.Doubling %v must be left zero", r.Doubling)
-	case er.Func != nil && er.Floor != 0:
-		return invalid("Ramp.Floor %v is set but Ramp.Func gives the schedule", r.Floor)
-	case er.Func == nil && er.Duration > 0 && !breaker.InUnit(er.Floor):
-		return invalid("Ramp.Floor %v must be in (0, 1]", r.Floor)
-	case er.Func != nil:
-		if s, err := breaker.CallRampFunc(er.Func, 0); err != nil {
-			return invalid("Ramp.Func(0): %v", err)
+	case e.RampDuration < 0:
+		return invalid("RampDuration %v must not be negative", c.RampDuration)
+	case e.RampDuration == 0 && e.RampFloor != 0:
+		return invalid("RampFloor %v is set but RampDuration is 0 (ramp-up off)", c.RampFloor)
+	case e.RampDuration == 0 && (e.RampDoubling != 0 || e.RampFunc != nil):
+		return invalid("RampDoubling %v or RampFunc is set but RampDuration is 0 (ramp-up off)", c.RampDoubling)
+	case e.RampDoubling < 0:
+		return invalid("RampDoubling %v must not be negative", c.RampDoubling)
+	case e.RampFunc != nil && e.RampDoubling != 0:
+		return invalid("RampFunc is set, so RampDoubling %v must be left zero", c.RampDoubling)
+	case e.RampFunc != nil && e.RampFloor != 0:
+		return invalid("RampFloor %v is set but RampFunc gives the schedule", c.RampFloor)
+	case e.RampFunc == nil && e.RampDuration > 0 && !breaker.InUnit(e.RampFloor):
+		return invalid("RampFloor %v must be in (0, 1]", c.RampFloor)
+	case e.RampFunc != nil:
+		if s, err := breaker.CallRampFunc(e.RampFunc, 0); err != nil {
+			return invalid("RampFunc(0): %v", err)
 		} else if !breaker.InUnit(s) {
-			return invalid("Ramp.Func(0) = %v must be in (0, 1]", s)
+			return invalid("RampFunc(0) = %v must be in (0, 1]", s)
 		}
 	}
 	return nil
@@ -374,17 +351,17 @@ func (e Config) settings() breaker.Settings {
 		SlowCallDuration:  e.SlowCallDuration,
 		SlowCallRatio:     e.SlowCallRatio,
 		Confidence:        e.Confidence,
-		OpenDuration:      e.Open.Duration,
-		Backoff:           max(e.Open.Backoff, 1),
-		MaxOpenDuration:   e.Open.Max,
-		HalfOpenProbes:    e.HalfOpen.Probes,
-		HalfOpenSuccesses: e.HalfOpen.Successes,
-		HalfOpenFailures:  e.HalfOpen.Failures,
-		HalfOpenMaxWait:   e.HalfOpen.MaxWait,
-		RampUp:            e.Ramp.Duration,
-		RampFloor:         e.Ramp.Floor,
-		RampDoubling:      e.Ramp.Doubling,
-		RampFunc:          e.Ramp.Func,
+		OpenDuration:      e.OpenDuration,
+		Backoff:           max(e.OpenBackoff, 1),
+		MaxOpenDuration:   e.OpenMaxDuration,
+		HalfOpenProbes:    e.HalfOpenProbes,
+		HalfOpenSuccesses: e.HalfOpenSuccesses,
+		HalfOpenFailures:  e.HalfOpenFailures,
+		HalfOpenMaxWait:   e.HalfOpenMaxWait,
+		RampUp:            e.RampDuration,
+		RampFloor:         e.RampFloor,
+		RampDoubling:      e.RampDoubling,
+		RampFunc:          e.RampFunc,
 		WarmUp:            e.WarmUp,
 		Mode:              breaker.Mode(e.Mode),
 		Clock:             e.Clock,

@@ -27,48 +27,55 @@ func TestConfigDefaults(t *testing.T) {
 	assert.Equal(t, 0.5, e.FailureRatio)
 	assert.Zero(t, e.SlowCallDuration)
 	assert.Zero(t, e.SlowCallRatio)
-	assert.Equal(t, 5*time.Second, e.Open.Duration)
-	assert.Zero(t, e.Open.Backoff)
-	assert.Equal(t, 5*time.Second, e.Open.Max, "no backoff: the cap is the open duration")
-	assert.Equal(t, 1, e.HalfOpen.Probes)
-	assert.Equal(t, 3, e.HalfOpen.Successes)
-	assert.Equal(t, 10*time.Second, e.HalfOpen.MaxWait)
-	assert.Zero(t, e.Ramp.Duration)
-	assert.Zero(t, e.Ramp.Floor, "no floor without ramp-up")
+	assert.Equal(t, 5*time.Second, e.OpenDuration)
+	assert.Zero(t, e.OpenBackoff)
+	assert.Equal(t, 5*time.Second, e.OpenMaxDuration, "no backoff: the cap is the open duration")
+	assert.Equal(t, 1, e.HalfOpenProbes)
+	assert.Equal(t, 3, e.HalfOpenSuccesses)
+	assert.Equal(t, 10*time.Second, e.HalfOpenMaxWait)
+	assert.Zero(t, e.RampDuration)
+	assert.Zero(t, e.RampFloor, "no floor without ramp-up")
 	assert.Zero(t, e.WarmUp)
-	assert.Equal(t, 1, e.HalfOpen.Failures, "any failed probe reopens")
-	assert.Zero(t, e.Ramp.Doubling, "linear")
+	assert.Equal(t, 1, e.HalfOpenFailures, "any failed probe reopens")
+	assert.Zero(t, e.RampDoubling, "linear")
 	assert.Equal(t, Normal, e.Mode)
 	assert.NotNil(t, e.Clock)
 	assert.Same(t, slog.Default(), e.Logger)
 	require.NoError(t, e.Validate())
 
 	e = effective(t, Config{
-		Window: metrics.Window{Length: time.Second},
-		Open:   OpenConfig{Duration: time.Second, Backoff: 2},
-		Ramp:   RampConfig{Duration: time.Minute},
+		Window:       metrics.Window{Length: time.Second},
+		OpenDuration: time.Second,
+		OpenBackoff:  2,
+		RampDuration: time.Minute,
 	})
 	assert.Equal(t, metrics.Window{Length: time.Second, Buckets: 10}, e.Window)
-	assert.Equal(t, 10*time.Second, e.Open.Max, "backoff: 10 × open duration")
-	assert.Equal(t, 2*time.Second, e.HalfOpen.MaxWait)
-	assert.Equal(t, 0.1, e.Ramp.Floor)
+	assert.Equal(t, 10*time.Second, e.OpenMaxDuration, "backoff: 10 × open duration")
+	assert.Equal(t, 2*time.Second, e.HalfOpenMaxWait)
+	assert.Equal(t, 0.1, e.RampFloor)
 
 	// Set values are kept.
 	c := Config{
-		Name:             "x",
-		Window:           metrics.Window{Length: 2 * time.Second, Buckets: 4},
-		MinRequests:      7,
-		FailureRatio:     0.3,
-		SlowCallDuration: time.Second,
-		SlowCallRatio:    0.9,
-		Open:             OpenConfig{Duration: 3 * time.Second, Backoff: 1.5, Max: time.Minute},
-		HalfOpen:         HalfOpenConfig{Probes: 4, Successes: 5, MaxWait: time.Hour, Failures: 2},
-		Ramp:             RampConfig{Duration: time.Second, Floor: 0.5},
-		WarmUp:           time.Second,
-		Mode:             ObserveOnly,
-		Clock:            new(metrics.ManualClock),
-		Logger:           slog.New(slog.DiscardHandler),
-		OnTransition:     func(Transition) {},
+		Name:              "x",
+		Window:            metrics.Window{Length: 2 * time.Second, Buckets: 4},
+		MinRequests:       7,
+		FailureRatio:      0.3,
+		SlowCallDuration:  time.Second,
+		SlowCallRatio:     0.9,
+		OpenDuration:      3 * time.Second,
+		OpenBackoff:       1.5,
+		OpenMaxDuration:   time.Minute,
+		HalfOpenProbes:    4,
+		HalfOpenSuccesses: 5,
+		HalfOpenMaxWait:   time.Hour,
+		HalfOpenFailures:  2,
+		RampDuration:      time.Second,
+		RampFloor:         0.5,
+		WarmUp:            time.Second,
+		Mode:              ObserveOnly,
+		Clock:             new(metrics.ManualClock),
+		Logger:            slog.New(slog.DiscardHandler),
+		OnTransition:      func(Transition) {},
 	}
 	d := effective(t, c)
 	d.OnTransition, c.OnTransition = nil, nil // funcs do not compare
@@ -94,21 +101,21 @@ func TestValidate(t *testing.T) {
 		{"SlowCallRatio above 1", Config{SlowCallDuration: time.Second, SlowCallRatio: 2}, "SlowCallRatio 2"},
 		{"SlowCallRatio without duration", Config{SlowCallRatio: 0.5}, "SlowCallRatio 0.5 is set but SlowCallDuration is 0"},
 		{"slow calls on", Config{SlowCallDuration: time.Second, SlowCallRatio: 1}, ""},
-		{"Open.Duration negative", Config{Open: OpenConfig{Duration: -time.Second}}, "Open.Duration -1s"},
-		{"Open.Backoff negative", Config{Open: OpenConfig{Backoff: -2}}, "Open.Backoff -2"},
-		{"Open.Backoff below 1", Config{Open: OpenConfig{Backoff: 0.5}}, "Open.Backoff 0.5"},
-		{"Open.Backoff infinite", Config{Open: OpenConfig{Backoff: math.Inf(1)}}, "Open.Backoff +Inf"},
-		{"Open.Backoff 1", Config{Open: OpenConfig{Backoff: 1}}, ""},
-		{"Open.Max negative", Config{Open: OpenConfig{Max: -1}}, "Open.Max -1ns"},
-		{"Open.Max below Open.Duration", Config{Open: OpenConfig{Max: time.Second}}, "Open.Max 1s must not be below Open.Duration 5s"},
-		{"HalfOpen.Probes negative", Config{HalfOpen: HalfOpenConfig{Probes: -3}}, "HalfOpen.Probes -3"},
-		{"HalfOpen.Probes too many", Config{HalfOpen: HalfOpenConfig{Probes: math.MaxInt32 + 1}}, "HalfOpen.Probes 2147483648"},
-		{"HalfOpen.Successes negative", Config{HalfOpen: HalfOpenConfig{Successes: -1}}, "HalfOpen.Successes -1"},
-		{"HalfOpen.MaxWait negative", Config{HalfOpen: HalfOpenConfig{MaxWait: -time.Minute}}, "HalfOpen.MaxWait -1m0s"},
-		{"Ramp.Duration negative", Config{Ramp: RampConfig{Duration: -time.Second}}, "Ramp.Duration -1s"},
-		{"Ramp.Floor above 1", Config{Ramp: RampConfig{Duration: time.Second, Floor: 1.1}}, "Ramp.Floor 1.1"},
-		{"Ramp.Floor negative", Config{Ramp: RampConfig{Duration: time.Second, Floor: -0.1}}, "Ramp.Floor -0.1"},
-		{"Ramp.Floor without Ramp.Duration", Config{Ramp: RampConfig{Floor: 0.2}}, "Ramp.Floor 0.2 is set but Ramp.Duration is 0"},
+		{"OpenDuration negative", Config{OpenDuration: -time.Second}, "OpenDuration -1s"},
+		{"OpenBackoff negative", Config{OpenBackoff: -2}, "OpenBackoff -2"},
+		{"OpenBackoff below 1", Config{OpenBackoff: 0.5}, "OpenBackoff 0.5"},
+		{"OpenBackoff infinite", Config{OpenBackoff: math.Inf(1)}, "OpenBackoff +Inf"},
+		{"OpenBackoff 1", Config{OpenBackoff: 1}, ""},
+		{"OpenMaxDuration negative", Config{OpenMaxDuration: -1}, "OpenMaxDuration -1ns"},
+		{"OpenMaxDuration below OpenDuration", Config{OpenMaxDuration: time.Second}, "OpenMaxDuration 1s must not be below OpenDuration 5s"},
+		{"HalfOpenProbes negative", Config{HalfOpenProbes: -3}, "HalfOpenProbes -3"},
+		{"HalfOpenProbes too many", Config{HalfOpenProbes: math.MaxInt32 + 1}, "HalfOpenProbes 2147483648"},
+		{"HalfOpenSuccesses negative", Config{HalfOpenSuccesses: -1}, "HalfOpenSuccesses -1"},
+		{"HalfOpenMaxWait negative", Config{HalfOpenMaxWait: -time.Minute}, "HalfOpenMaxWait -1m0s"},
+		{"RampDuration negative", Config{RampDuration: -time.Second}, "RampDuration -1s"},
+		{"RampFloor above 1", Config{RampDuration: time.Second, RampFloor: 1.1}, "RampFloor 1.1"},
+		{"RampFloor negative", Config{RampDuration: time.Second, RampFloor: -0.1}, "RampFloor -0.1"},
+		{"RampFloor without RampDuration", Config{RampFloor: 0.2}, "RampFloor 0.2 is set but RampDuration is 0"},
 		{"WarmUp negative", Config{WarmUp: -time.Second}, "WarmUp -1s"},
 		{"Mode unknown", Config{Mode: 4}, "Mode 4"},
 	}

@@ -27,12 +27,12 @@
 //
 // Config reads in the order a breaker works: when a closed breaker trips
 // (Window, MinRequests, FailureRatio, SlowCallDuration, SlowCallRatio,
-// Confidence), how
-// long it stays open (Open: Duration, Backoff, Max), the half-open trial
-// (HalfOpen: Probes, Successes,
-// Failures, MaxWait), how traffic comes back (Ramp, WarmUp), then how it is
-// run (Mode, Clock, Logger, OnTransition). A validation error names the
-// field by its path, such as HalfOpen.Probes.
+// Confidence), how long it stays open (OpenDuration, OpenBackoff,
+// OpenMaxDuration), the half-open trial (HalfOpenProbes,
+// HalfOpenSuccesses, HalfOpenFailures, HalfOpenMaxWait), how traffic comes
+// back (RampDuration, RampFloor, RampDoubling, RampFunc, then WarmUp), then
+// how it is run (Mode, Clock, Logger, OnTransition). A validation error
+// names the field, such as HalfOpenProbes.
 //
 // # States
 //
@@ -55,24 +55,24 @@
 // or after the deadline turns it half-open (reason open_elapsed), and that
 // Allow becomes the first probe.
 //
-// Half-open: at most HalfOpen.Probes calls are in flight at once; others
-// are refused (ErrOpen, "probes all in flight"). HalfOpen.Successes successful probes in a
+// Half-open: at most HalfOpenProbes calls are in flight at once; others
+// are refused (ErrOpen, "probes all in flight"). HalfOpenSuccesses successful probes in a
 // row close the breaker (probes_succeeded); a probe that fails, times out or
 // (with slow-call detection on) is slow opens it again (probe_failed), or
-// HalfOpen.Failures of them in a row do. A hung probe cannot keep it
+// HalfOpenFailures of them in a row do. A hung probe cannot keep it
 // half-open: when probes are in flight and no result has come back for
-// HalfOpen.MaxWait (counted from the first probe's admission, or from the
+// HalfOpenMaxWait (counted from the first probe's admission, or from the
 // last result), the next look at it opens it again (half_open_timeout). Time
 // with no probe in flight does not count, so a healthy dependency with
 // sparse traffic (one call per open duration) still closes it after
-// HalfOpen.Successes calls. Both ways of reopening are failed trials: the
-// open duration is multiplied by Open.Backoff, up to Open.Max. Closing
+// HalfOpenSuccesses calls. Both ways of reopening are failed trials: the
+// open duration is multiplied by OpenBackoff, up to OpenMaxDuration. Closing
 // resets the open duration, clears the window (old failures must not reopen
-// it at once) and, with Ramp.Duration set, starts a ramp-up.
+// it at once) and, with RampDuration set, starts a ramp-up.
 //
-// Ramp-up: after closing, the share of calls admitted rises from Ramp.Floor
-// to 1 over Ramp.Duration (linearly; Ramp.Doubling doubles it every
-// Ramp.Doubling; Ramp.Func gives any schedule); the others are refused
+// Ramp-up: after closing, the share of calls admitted rises from RampFloor
+// to 1 over RampDuration (linearly; RampDoubling doubles it every
+// RampDoubling; RampFunc gives any schedule); the others are refused
 // (ErrOpen, "shed during ramp-up"). The shedding is deterministic: the k-th call of the ramp is
 // admitted iff floor((k+1)·s) > floor(k·s) for the current share s.
 //
@@ -83,8 +83,8 @@
 // # Operating policies
 //
 // Each is off by default (Hystrix's behaviour); docs/policies.md tells the
-// incident behind each: HalfOpen.Failures (reopen
-// only after N failed probes in a row), Ramp.Doubling and Ramp.Func (how
+// incident behind each: HalfOpenFailures (reopen
+// only after N failed probes in a row), RampDoubling and RampFunc (how
 // traffic comes back after closing) and Breaker.WarmUp (a restartable
 // warm-up). A health check that ends an open period early (a Check run
 // every Interval while the breaker is open, whose success turns it

@@ -21,7 +21,7 @@ func ExampleNew() {
 		return
 	}
 	c := b.Config() // the effective configuration, defaults applied
-	fmt.Println(b.State(), c.MinRequests, c.FailureRatio, c.Open.Duration, c.HalfOpen.Successes)
+	fmt.Println(b.State(), c.MinRequests, c.FailureRatio, c.OpenDuration, c.HalfOpenSuccesses)
 
 	_, err = circuit.New(circuit.Config{FailureRatio: 1.5})
 	fmt.Println(errors.Is(err, circuit.ErrInvalidConfig), err)
@@ -33,11 +33,11 @@ func ExampleNew() {
 func ExampleBreaker_Allow() {
 	clock := new(metrics.ManualClock) // virtual time: the breaker never sleeps
 	b, _ := circuit.New(circuit.Config{
-		Name:        "users-db",
-		MinRequests: 4,
-		Open:        circuit.OpenConfig{Duration: time.Second},
-		Clock:       clock,
-		Logger:      slog.New(slog.DiscardHandler),
+		Name:         "users-db",
+		MinRequests:  4,
+		OpenDuration: time.Second,
+		Clock:        clock,
+		Logger:       slog.New(slog.DiscardHandler),
 		OnTransition: func(t circuit.Transition) {
 			fmt.Printf("%v: %v -> %v (%v)\n", t.At, t.From, t.To, t.Reason)
 		},
@@ -92,10 +92,10 @@ func ExampleBreaker_SetMode() {
 func ExampleBreaker_Snapshot() {
 	clock := new(metrics.ManualClock)
 	b, _ := circuit.New(circuit.Config{
-		MinRequests: 2,
-		Open:        circuit.OpenConfig{Duration: 2 * time.Second},
-		Clock:       clock,
-		Logger:      slog.New(slog.DiscardHandler),
+		MinRequests:  2,
+		OpenDuration: 2 * time.Second,
+		Clock:        clock,
+		Logger:       slog.New(slog.DiscardHandler),
 	})
 	for _, o := range []metrics.Event{metrics.Success, metrics.Timeout} {
 		p, _ := b.Allow()

@@ -24,10 +24,10 @@ func TestSparseTrafficClosesHalfOpenBreaker(t *testing.T) {
 		open, every time.Duration
 	}{
 		{"defaults, a call every 5s", 0, 5 * time.Second},
-		{"Open.Duration 1s, a call a second", time.Second, time.Second},
+		{"OpenDuration 1s, a call a second", time.Second, time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, Config{Name: "sparse", Open: OpenConfig{Duration: tc.open}})
+			r := newRig(t, Config{Name: "sparse", OpenDuration: tc.open})
 			r.run("20*f =open")
 			for i := range defaultHalfOpenSuccesses {
 				r.clock.Advance(tc.every)
@@ -44,27 +44,27 @@ func TestSparseTrafficClosesHalfOpenBreaker(t *testing.T) {
 // comes after it does not count.
 func TestHungProbeTimesOutHalfOpen(t *testing.T) {
 	t.Run("one probe", func(t *testing.T) {
-		r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}}) // HalfOpenMaxWait 2 s
+		r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second}) // HalfOpenMaxWait 2 s
 		r.run("f +1s s +10s =half-open h +1999ms x =half-open +1ms =open rs =open")
 		assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}, r.reasons())
 	})
 	t.Run("a late result times the state out first", func(t *testing.T) {
-		r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}})
+		r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second})
 		r.run("f +1s h +2s rs =open")
 		assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}, r.reasons())
 	})
 	t.Run("a counted result gives the probes still out a new wait", func(t *testing.T) {
-		r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}, HalfOpen: HalfOpenConfig{Probes: 2}})
+		r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenProbes: 2})
 		r.run("f +1s h +500ms h +1s rs +1999ms =half-open +1ms =open")
 		assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}, r.reasons())
 	})
 	t.Run("an ignored probe frees its slot without a new wait", func(t *testing.T) {
-		r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}, HalfOpen: HalfOpenConfig{Probes: 2}})
+		r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenProbes: 2})
 		r.run("f +1s h +500ms h +1s ri +499ms =half-open +1ms =open")
 		assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed, ReasonHalfOpenTimeout}, r.reasons())
 	})
 	t.Run("the last probe back lifts the deadline", func(t *testing.T) {
-		r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}})
+		r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second})
 		r.run("f +1s h +1s ri +1h =half-open s =half-open")
 		assert.Equal(t, []Reason{ReasonErrorRatio, ReasonOpenElapsed}, r.reasons())
 	})
@@ -89,11 +89,11 @@ func TestPanickingOnTransitionStillDeliversAndLogsEveryTransition(t *testing.T) 
 	var logs logtest.Buffer
 	var got []Reason
 	b, err := New(Config{
-		Name:        "db",
-		MinRequests: 1,
-		Open:        OpenConfig{Duration: time.Second},
-		Clock:       clock,
-		Logger:      slog.New(slog.NewJSONHandler(&logs, nil)),
+		Name:         "db",
+		MinRequests:  1,
+		OpenDuration: time.Second,
+		Clock:        clock,
+		Logger:       slog.New(slog.NewJSONHandler(&logs, nil)),
 		OnTransition: func(tr Transition) {
 			got = append(got, tr.Reason)
 			if tr.Reason == ReasonOpenElapsed {
@@ -135,12 +135,12 @@ func TestPanickingOnTransitionStillDeliversAndLogsEveryTransition(t *testing.T) 
 func TestPanickingOnTransitionLeavesNoProbeSlotTaken(t *testing.T) {
 	clock := new(metrics.ManualClock)
 	b, err := New(Config{
-		MinRequests:  1,
-		Open:         OpenConfig{Duration: time.Second},
-		HalfOpen:     HalfOpenConfig{Successes: 2},
-		Clock:        clock,
-		Logger:       slog.New(slog.DiscardHandler),
-		OnTransition: func(Transition) { panic("observer bug") },
+		MinRequests:       1,
+		OpenDuration:      time.Second,
+		HalfOpenSuccesses: 2,
+		Clock:             clock,
+		Logger:            slog.New(slog.DiscardHandler),
+		OnTransition:      func(Transition) { panic("observer bug") },
 	})
 	require.NoError(t, err)
 	call := func(o metrics.Event) {

@@ -60,7 +60,7 @@ type refPermit struct {
 func newRefModel(cfg Config, now time.Duration) *refModel {
 	e := cfg.withDefaults()
 	m := &refModel{cfg: e, width: e.Window.Length / time.Duration(e.Window.Buckets), mode: e.Mode,
-		openFor: e.Open.Duration, warmEnd: now + e.WarmUp, since: now}
+		openFor: e.OpenDuration, warmEnd: now + e.WarmUp, since: now}
 	if e.Mode == ForcedOpen {
 		m.state = Open
 	}
@@ -104,13 +104,13 @@ func (m *refModel) move(now time.Duration, to State, reason Reason) {
 	switch to {
 	case Closed:
 		m.events = nil
-		m.openFor = m.cfg.Open.Duration
-		if m.cfg.Ramp.Duration > 0 && !m.isForced() {
+		m.openFor = m.cfg.OpenDuration
+		if m.cfg.RampDuration > 0 && !m.isForced() {
 			m.ramping, m.rampStart, m.rampCalls = true, now, 0
 		}
 	case Open:
-		if from == HalfOpen && reason != ReasonForced && m.cfg.Open.Backoff > 1 {
-			m.openFor = min(time.Duration(float64(m.openFor)*m.cfg.Open.Backoff), m.cfg.Open.Max)
+		if from == HalfOpen && reason != ReasonForced && m.cfg.OpenBackoff > 1 {
+			m.openFor = min(time.Duration(float64(m.openFor)*m.cfg.OpenBackoff), m.cfg.OpenMaxDuration)
 		}
 		m.openUntil = now + m.openFor
 	case HalfOpen:
@@ -138,11 +138,11 @@ func (m *refModel) tick(now time.Duration) {
 
 func (m *refModel) rampShare(now time.Duration) (float64, bool) {
 	el := now - m.rampStart
-	if el >= m.cfg.Ramp.Duration {
+	if el >= m.cfg.RampDuration {
 		return 1, true
 	}
-	f := m.cfg.Ramp.Floor
-	return f + (1-f)*float64(max(el, 0))/float64(m.cfg.Ramp.Duration), false
+	f := m.cfg.RampFloor
+	return f + (1-f)*float64(max(el, 0))/float64(m.cfg.RampDuration), false
 }
 
 func (m *refModel) allow(now time.Duration) (refPermit, error) {
@@ -173,9 +173,9 @@ func (m *refModel) allow(now time.Duration) (refPermit, error) {
 	case Open:
 		refusal = ErrOpen
 	case HalfOpen:
-		if m.inFlight < m.cfg.HalfOpen.Probes {
+		if m.inFlight < m.cfg.HalfOpenProbes {
 			if m.inFlight == 0 {
-				m.halfOpenUntil = now + m.cfg.HalfOpen.MaxWait
+				m.halfOpenUntil = now + m.cfg.HalfOpenMaxWait
 			}
 			m.inFlight++
 			return refPermit{m.gen, "probe"}, nil
@@ -236,10 +236,10 @@ func (m *refModel) record(p refPermit, o metrics.Event, latency, now time.Durati
 			return
 		}
 		m.successes++
-		if m.successes >= m.cfg.HalfOpen.Successes {
+		if m.successes >= m.cfg.HalfOpenSuccesses {
 			m.move(now, Closed, ReasonProbesSucceeded)
 		} else if m.inFlight > 0 {
-			m.halfOpenUntil = now + m.cfg.HalfOpen.MaxWait // progress: a new wait for the probes still out
+			m.halfOpenUntil = now + m.cfg.HalfOpenMaxWait // progress: a new wait for the probes still out
 		}
 	}
 }
@@ -304,25 +304,27 @@ func (m *refModel) snapshot(now time.Duration) Snapshot {
 func randomConfig(rng *rand.Rand) Config {
 	pick := func(vs ...time.Duration) time.Duration { return vs[rng.IntN(len(vs))] }
 	c := Config{
-		Name:         "model",
-		Window:       []metrics.Window{{Length: time.Second, Buckets: 10}, {Length: 800 * time.Millisecond, Buckets: 4}}[rng.IntN(2)],
-		MinRequests:  1 + rng.IntN(8),
-		FailureRatio: []float64{0, 0.2, 0.5, 0.75, 1}[rng.IntN(5)],
-		Open:         OpenConfig{Duration: pick(250*time.Millisecond, time.Second, 1300*time.Millisecond)},
-		HalfOpen:     HalfOpenConfig{Probes: rng.IntN(4), Successes: rng.IntN(5), MaxWait: pick(0, 400*time.Millisecond, 2*time.Second)},
-		WarmUp:       pick(0, 0, 700*time.Millisecond),
+		Name:              "model",
+		Window:            []metrics.Window{{Length: time.Second, Buckets: 10}, {Length: 800 * time.Millisecond, Buckets: 4}}[rng.IntN(2)],
+		MinRequests:       1 + rng.IntN(8),
+		FailureRatio:      []float64{0, 0.2, 0.5, 0.75, 1}[rng.IntN(5)],
+		OpenDuration:      pick(250*time.Millisecond, time.Second, 1300*time.Millisecond),
+		HalfOpenProbes:    rng.IntN(4),
+		HalfOpenSuccesses: rng.IntN(5),
+		HalfOpenMaxWait:   pick(0, 400*time.Millisecond, 2*time.Second),
+		WarmUp:            pick(0, 0, 700*time.Millisecond),
 	}
 	if rng.IntN(2) == 0 {
 		c.SlowCallDuration = 50 * time.Millisecond
 		c.SlowCallRatio = []float64{0.3, 0.6, 1}[rng.IntN(3)]
 	}
 	if rng.IntN(2) == 0 {
-		c.Open.Backoff = []float64{1, 1.5, 2}[rng.IntN(3)]
-		c.Open.Max = pick(0, 4*time.Second)
+		c.OpenBackoff = []float64{1, 1.5, 2}[rng.IntN(3)]
+		c.OpenMaxDuration = pick(0, 4*time.Second)
 	}
 	if rng.IntN(2) == 0 {
-		c.Ramp.Duration = pick(time.Second, 2500*time.Millisecond)
-		c.Ramp.Floor = []float64{0, 0.25, 1}[rng.IntN(3)]
+		c.RampDuration = pick(time.Second, 2500*time.Millisecond)
+		c.RampFloor = []float64{0, 0.25, 1}[rng.IntN(3)]
 	}
 	if rng.IntN(4) == 0 {
 		c.Mode = ObserveOnly

@@ -44,7 +44,7 @@ func TestJoinOneParty(t *testing.T) {
 }
 
 func TestMemberLook(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 3, Open: OpenConfig{Duration: time.Second}, HalfOpen: HalfOpenConfig{Successes: 1}})
+	r := newRig(t, Config{MinRequests: 3, OpenDuration: time.Second, HalfOpenSuccesses: 1})
 	_, m := join(t, r.b, true)
 	r.run("s f")
 	l := m.Look()
@@ -63,7 +63,7 @@ func TestMemberLook(t *testing.T) {
 }
 
 func TestMemberOpen(t *testing.T) {
-	r := newRig(t, Config{Open: OpenConfig{Duration: time.Second}, HalfOpen: HalfOpenConfig{Successes: 1}})
+	r := newRig(t, Config{OpenDuration: time.Second, HalfOpenSuccesses: 1})
 	_, m := join(t, r.b, true)
 	require.True(t, m.Open(m.Look()))
 	r.run("=open x")
@@ -82,7 +82,7 @@ func TestMemberOpen(t *testing.T) {
 // with the fleet's pre-outage windows, and that sync's verdict reopened it
 // in the same millisecond (issue 22).
 func TestMemberOpenOnALookFromBeforeTheCloseIsRefused(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}, HalfOpen: HalfOpenConfig{Successes: 1}})
+	r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1})
 	_, m := join(t, r.b, true)
 	r.run("f =open +1s =half-open")
 	before := m.Look()
@@ -93,7 +93,7 @@ func TestMemberOpenOnALookFromBeforeTheCloseIsRefused(t *testing.T) {
 }
 
 func TestMemberClose(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 2, Open: OpenConfig{Duration: time.Second, Backoff: 2}})
+	r := newRig(t, Config{MinRequests: 2, OpenDuration: time.Second, OpenBackoff: 2})
 	_, m := join(t, r.b, true)
 	r.run("f f =open")
 	require.True(t, m.Close(m.Look()))
@@ -112,7 +112,7 @@ func TestMemberClose(t *testing.T) {
 }
 
 func TestMemberAfterLeave(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}})
+	r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second})
 	p, m := join(t, r.b, false)
 	require.Equal(t, "shared state: ok", r.b.Snapshot().Shared)
 	m.Leave()
@@ -124,7 +124,7 @@ func TestMemberAfterLeave(t *testing.T) {
 }
 
 func TestProbeGate(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}, HalfOpen: HalfOpenConfig{Successes: 1}})
+	r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1})
 	p, m := join(t, r.b, false)
 	r.run("f =open +1s x =half-open x")
 	_, err := r.b.Allow()
@@ -136,7 +136,7 @@ func TestProbeGate(t *testing.T) {
 }
 
 func TestProbeGateObserveOnly(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}, Mode: ObserveOnly})
+	r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, Mode: ObserveOnly})
 	join(t, r.b, false)
 	r.run("f =open +1s s s =half-open") // admitted, never probes
 }
@@ -145,7 +145,7 @@ func TestProbeGateObserveOnly(t *testing.T) {
 // a user could not both learn of transitions (issue 23): every observer
 // gets every transition, and stop removes only its own.
 func TestObserveAddsObservers(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}, HalfOpen: HalfOpenConfig{Successes: 1}})
+	r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1})
 	var first, second []Reason
 	stop1 := r.b.Observe(func(tr Transition) { first = append(first, tr.Reason) })
 	stop2 := r.b.Observe(func(tr Transition) { second = append(second, tr.Reason) })
@@ -169,12 +169,12 @@ func TestObserveAddsObservers(t *testing.T) {
 // nor the observers after it.
 func TestObserverStopsItselfAndPanics(t *testing.T) {
 	var logs bytes.Buffer
-	r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}, HalfOpen: HalfOpenConfig{Successes: 1}})
+	r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1})
 	r.b.Reconfigure(Config{
-		MinRequests: 1,
-		Open:        OpenConfig{Duration: time.Second},
-		HalfOpen:    HalfOpenConfig{Successes: 1},
-		Logger:      slog.New(slog.NewTextHandler(&logs, nil)),
+		MinRequests:       1,
+		OpenDuration:      time.Second,
+		HalfOpenSuccesses: 1,
+		Logger:            slog.New(slog.NewTextHandler(&logs, nil)),
 	})
 	var stop func()
 	n := 0

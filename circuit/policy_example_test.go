@@ -12,12 +12,12 @@ import (
 // quiet returns a breaker config on clock that prints its transitions.
 func quiet(clock *metrics.ManualClock) circuit.Config {
 	return circuit.Config{
-		Name:        "users-db",
-		MinRequests: 4,
-		Open:        circuit.OpenConfig{Duration: time.Second},
-		HalfOpen:    circuit.HalfOpenConfig{Successes: 2},
-		Clock:       clock,
-		Logger:      slog.New(slog.DiscardHandler),
+		Name:              "users-db",
+		MinRequests:       4,
+		OpenDuration:      time.Second,
+		HalfOpenSuccesses: 2,
+		Clock:             clock,
+		Logger:            slog.New(slog.DiscardHandler),
 		OnTransition: func(t circuit.Transition) {
 			fmt.Printf("%v: %v -> %v (%v)\n", t.At, t.From, t.To, t.Reason)
 		},
@@ -39,7 +39,7 @@ func call(b *circuit.Breaker, o metrics.Event) {
 func ExampleConfig_halfOpenFailures() {
 	clock := new(metrics.ManualClock)
 	cfg := quiet(clock)
-	cfg.HalfOpen.Failures = 2
+	cfg.HalfOpenFailures = 2
 	b, _ := circuit.New(cfg)
 	for range 4 {
 		call(b, metrics.Failure)
@@ -55,13 +55,13 @@ func ExampleConfig_halfOpenFailures() {
 }
 
 // A doubling ramp admits 1 % of the calls right after closing and doubles
-// the share every Doubling (3 s here): 100 % after 21 s.
-func ExampleRampConfig_doubling() {
+// the share every RampDoubling (3 s here): 100 % after 21 s.
+func ExampleConfig_rampDoubling() {
 	clock := new(metrics.ManualClock)
 	cfg := quiet(clock)
 	cfg.OnTransition = nil
-	cfg.Ramp.Duration = 30 * time.Second
-	cfg.Ramp.Doubling = 3 * time.Second
+	cfg.RampDuration = 30 * time.Second
+	cfg.RampDoubling = 3 * time.Second
 	b, _ := circuit.New(cfg)
 	b.SetMode(circuit.ForcedOpen)
 	b.SetMode(circuit.Normal) // leaving forced-open starts a ramp-up
@@ -86,8 +86,8 @@ func ExampleConfig_rampFunc() {
 	clock := new(metrics.ManualClock)
 	cfg := quiet(clock)
 	cfg.OnTransition = nil
-	cfg.Ramp.Duration = time.Minute
-	cfg.Ramp.Func = func(elapsed time.Duration) float64 {
+	cfg.RampDuration = time.Minute
+	cfg.RampFunc = func(elapsed time.Duration) float64 {
 		if elapsed < 10*time.Second {
 			return 0.25
 		}

@@ -15,10 +15,10 @@ import (
 )
 
 func TestHalfOpenFailures(t *testing.T) {
-	two := with(func(c *Config) { c.HalfOpen.Failures = 2 })
-	three := with(func(c *Config) { c.HalfOpen.Failures = 2; c.HalfOpen.Successes = 3 })
+	two := with(func(c *Config) { c.HalfOpenFailures = 2 })
+	three := with(func(c *Config) { c.HalfOpenFailures = 2; c.HalfOpenSuccesses = 3 })
 	slow := with(func(c *Config) {
-		c.HalfOpen.Failures = 2
+		c.HalfOpenFailures = 2
 		c.SlowCallDuration = 100 * time.Millisecond
 		c.SlowCallRatio = 0.5
 	})
@@ -38,7 +38,7 @@ func TestHalfOpenFailures(t *testing.T) {
 }
 
 func TestHalfOpenFailuresSnapshotAndBackoff(t *testing.T) {
-	r := newRig(t, with(func(c *Config) { c.HalfOpen.Failures = 2; c.Open.Backoff = 2 }))
+	r := newRig(t, with(func(c *Config) { c.HalfOpenFailures = 2; c.OpenBackoff = 2 }))
 	r.run("4*f +1s f")
 	s := r.b.Snapshot()
 	assert.Equal(t, HalfOpen, s.State)
@@ -52,7 +52,7 @@ func TestHalfOpenFailuresSnapshotAndBackoff(t *testing.T) {
 // A result that neither closes nor reopens renews the wait of the probes
 // still out, as a success short of closing does.
 func TestHalfOpenFailuresRenewsProbeWait(t *testing.T) {
-	r := newRig(t, with(func(c *Config) { c.HalfOpen.Failures = 2; c.HalfOpen.Probes = 2 }))
+	r := newRig(t, with(func(c *Config) { c.HalfOpenFailures = 2; c.HalfOpenProbes = 2 }))
 	r.run("4*f +1s h h +1500ms rf +1500ms =half-open +500ms =open")
 	assert.Equal(t, ReasonHalfOpenTimeout, r.transitions()[2].Reason)
 }
@@ -70,8 +70,8 @@ func (r *rig) admitted(n int) int {
 }
 
 func TestRampDoubling(t *testing.T) {
-	r := newRig(t, with(func(c *Config) { c.Ramp.Duration = 30 * time.Second; c.Ramp.Doubling = 3 * time.Second }))
-	assert.Equal(t, 0.01, r.b.Config().Ramp.Floor, "doubling from 1 %")
+	r := newRig(t, with(func(c *Config) { c.RampDuration = 30 * time.Second; c.RampDoubling = 3 * time.Second }))
+	assert.Equal(t, 0.01, r.b.Config().RampFloor, "doubling from 1 %")
 	r.run("4*f +1s s s =closed")
 	for _, step := range []struct {
 		at    time.Duration
@@ -84,15 +84,15 @@ func TestRampDoubling(t *testing.T) {
 	r.clock.Set(time.Second + 6*time.Second)
 	assert.Equal(t, 4, r.admitted(100), "4 %% of 100 calls, deterministically")
 	r.clock.Set(time.Second + 21*time.Second)
-	assert.Equal(t, 100, r.admitted(100), "1.28 ≥ 1: the ramp is over at 21 s, before Ramp.Duration")
+	assert.Equal(t, 100, r.admitted(100), "1.28 ≥ 1: the ramp is over at 21 s, before RampDuration")
 	assert.True(t, r.fastPath(), "back on the fast path")
 }
 
 func TestRampDoublingEndsAtRampUp(t *testing.T) {
 	r := newRig(t, with(func(c *Config) {
-		c.Ramp.Duration = 10 * time.Second
-		c.Ramp.Floor = 0.001
-		c.Ramp.Doubling = time.Second
+		c.RampDuration = 10 * time.Second
+		c.RampFloor = 0.001
+		c.RampDoubling = time.Second
 	}))
 	r.run("4*f +1s s s +9999ms")
 	assert.InDelta(t, 0.512, r.b.Snapshot().RampShare, 1e-9)
@@ -105,11 +105,11 @@ func TestRampFunc(t *testing.T) {
 	var r *rig
 	var calls int
 	r = newRig(t, with(func(c *Config) {
-		c.Ramp.Duration = time.Minute
-		c.Ramp.Func = func(elapsed time.Duration) float64 {
+		c.RampDuration = time.Minute
+		c.RampFunc = func(elapsed time.Duration) float64 {
 			calls++
 			if r != nil && r.b != nil {
-				assert.True(t, lockFree(r.b), "Ramp.Func called with the breaker's lock held")
+				assert.True(t, lockFree(r.b), "RampFunc called with the breaker's lock held")
 			}
 			if elapsed < 5*time.Second {
 				return 0.25
@@ -122,7 +122,7 @@ func TestRampFunc(t *testing.T) {
 	assert.Equal(t, 0.25, r.b.Snapshot().RampShare)
 	assert.Equal(t, 25, r.admitted(100))
 	r.run("+5s")
-	assert.Equal(t, 100, r.admitted(100), "a share of 1 ends the ramp before Ramp.Duration")
+	assert.Equal(t, 100, r.admitted(100), "a share of 1 ends the ramp before RampDuration")
 	assert.True(t, r.fastPath(), "back on the fast path")
 }
 
@@ -164,8 +164,8 @@ func TestRampFuncFaultEndsRamp(t *testing.T) {
 			bad := false
 			clock := new(metrics.ManualClock)
 			cfg := with(func(c *Config) {
-				c.Ramp.Duration = time.Minute
-				c.Ramp.Func = func(time.Duration) float64 { return f(&bad) }
+				c.RampDuration = time.Minute
+				c.RampFunc = func(time.Duration) float64 { return f(&bad) }
 				c.Clock = clock
 				c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 			})
@@ -176,7 +176,7 @@ func TestRampFuncFaultEndsRamp(t *testing.T) {
 			assert.Equal(t, 5, r.admitted(10))
 			bad = true
 			assert.Equal(t, 10, r.admitted(10))
-			assert.Contains(t, logs.String(), "Ramp.Func failed; ramp-up ended")
+			assert.Contains(t, logs.String(), "RampFunc failed; ramp-up ended")
 			bad = false
 			assert.Equal(t, 10, r.admitted(10), "the ramp stays over")
 		})
@@ -190,25 +190,27 @@ func TestRampValidate(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"doubling", Config{Ramp: RampConfig{Duration: time.Second, Doubling: 3 * time.Second}}, ""},
+		{"doubling", Config{RampDuration: time.Second, RampDoubling: 3 * time.Second}, ""},
 		{"doubling, own floor and interval", Config{
-			Ramp: RampConfig{Duration: time.Second, Floor: 0.05, Doubling: time.Second},
+			RampDuration: time.Second,
+			RampFloor:    0.05,
+			RampDoubling: time.Second,
 		}, ""},
-		{"func", Config{Ramp: RampConfig{Duration: time.Second, Func: half}}, ""},
-		{"doubling without Ramp.Duration", Config{Ramp: RampConfig{Doubling: 3 * time.Second}}, "Ramp.Doubling 3s or Ramp.Func is set but Ramp.Duration is 0"},
-		{"func without Ramp.Duration", Config{Ramp: RampConfig{Func: half}}, "Ramp.Func is set but Ramp.Duration is 0"},
-		{"interval negative", Config{Ramp: RampConfig{Duration: time.Second, Doubling: -1}},
-			"Ramp.Doubling -1ns must not be negative"},
-		{"func and doubling", Config{Ramp: RampConfig{Duration: time.Second, Func: half, Doubling: 3 * time.Second}},
-			"Ramp.Func is set, so Ramp.Doubling 3s must be left zero"},
-		{"func and floor", Config{Ramp: RampConfig{Duration: time.Second, Func: half, Floor: 0.1}},
-			"Ramp.Floor 0.1 is set but Ramp.Func gives the schedule"},
-		{"func share 0", Config{Ramp: RampConfig{Duration: time.Second, Func: func(time.Duration) float64 { return 0 }}},
-			"Ramp.Func(0) = 0 must be in (0, 1]"},
-		{"func panics", Config{Ramp: RampConfig{Duration: time.Second, Func: func(time.Duration) float64 { panic("boom") }}},
-			"Ramp.Func(0): panic: boom"},
-		{"doubling floor above 1", Config{Ramp: RampConfig{Duration: time.Second, Floor: 2, Doubling: 3 * time.Second}}, "Ramp.Floor 2"},
-		{"HalfOpen.Failures negative", Config{HalfOpen: HalfOpenConfig{Failures: -1}}, "HalfOpen.Failures -1 must not be negative"},
+		{"func", Config{RampDuration: time.Second, RampFunc: half}, ""},
+		{"doubling without RampDuration", Config{RampDoubling: 3 * time.Second}, "RampDoubling 3s or RampFunc is set but RampDuration is 0"},
+		{"func without RampDuration", Config{RampFunc: half}, "RampFunc is set but RampDuration is 0"},
+		{"interval negative", Config{RampDuration: time.Second, RampDoubling: -1},
+			"RampDoubling -1ns must not be negative"},
+		{"func and doubling", Config{RampDuration: time.Second, RampFunc: half, RampDoubling: 3 * time.Second},
+			"RampFunc is set, so RampDoubling 3s must be left zero"},
+		{"func and floor", Config{RampDuration: time.Second, RampFunc: half, RampFloor: 0.1},
+			"RampFloor 0.1 is set but RampFunc gives the schedule"},
+		{"func share 0", Config{RampDuration: time.Second, RampFunc: func(time.Duration) float64 { return 0 }},
+			"RampFunc(0) = 0 must be in (0, 1]"},
+		{"func panics", Config{RampDuration: time.Second, RampFunc: func(time.Duration) float64 { panic("boom") }},
+			"RampFunc(0): panic: boom"},
+		{"doubling floor above 1", Config{RampDuration: time.Second, RampFloor: 2, RampDoubling: 3 * time.Second}, "RampFloor 2"},
+		{"HalfOpenFailures negative", Config{HalfOpenFailures: -1}, "HalfOpenFailures -1 must not be negative"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -264,10 +266,10 @@ func TestWarmUpNegative(t *testing.T) {
 // call per OpenDuration closes the breaker, and the ramp after it ends.
 func TestLowTrafficClosesWithPolicies(t *testing.T) {
 	r := newRig(t, with(func(c *Config) {
-		c.HalfOpen.Failures = 2
-		c.HalfOpen.Successes = 3
-		c.Ramp.Duration = 30 * time.Second
-		c.Ramp.Doubling = 3 * time.Second
+		c.HalfOpenFailures = 2
+		c.HalfOpenSuccesses = 3
+		c.RampDuration = 30 * time.Second
+		c.RampDoubling = 3 * time.Second
 	}))
 	require.NoError(t, r.b.WarmUp(500*time.Millisecond))
 	r.run("+500ms 4*f =open +1s s =half-open +1s s =half-open +1s s =closed")

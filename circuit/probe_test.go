@@ -14,7 +14,7 @@ import (
 // half-open state hands out say they are probes: closed, forced-closed and
 // observe-only admissions are not.
 func TestPermitIsProbeOnlyInHalfOpen(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}, HalfOpen: HalfOpenConfig{Successes: 1}})
+	r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1})
 	p, err := r.b.Allow()
 	require.NoError(t, err)
 	require.False(t, breaker.Permit(p).IsProbe(), "closed")

@@ -66,10 +66,10 @@ func TestReconfigureNewWindowShapeStartsEmpty(t *testing.T) {
 }
 
 func TestReconfigureOpenDurationAppliesFromNextOpening(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}, HalfOpen: HalfOpenConfig{Successes: 1}})
+	r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1})
 	r.run("f =open")
 	require.NoError(t, r.b.Reconfigure(r.reconfigured(func(c *Config) {
-		c.Open.Duration, c.Open.Max, c.HalfOpen.MaxWait = 3*time.Second, 0, 0
+		c.OpenDuration, c.OpenMaxDuration, c.HalfOpenMaxWait = 3*time.Second, 0, 0
 	})))
 	r.run("+999ms x +1ms =half-open s =closed") // the current open period ends as scheduled
 	r.run("f =open +2999ms x +1ms =half-open")
@@ -90,7 +90,7 @@ func TestReconfigureLogsWhatChanged(t *testing.T) {
 // continuously while calls flow, for the race detector, and checks that
 // every admitted call's permit is usable and the breaker ends consistent.
 func TestReconfigureUnderLoad(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 5, Open: OpenConfig{Duration: time.Millisecond}, HalfOpen: HalfOpenConfig{Probes: 2}})
+	r := newRig(t, Config{MinRequests: 5, OpenDuration: time.Millisecond, HalfOpenProbes: 2})
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	for w := range 4 {
@@ -111,7 +111,7 @@ func TestReconfigureUnderLoad(t *testing.T) {
 		require.NoError(t, r.b.Reconfigure(r.reconfigured(func(c *Config) {
 			c.FailureRatio = []float64{0.2, 0.5, 0.9}[i%3]
 			c.Window.Buckets = []int{10, 5}[i%2]
-			c.HalfOpen.Probes = 1 + i%3
+			c.HalfOpenProbes = 1 + i%3
 		})))
 		_ = r.b.Snapshot()
 	}

@@ -10,7 +10,7 @@ import (
 // Reset is one transition, from any state, with its own reason: the
 // window is cleared and the backoff reset.
 func TestResetFromEveryState(t *testing.T) {
-	cfg := Config{MinRequests: 2, Open: OpenConfig{Duration: time.Second, Backoff: 2}, HalfOpen: HalfOpenConfig{Successes: 2}}
+	cfg := Config{MinRequests: 2, OpenDuration: time.Second, OpenBackoff: 2, HalfOpenSuccesses: 2}
 	r := newRig(t, cfg)
 	r.run("f f =open +1s h =half-open rf =open")
 	require.Equal(t, 2*time.Second, r.b.Snapshot().OpenDuration)
@@ -41,7 +41,7 @@ func TestResetFromEveryState(t *testing.T) {
 }
 
 func TestResetLeavesForcedModesKeepsObserveOnly(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}})
+	r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second})
 	r.run("@forced-open x")
 	r.b.Reset()
 	require.Equal(t, Normal, r.b.Snapshot().Mode)
@@ -57,7 +57,7 @@ func TestResetLeavesForcedModesKeepsObserveOnly(t *testing.T) {
 }
 
 func TestResetStartsNoRampUp(t *testing.T) {
-	r := newRig(t, Config{MinRequests: 1, Open: OpenConfig{Duration: time.Second}, Ramp: RampConfig{Duration: time.Minute, Floor: 0.1}})
+	r := newRig(t, Config{MinRequests: 1, OpenDuration: time.Second, RampDuration: time.Minute, RampFloor: 0.1})
 	r.run("f =open")
 	r.b.Reset()
 	require.Equal(t, 1.0, r.b.Snapshot().RampShare)

@@ -20,8 +20,8 @@ type Snapshot struct {
 
 	// Half-open progress, 0 outside the half-open state: probes in flight,
 	// and consecutive probe successes and failures so far
-	// (Config.HalfOpen.Successes of the first close the breaker,
-	// HalfOpen.Failures of the second reopen it).
+	// (Config.HalfOpenSuccesses of the first close the breaker,
+	// HalfOpenFailures of the second reopen it).
 	Probes, ProbeSuccesses, ProbeFailures int
 
 	RampShare   float64      // share of calls admitted now; 1 when not ramping up
@@ -37,21 +37,18 @@ type Snapshot struct {
 	// WarmUpLeft is how long outcomes are not counted yet (Config.WarmUp
 	// after creation, or a WarmUp call); 0 when they are.
 	WarmUpLeft time.Duration
-	// HealthCheck tells the progress of the health checker started on
-	// the breaker (package circuit/healthcheck); the zero value without
-	// one.
-	HealthCheck HealthCheckStatus
+	// HealthCheck is the progress of the health checker started on the
+	// breaker (package circuit/healthcheck) as a status line: the checks
+	// run and failed so far, and how the last one ended, with its error's
+	// text as Error returns it ("14 checks, 3 failed; last failed: dial
+	// tcp 10.0.0.7:5432: connect: connection refused", "1 check, 0 failed;
+	// last passed"); "" without a checker (or once it is stopped) and
+	// before its first check.
+	HealthCheck string
 	// Shared is the status of the outside party that shares the breaker's
 	// judgment, such as the fleet of module redis ("shared state:
 	// degraded (…)"); "" when the breaker judges alone.
 	Shared string
-}
-
-// HealthCheckStatus tells a health check's progress in a Snapshot.
-type HealthCheckStatus struct {
-	Checks   int64  // checks run so far
-	Failures int64  // checks that failed so far
-	LastErr  string // error text of the last check; "" if it passed or none ran
 }
 
 // Health summarises the breaker's window: the calls that reached the
@@ -100,7 +97,7 @@ func (b *Breaker) Snapshot() Snapshot {
 		Health:         Health(s.Health),
 		Transitions:    make([]Transition, len(s.Transitions)),
 		WarmUpLeft:     s.WarmUpLeft,
-		HealthCheck:    HealthCheckStatus(s.HealthCheck),
+		HealthCheck:    s.HealthCheck,
 		Shared:         s.Shared,
 	}
 	for i, t := range s.Transitions {

@@ -42,9 +42,9 @@ const (
 	ReasonErrorRatio      Reason = "error_ratio"       // closed → open: failures and timeouts reached FailureRatio
 	ReasonSlowRatio       Reason = "slow_ratio"        // closed → open: slow calls reached SlowCallRatio
 	ReasonOpenElapsed     Reason = "open_elapsed"      // open → half-open: the open duration has elapsed
-	ReasonProbeFailed     Reason = "probe_failed"      // half-open → open: HalfOpen.Failures probes in a row failed, timed out or were slow
-	ReasonProbesSucceeded Reason = "probes_succeeded"  // half-open → closed: HalfOpen.Successes probes in a row succeeded
-	ReasonHalfOpenTimeout Reason = "half_open_timeout" // half-open → open: HalfOpen.MaxWait passed without a probe result
+	ReasonProbeFailed     Reason = "probe_failed"      // half-open → open: HalfOpenFailures probes in a row failed, timed out or were slow
+	ReasonProbesSucceeded Reason = "probes_succeeded"  // half-open → closed: HalfOpenSuccesses probes in a row succeeded
+	ReasonHalfOpenTimeout Reason = "half_open_timeout" // half-open → open: HalfOpenMaxWait passed without a probe result
 	ReasonForced          Reason = "forced"            // SetMode changed the effective state
 	ReasonReset           Reason = "reset"             // any → closed: Reset restarted the breaker
 )

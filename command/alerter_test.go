@@ -62,7 +62,7 @@ func TestAlerterHooks(t *testing.T) {
 	a := &recordingAlerter{tier: "P2"}
 	reg, _ := newTestRegistry(t)
 	g, err := reg.NewGroup("deps", GroupConfig{Strategy: Semaphore, Alerts: a,
-		CommandBreaker: circuit.Config{MinRequests: 2, Open: circuit.OpenConfig{Duration: time.Hour}}})
+		CommandBreaker: circuit.Config{MinRequests: 2, OpenDuration: time.Hour}})
 	require.NoError(t, err)
 	require.Equal(t, []*Group{g}, a.watched)
 

@@ -102,7 +102,7 @@ func TestAdmitStage(t *testing.T) {
 	})
 	t.Run("the command's breaker refuses: record gives the group's probe back", func(t *testing.T) {
 		g, clock := newTestGroup(t, GroupConfig{Strategy: Semaphore, Timeout: NoTimeout,
-			Breaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Second}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}}})
+			Breaker: circuit.Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1}})
 		_, err := Execute(context.Background(), g, op[int]{"get", fail[int](errBoom)})
 		require.ErrorIs(t, err, errBoom)
 		require.Equal(t, circuit.Open, g.Breaker().State())

@@ -468,7 +468,7 @@ func TestBalanceWithLiveBreakers(t *testing.T) {
 	groups := chaosRegistry(t, circuit.Config{
 		MinRequests:  20,
 		FailureRatio: 0.3,
-		Open:         circuit.OpenConfig{Duration: time.Millisecond},
+		OpenDuration: time.Millisecond,
 		Clock:        metrics.SystemClock(),
 		OnTransition: chaosOnTransition,
 	}, nil)

@@ -552,9 +552,9 @@ func (charge) Run(context.Context) (int, error) { return 0, errBoom }
 // sibling keeps working; a group-wide failure opens the group's breaker for
 // every command.
 func TestTwoLevelBreakers(t *testing.T) {
-	br := circuit.Config{MinRequests: 4, FailureRatio: 0.5, Open: circuit.OpenConfig{Duration: time.Minute}}
+	br := circuit.Config{MinRequests: 4, FailureRatio: 0.5, OpenDuration: time.Minute}
 	g, _ := newTestGroup(t, GroupConfig{Strategy: Semaphore, CommandBreaker: br,
-		Breaker: circuit.Config{MinRequests: 20, FailureRatio: 0.5, Open: circuit.OpenConfig{Duration: time.Minute}}})
+		Breaker: circuit.Config{MinRequests: 20, FailureRatio: 0.5, OpenDuration: time.Minute}})
 	bad := op[int]{"bad", fail[int](errBoom)}
 	good := op[int]{"good", succeed(1)}
 	for range 4 {
@@ -589,7 +589,7 @@ func TestTwoLevelBreakers(t *testing.T) {
 // half-open group breaker's probe slot is not lost.
 func TestCommandRefusalReleasesGroupPermit(t *testing.T) {
 	g, clock := newTestGroup(t, GroupConfig{Strategy: Semaphore,
-		Breaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Second}, HalfOpen: circuit.HalfOpenConfig{Probes: 1, Successes: 1}}})
+		Breaker: circuit.Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenProbes: 1, HalfOpenSuccesses: 1}})
 	_, _ = Execute(context.Background(), g, op[int]{"get", fail[int](errBoom)})
 	require.Equal(t, circuit.Open, g.breaker.State())
 	clock.Advance(time.Second)
@@ -609,7 +609,7 @@ func TestCommandRefusalReleasesGroupPermit(t *testing.T) {
 
 func TestShortCircuitRetryAfter(t *testing.T) {
 	g, clock := newTestGroup(t, GroupConfig{Strategy: Semaphore,
-		CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: 5 * time.Second}}})
+		CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: 5 * time.Second}})
 	_, _ = Execute(context.Background(), g, op[int]{"get", fail[int](errBoom)})
 	clock.Advance(1500 * time.Millisecond)
 	_, err := Execute(context.Background(), g, op[int]{"get", succeed(1)})

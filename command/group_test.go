@@ -53,7 +53,7 @@ func TestGroupConfigDefaults(t *testing.T) {
 	bc := g.Breaker().Config()
 	assert.Equal(t, 20, bc.MinRequests)
 	assert.Equal(t, 0.5, bc.FailureRatio)
-	assert.Equal(t, 5*time.Second, bc.Open.Duration)
+	assert.Equal(t, 5*time.Second, bc.OpenDuration)
 	assert.Equal(t, metrics.DefaultWindow(), bc.Window)
 	assert.Equal(t, "deps", bc.Name)
 	assert.Same(t, g.clock, bc.Clock, "the breakers tell time by the registry's clock")

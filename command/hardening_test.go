@@ -170,7 +170,7 @@ func TestPanickingHooksReleaseTheCall(t *testing.T) {
 					}
 					return false
 				},
-				CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Second}, HalfOpen: circuit.HalfOpenConfig{Probes: 1, Successes: 1}}})
+				CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenProbes: 1, HalfOpenSuccesses: 1}})
 			require.NoError(t, err)
 
 			_, info, err := ExecuteInfo(context.Background(), g, hookCmd{err: errClassifierPanics, panicDiscard: true})

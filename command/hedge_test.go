@@ -280,8 +280,9 @@ func TestHedgeOnlyIdempotent(t *testing.T) {
 // judged sick); a probe of a half-open breaker is never hedged.
 func TestHedgeNeverWhileBreakerNotClosed(t *testing.T) {
 	f := newHedgeFixture(t, Semaphore, hedge.Config{MaxHedges: 1, Delay: time.Millisecond, BudgetRatio: 1}, func(c *GroupConfig) {
-		c.CommandBreaker = circuit.Config{MinRequests: 1, FailureRatio: 0.5, Open: circuit.OpenConfig{Duration: time.Second},
-			HalfOpen: circuit.HalfOpenConfig{Probes: 1, Successes: 1}}
+		c.CommandBreaker = circuit.Config{MinRequests: 1, FailureRatio: 0.5, OpenDuration: time.Second,
+			HalfOpenProbes:    1,
+			HalfOpenSuccesses: 1}
 	})
 	done := f.call(context.Background())
 	first := receive(t, f.dep.runs, "the first attempt")

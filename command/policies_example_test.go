@@ -20,7 +20,7 @@ func ExampleIsProbe() {
 	defer reg.Close(context.Background())
 	g, err := reg.NewGroup("search", command.GroupConfig{
 		Strategy:       command.Semaphore,
-		CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: 5 * time.Second}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}},
+		CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: 5 * time.Second, HalfOpenSuccesses: 1},
 	})
 	if err != nil {
 		panic(err)
@@ -58,7 +58,7 @@ func ExampleGroupConfig_probeClassifier() {
 	defer reg.Close(context.Background())
 	g, err := reg.NewGroup("billing", command.GroupConfig{
 		Strategy:       command.Semaphore,
-		CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: 5 * time.Second}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}},
+		CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: 5 * time.Second, HalfOpenSuccesses: 1},
 		ProbeClassifier: func(err error) metrics.Event {
 			if errors.Is(err, errServer) {
 				return metrics.Success // an answer: reachable
@@ -87,7 +87,7 @@ func ExampleGroup_WarmUp() {
 	clock := new(metrics.ManualClock)
 	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
 	defer reg.Close(context.Background())
-	breaker := circuit.Config{MinRequests: 4, Open: circuit.OpenConfig{Duration: time.Minute}}
+	breaker := circuit.Config{MinRequests: 4, OpenDuration: time.Minute}
 	search, err := reg.NewGroup("search", command.GroupConfig{Strategy: command.Semaphore, CommandBreaker: breaker})
 	if err != nil {
 		panic(err)

@@ -18,7 +18,7 @@ import (
 
 // trippable is a breaker config that opens after 4 failures.
 func trippable() circuit.Config {
-	return circuit.Config{Window: metrics.Window{Length: time.Second}, MinRequests: 4, Open: circuit.OpenConfig{Duration: time.Minute}}
+	return circuit.Config{Window: metrics.Window{Length: time.Second}, MinRequests: 4, OpenDuration: time.Minute}
 }
 
 func TestGroupWarmUp(t *testing.T) {

@@ -68,8 +68,8 @@ func tier(timeout time.Duration, minRequests int, failureRatio float64, slow tim
 		FailureRatio:     failureRatio,
 		SlowCallDuration: slow,
 		SlowCallRatio:    slowRatio,
-		Open:             circuit.OpenConfig{Duration: open},
-		HalfOpen:         circuit.HalfOpenConfig{Probes: probes},
+		OpenDuration:     open,
+		HalfOpenProbes:   probes,
 	}
 	return GroupConfig{Timeout: timeout, Breaker: b, CommandBreaker: b}
 }
@@ -81,12 +81,12 @@ func tier(timeout time.Duration, minRequests int, failureRatio float64, slow tim
 // back up over 10 s; the timeout is generous (1 s).
 func strongPreset() GroupConfig {
 	b := circuit.Config{
-		Window:       metrics.Window{Length: 10 * time.Second, Buckets: 10},
-		MinRequests:  50,
-		FailureRatio: 0.8,
-		Open:         circuit.OpenConfig{Duration: 2 * time.Second},
-		HalfOpen:     circuit.HalfOpenConfig{Probes: 5},
-		Ramp:         circuit.RampConfig{Duration: 10 * time.Second},
+		Window:         metrics.Window{Length: 10 * time.Second, Buckets: 10},
+		MinRequests:    50,
+		FailureRatio:   0.8,
+		OpenDuration:   2 * time.Second,
+		HalfOpenProbes: 5,
+		RampDuration:   10 * time.Second,
 	}
 	return GroupConfig{Timeout: time.Second, Breaker: b, CommandBreaker: b}
 }
@@ -101,7 +101,7 @@ func neverDegradePreset() GroupConfig {
 		Window:       metrics.Window{Length: 10 * time.Second, Buckets: 10},
 		MinRequests:  20,
 		FailureRatio: 0.5,
-		Open:         circuit.OpenConfig{Duration: 5 * time.Second},
+		OpenDuration: 5 * time.Second,
 	}
 	return GroupConfig{Timeout: 2 * time.Second, Breaker: b, CommandBreaker: b, NoFallback: true}
 }
@@ -123,11 +123,15 @@ func neverDegradePreset() GroupConfig {
 // set it from the dependency's p99.
 func dependencyPreset() GroupConfig {
 	b := circuit.Config{
-		Window:       metrics.Window{Length: 500 * time.Millisecond, Buckets: 10},
-		MinRequests:  20,
-		FailureRatio: 0.5,
-		Open:         circuit.OpenConfig{Duration: 200 * time.Millisecond, Backoff: 2, Max: 400 * time.Millisecond},
-		HalfOpen:     circuit.HalfOpenConfig{Probes: 1, Successes: 5, Failures: 1},
+		Window:            metrics.Window{Length: 500 * time.Millisecond, Buckets: 10},
+		MinRequests:       20,
+		FailureRatio:      0.5,
+		OpenDuration:      200 * time.Millisecond,
+		OpenBackoff:       2,
+		OpenMaxDuration:   400 * time.Millisecond,
+		HalfOpenProbes:    1,
+		HalfOpenSuccesses: 5,
+		HalfOpenFailures:  1,
 	}
 	return GroupConfig{Timeout: defaultTimeout, Breaker: b, CommandBreaker: b}
 }
@@ -138,11 +142,14 @@ func dependencyPreset() GroupConfig {
 // close).
 func govkitPreset() GroupConfig {
 	b := circuit.Config{
-		Window:       metrics.Window{Length: 5 * time.Second, Buckets: 5},
-		MinRequests:  20,
-		FailureRatio: 0.5,
-		Open:         circuit.OpenConfig{Duration: 30 * time.Second, Backoff: 2, Max: time.Minute},
-		HalfOpen:     circuit.HalfOpenConfig{Probes: 3, Successes: 3},
+		Window:            metrics.Window{Length: 5 * time.Second, Buckets: 5},
+		MinRequests:       20,
+		FailureRatio:      0.5,
+		OpenDuration:      30 * time.Second,
+		OpenBackoff:       2,
+		OpenMaxDuration:   time.Minute,
+		HalfOpenProbes:    3,
+		HalfOpenSuccesses: 3,
 	}
 	return GroupConfig{Timeout: defaultTimeout, Breaker: b, CommandBreaker: b}
 }

@@ -24,6 +24,6 @@ func ExamplePreset() {
 		panic(err)
 	}
 	b := inventory.Config().Breaker
-	fmt.Println(b.Window.Length, b.MinRequests, b.Open.Duration, b.Open.Max, b.HalfOpen.Failures)
+	fmt.Println(b.Window.Length, b.MinRequests, b.OpenDuration, b.OpenMaxDuration, b.HalfOpenFailures)
 	// Output: 500ms 20 200ms 400ms 1
 }

@@ -32,7 +32,7 @@ func TestPresetValues(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, c.Breaker, c.CommandBreaker, "%s: both breakers alike", name)
 		got := row{c.Timeout, c.Breaker.MinRequests, c.Breaker.FailureRatio, c.Breaker.SlowCallDuration,
-			c.Breaker.SlowCallRatio, c.Breaker.Open.Duration, c.Breaker.HalfOpen.Probes}
+			c.Breaker.SlowCallRatio, c.Breaker.OpenDuration, c.Breaker.HalfOpenProbes}
 		assert.Equal(t, w, got, name)
 		assert.Equal(t, 10*time.Second, c.Breaker.Window.Length, name)
 	}
@@ -131,8 +131,10 @@ func TestPresetGovkit(t *testing.T) {
 	assert.Equal(t, metrics.Window{Length: 5 * time.Second, Buckets: 5}, b.Window)
 	assert.Equal(t, 20, b.MinRequests)
 	assert.Equal(t, 0.5, b.FailureRatio)
-	assert.Equal(t, circuit.OpenConfig{Duration: 30 * time.Second, Backoff: 2, Max: time.Minute}, b.Open)
-	assert.Equal(t, 3, b.HalfOpen.Probes)
-	assert.Equal(t, 3, b.HalfOpen.Successes)
+	assert.Equal(t, 30*time.Second, b.OpenDuration)
+	assert.Equal(t, 2.0, b.OpenBackoff)
+	assert.Equal(t, time.Minute, b.OpenMaxDuration)
+	assert.Equal(t, 3, b.HalfOpenProbes)
+	assert.Equal(t, 3, b.HalfOpenSuccesses)
 	assert.Equal(t, b, cfg.CommandBreaker)
 }

@@ -21,7 +21,7 @@ func probeGroup(t *testing.T, strategy Strategy, classify func(error) metrics.Ev
 	return newTestGroup(t, GroupConfig{
 		Strategy:        strategy,
 		Timeout:         NoTimeout,
-		CommandBreaker:  circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Second}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}},
+		CommandBreaker:  circuit.Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1},
 		ProbeClassifier: classify,
 	})
 }
@@ -108,7 +108,7 @@ func TestProbeClassifierNeverExcusesATimeout(t *testing.T) {
 		// Long enough that the call that trips the breaker never meets it
 		// before Run starts (QUEUE_TIMEOUT, not counted) on a loaded machine.
 		Timeout:         250 * time.Millisecond,
-		CommandBreaker:  circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Second}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}},
+		CommandBreaker:  circuit.Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1},
 		ProbeClassifier: func(error) metrics.Event { return metrics.Success },
 	})
 	tripped(t, g, clock)
@@ -126,7 +126,7 @@ func TestProbeClassifierPanicFailsTheProbe(t *testing.T) {
 	g, clock := newTestGroup(t, GroupConfig{
 		Strategy:        Semaphore,
 		Timeout:         NoTimeout,
-		CommandBreaker:  circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Second}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}},
+		CommandBreaker:  circuit.Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1},
 		ProbeClassifier: func(error) metrics.Event { return metrics.Success },
 		Commands: map[string]CommandConfig{"dep": {ProbeClassifier: func(error) metrics.Event {
 			panic("classifier bug")

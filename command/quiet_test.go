@@ -18,7 +18,7 @@ func TestGroupQuiet(t *testing.T) {
 	for _, strategy := range []Strategy{Thread, Semaphore} {
 		t.Run(strategy.String(), func(t *testing.T) {
 			g, clock := newTestGroup(t, GroupConfig{Strategy: strategy, Timeout: NoTimeout,
-				CommandBreaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Minute}}})
+				CommandBreaker: circuit.Config{MinRequests: 1, OpenDuration: time.Minute}})
 			require.True(t, g.quiet(), "never called")
 
 			d := newGate()

@@ -44,13 +44,10 @@ type breaker struct {
 // policies are a breaker's operating policies on the native events
 // (flattened into them).
 type policies struct {
-	WarmingUp        bool   `json:"warmingUp"`        // outcomes not counted now (warm-up)
-	WarmUpLeftMs     int64  `json:"warmUpLeftMs"`     // time left in the warm-up
-	ProbeFailures    int    `json:"probeFailures"`    // half-open: consecutive failed probes
-	HealthCheck      bool   `json:"healthCheck"`      // a health checker (package circuit/healthcheck) has run checks
-	HealthChecks     int64  `json:"healthChecks"`     // checks run so far
-	HealthCheckFails int64  `json:"healthCheckFails"` // checks failed so far
-	HealthCheckError string `json:"healthCheckError"` // error of the last check; "" if it passed
+	WarmingUp     bool   `json:"warmingUp"`     // outcomes not counted now (warm-up)
+	WarmUpLeftMs  int64  `json:"warmUpLeftMs"`  // time left in the warm-up
+	ProbeFailures int    `json:"probeFailures"` // half-open: consecutive failed probes
+	HealthCheck   string `json:"healthCheck"`   // the health checker's progress line (circuit.Snapshot.HealthCheck); "" without one
 	// The confidence rule (circuit.Config.Confidence; 0: off) and the
 	// ratios' lower bounds at it, which the breaker compares with its
 	// thresholds (the ratios themselves with the rule off).
@@ -61,16 +58,13 @@ type policies struct {
 
 func (p *policies) fill(s *circuit.Snapshot) {
 	*p = policies{
-		WarmingUp:        s.WarmUpLeft > 0,
-		WarmUpLeftMs:     ms(s.WarmUpLeft),
-		ProbeFailures:    s.ProbeFailures,
-		HealthCheck:      s.HealthCheck.Checks > 0,
-		HealthChecks:     s.HealthCheck.Checks,
-		HealthCheckFails: s.HealthCheck.Failures,
-		HealthCheckError: s.HealthCheck.LastErr,
-		Confidence:       ratio(s.Config.Confidence),
-		ErrorBound:       ratio(s.Health.ErrorBound),
-		SlowBound:        ratio(s.Health.SlowBound),
+		WarmingUp:     s.WarmUpLeft > 0,
+		WarmUpLeftMs:  ms(s.WarmUpLeft),
+		ProbeFailures: s.ProbeFailures,
+		HealthCheck:   s.HealthCheck,
+		Confidence:    ratio(s.Config.Confidence),
+		ErrorBound:    ratio(s.Health.ErrorBound),
+		SlowBound:     ratio(s.Health.SlowBound),
 	}
 }
 
@@ -113,7 +107,7 @@ func (b *breaker) fill(now int64, s *circuit.Snapshot) {
 		RetryAfterMs:   ms(s.RetryAfter),
 		Probes:         s.Probes,
 		ProbeSuccesses: s.ProbeSuccesses,
-		ProbesNeeded:   s.Config.HalfOpen.Successes,
+		ProbesNeeded:   s.Config.HalfOpenSuccesses,
 		RampShare:      ratio(s.RampShare),
 		HealthRequests: s.Health.Requests,
 		ErrorRatio:     ratio(s.Health.ErrorRatio),

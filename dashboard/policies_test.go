@@ -12,7 +12,7 @@ import (
 )
 
 // The native events carry the breaker's operating policies: warm-up,
-// half-open failures so far, the health check's state, and the confidence
+// half-open failures so far, the health check's line, and the confidence
 // rule with the bounds it judges.
 func TestStreamNativePolicies(t *testing.T) {
 	snap := sampleSnapshot()
@@ -20,7 +20,7 @@ func TestStreamNativePolicies(t *testing.T) {
 	users.Breaker.WarmUpLeft = 42 * time.Second
 	get := &users.Commands[0].Breaker
 	get.WarmUpLeft = 42 * time.Second
-	get.HealthCheck = circuit.HealthCheckStatus{Checks: 5, Failures: 4, LastErr: "connection refused"}
+	get.HealthCheck = "5 checks, 4 failed; last failed: connection refused"
 	get.Config.Confidence = 0.95
 	get.Health.ErrorRatio, get.Health.ErrorBound, get.Health.SlowBound = 0.5, 0.29934, 0.01
 	list := &users.Commands[1].Breaker
@@ -37,10 +37,7 @@ func TestStreamNativePolicies(t *testing.T) {
 	require.NotNil(t, ev)
 	assert.Equal(t, true, ev["warmingUp"])
 	assert.EqualValues(t, 42000, num(ev["warmUpLeftMs"]))
-	assert.Equal(t, true, ev["healthCheck"])
-	assert.EqualValues(t, 5, num(ev["healthChecks"]))
-	assert.EqualValues(t, 4, num(ev["healthCheckFails"]))
-	assert.Equal(t, "connection refused", ev["healthCheckError"])
+	assert.Equal(t, "5 checks, 4 failed; last failed: connection refused", ev["healthCheck"])
 	assert.Equal(t, json.Number("0.95"), ev["confidence"])
 	assert.Equal(t, json.Number("0.2993"), ev["errorBound"], "rounded like every ratio")
 	assert.Equal(t, json.Number("0.01"), ev["slowBound"])
@@ -49,8 +46,7 @@ func TestStreamNativePolicies(t *testing.T) {
 	require.NotNil(t, ev)
 	assert.Equal(t, false, ev["warmingUp"])
 	assert.EqualValues(t, 1, num(ev["probeFailures"]))
-	assert.Equal(t, false, ev["healthCheck"])
-	assert.Equal(t, "", ev["healthCheckError"])
+	assert.Equal(t, "", ev["healthCheck"], "no checker")
 	assert.Equal(t, json.Number("0"), ev["confidence"], "the rule off")
 
 	g := f.find(TypeBulwarkGroup, "users", "")

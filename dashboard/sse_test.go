@@ -181,7 +181,7 @@ func sampleSnapshot() command.Snapshot {
 		State: circuit.Closed, Mode: circuit.Normal, Since: 90 * time.Second,
 		OpenDuration: 5 * time.Second, RampShare: 1,
 		Health: circuit.Health{Requests: 40, Failures: 3, Timeouts: 1, Slow: 2, ErrorRatio: 0.1, SlowRatio: 0.05},
-		Config: circuit.Config{MinRequests: 20, FailureRatio: 0.5, HalfOpen: circuit.HalfOpenConfig{Successes: 3}},
+		Config: circuit.Config{MinRequests: 20, FailureRatio: 0.5, HalfOpenSuccesses: 3},
 	}
 	open := closed
 	open.State = circuit.Open

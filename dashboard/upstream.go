@@ -21,7 +21,7 @@ import (
 // what the aggregate holds (see AggregateConfig.MaxEvents).
 const (
 	// maxText is the longest string kept of a field that is not a name
-	// (a state, a reason, a health check's error): longer ones are cut.
+	// (a state, a reason, a health check's line): longer ones are cut.
 	maxText = 128
 	// maxTransitions is how many breaker transitions of a native event are
 	// kept, the newest: as many as a breaker remembers.
@@ -138,7 +138,7 @@ func (e *nativeGroup) bound() error {
 }
 
 func (b *breaker) bound() {
-	cut(&b.State, &b.Mode, &b.Reason, &b.Shared, &b.HealthCheckError)
+	cut(&b.State, &b.Mode, &b.Reason, &b.Shared, &b.HealthCheck)
 }
 
 // bound cuts the transitions' texts; it returns them, [] for none (as a

@@ -62,7 +62,7 @@ func hostileEvents(n, padding, transitions int) [][]byte {
 			add(map[string]any{"type": TypeHystrixThreadPool, "name": name(i), "currentActiveCount": 1})
 		case 2:
 			add(map[string]any{"type": TypeBulwarkCommand, "name": name(i), "group": name(0), "state": text, "reason": text,
-				"shared": text, "healthCheckError": text, "groupState": text, "alertTier": text, "transitions": trs})
+				"shared": text, "healthCheck": text, "groupState": text, "alertTier": text, "transitions": trs})
 		case 3:
 			add(map[string]any{"type": TypeBulwarkGroup, "name": name(i), "strategy": text, "reason": text, "transitions": trs})
 		}

@@ -189,7 +189,7 @@ func deadLetters(t *testing.T, q durable.Queue) []durable.Entry {
 // (the oldest due one at a time) more than twice MaxAttempts times each
 // here, and all are applied once it ends.
 func TestReplayerOutageDoesNotDeadLetterValidWrites(t *testing.T) {
-	fast := circuit.Config{MinRequests: 2, Open: circuit.OpenConfig{Duration: 20 * time.Millisecond}}
+	fast := circuit.Config{MinRequests: 2, OpenDuration: 20 * time.Millisecond}
 	for name, cfg := range map[string]command.GroupConfig{
 		"breaker opens and probes": {Strategy: command.Semaphore, Breaker: fast, CommandBreaker: fast},
 		"breaker never opens": {Strategy: command.Semaphore, Breaker: circuit.Config{Mode: circuit.ForcedClosed},

@@ -100,7 +100,7 @@ func Example_drill() {
 	defer reg.Close(context.Background())
 	profiles, err := reg.NewGroup("profiles", command.GroupConfig{
 		Strategy:       command.Semaphore,
-		CommandBreaker: circuit.Config{MinRequests: 10, Open: circuit.OpenConfig{Duration: 5 * time.Second}},
+		CommandBreaker: circuit.Config{MinRequests: 10, OpenDuration: 5 * time.Second},
 	})
 	if err != nil {
 		panic(err)

@@ -31,7 +31,7 @@ func ExampleTransport() {
 	transport, err := httpguard.NewTransport(reg, httpguard.Config{
 		Base:    base,
 		Degrade: true,
-		Group:   command.GroupConfig{Breaker: circuit.Config{MinRequests: 3, Open: circuit.OpenConfig{Duration: 10 * time.Second}}},
+		Group:   command.GroupConfig{Breaker: circuit.Config{MinRequests: 3, OpenDuration: 10 * time.Second}},
 	})
 	if err != nil {
 		panic(err)

@@ -29,7 +29,7 @@ func ExampleProbeReachable() {
 	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
 	defer reg.Close(context.Background())
 	transport, err := httpguard.NewTransport(reg, httpguard.Config{Base: base, Group: command.GroupConfig{
-		CommandBreaker:  circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: 5 * time.Second}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}},
+		CommandBreaker:  circuit.Config{MinRequests: 1, OpenDuration: 5 * time.Second, HalfOpenSuccesses: 1},
 		ProbeClassifier: httpguard.ProbeReachable,
 	}})
 	if err != nil {

@@ -44,7 +44,7 @@ func (s *probeServer) headers() []string {
 func probeTransport(t *testing.T, classify func(error) metrics.Event) (*Transport, *metrics.ManualClock, *command.Registry) {
 	clock := new(metrics.ManualClock)
 	tr, _, reg := newTestTransport(t, Config{Group: command.GroupConfig{
-		CommandBreaker:  circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: time.Second}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}},
+		CommandBreaker:  circuit.Config{MinRequests: 1, OpenDuration: time.Second, HalfOpenSuccesses: 1},
 		ProbeClassifier: classify,
 	}}, clock)
 	return tr, clock, reg

@@ -234,7 +234,7 @@ func TestTransportDegradedResponse(t *testing.T) {
 	srv := statusServer(t, &code)
 	clock := new(metrics.ManualClock)
 	tr, tracker, reg := newTestTransport(t, Config{Degrade: true, Group: command.GroupConfig{Strategy: command.Semaphore,
-		Breaker: circuit.Config{MinRequests: 5, Open: circuit.OpenConfig{Duration: 5 * time.Second}}}}, clock)
+		Breaker: circuit.Config{MinRequests: 5, OpenDuration: 5 * time.Second}}}, clock)
 	for range 5 {
 		resp, err := get(t, tr, srv.URL)
 		require.NoError(t, err)
@@ -280,7 +280,7 @@ func TestTransportRetryAfterSaturates(t *testing.T) {
 	code.Store(500)
 	srv := statusServer(t, &code)
 	tr, _, _ := newTestTransport(t, Config{Degrade: true, Group: command.GroupConfig{Strategy: command.Semaphore,
-		Breaker: circuit.Config{MinRequests: 1, Open: circuit.OpenConfig{Duration: math.MaxInt64}}}}, nil)
+		Breaker: circuit.Config{MinRequests: 1, OpenDuration: math.MaxInt64}}}, nil)
 	resp, err := get(t, tr, srv.URL)
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())

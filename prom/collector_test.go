@@ -405,8 +405,8 @@ func TestCollectorExportsFlapsBetweenScrapes(t *testing.T) {
 	reg := command.NewRegistry(command.RegistryConfig{Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	t.Cleanup(func() { require.NoError(t, reg.Close(context.Background())) })
 	pay, err := reg.NewGroup("pay", command.GroupConfig{Strategy: command.Semaphore, Timeout: command.NoTimeout,
-		CommandBreaker: circuit.Config{MinRequests: 2, FailureRatio: 0.5, Open: circuit.OpenConfig{Duration: time.Second},
-			HalfOpen: circuit.HalfOpenConfig{Successes: 1}}})
+		CommandBreaker: circuit.Config{MinRequests: 2, FailureRatio: 0.5, OpenDuration: time.Second,
+			HalfOpenSuccesses: 1}})
 	require.NoError(t, err)
 	c, err := New(reg)
 	require.NoError(t, err)

@@ -145,7 +145,7 @@ func TestRealPrometheusScrapesTheCollector(t *testing.T) {
 	users, err := reg.NewGroup("users", command.GroupConfig{Strategy: command.Semaphore})
 	require.NoError(t, err)
 	pay, err := reg.NewGroup("pay", command.GroupConfig{Strategy: command.Semaphore,
-		CommandBreaker: circuit.Config{MinRequests: 10, FailureRatio: 0.5, Open: circuit.OpenConfig{Duration: 10 * time.Minute}}})
+		CommandBreaker: circuit.Config{MinRequests: 10, FailureRatio: 0.5, OpenDuration: 10 * time.Minute}})
 	require.NoError(t, err)
 	c, err := New(reg)
 	require.NoError(t, err)

@@ -21,9 +21,10 @@
 // queueSize, timeout, fallbackLimit, maxCommands,
 // noFallback, readOnly, deadlineReserve, retry, throttle {k}, priority
 // {reserve, default}, rateLimit, keyedRateLimit, breaker, commandBreaker,
-// commands. Breaker fields (breaker, commandBreaker, and a
-// command's breaker), grouped as circuit.Config groups them: window
-// {length, buckets}, minRequests, failureRatio, slowCallDuration,
+// commands. Breaker fields (breaker, commandBreaker, and a command's
+// breaker), in circuit.Config's order, its fields that share a prefix
+// grouped in one object (open.duration is OpenDuration, open.max
+// OpenMaxDuration): window {length, buckets}, minRequests, failureRatio, slowCallDuration,
 // slowCallRatio, confidence, open {duration, backoff, max}, halfOpen {probes,
 // successes, maxWait}, ramp {duration, floor}, warmUp. (A document written
 // for the first, flat format, with halfOpenProbes and the like, is refused

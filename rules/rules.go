@@ -104,8 +104,9 @@ type Retry struct {
 	BudgetMinPerSecond *float64  `json:"budgetMinPerSecond" rules:"nonzero"`
 }
 
-// Breaker overrides the fields of a circuit.Config it sets, grouped as
-// circuit.Config groups them: open, halfOpen and ramp are objects.
+// Breaker overrides the fields of a circuit.Config it sets. The fields
+// that circuit.Config groups by a prefix are objects here: open sets the
+// Open fields, halfOpen the HalfOpen fields, ramp the Ramp fields.
 type Breaker struct {
 	Window           *Window   `json:"window"`
 	MinRequests      *int      `json:"minRequests" rules:"nonzero"`
@@ -119,21 +120,24 @@ type Breaker struct {
 	WarmUp           *Duration `json:"warmUp"`
 }
 
-// Open overrides the fields of a circuit.OpenConfig it sets.
+// Open overrides the circuit.Config fields OpenDuration, OpenBackoff and
+// OpenMaxDuration it sets.
 type Open struct {
 	Duration *Duration `json:"duration" rules:"nonzero"`
 	Backoff  *float64  `json:"backoff"`
 	Max      *Duration `json:"max" rules:"nonzero"`
 }
 
-// HalfOpen overrides the fields of a circuit.HalfOpenConfig it sets.
+// HalfOpen overrides the circuit.Config fields HalfOpenProbes,
+// HalfOpenSuccesses and HalfOpenMaxWait it sets.
 type HalfOpen struct {
 	Probes    *int      `json:"probes" rules:"nonzero"`
 	Successes *int      `json:"successes" rules:"nonzero"`
 	MaxWait   *Duration `json:"maxWait" rules:"nonzero"`
 }
 
-// Ramp overrides the fields of a circuit.RampConfig it sets.
+// Ramp overrides the circuit.Config fields RampDuration and RampFloor it
+// sets.
 type Ramp struct {
 	Duration *Duration `json:"duration"`
 	Floor    *float64  `json:"floor" rules:"nonzero"`
@@ -352,18 +356,18 @@ func (b *Breaker) apply(c *circuit.Config) {
 	set(&c.SlowCallRatio, b.SlowCallRatio)
 	set(&c.Confidence, b.Confidence)
 	if o := b.Open; o != nil {
-		setDuration(&c.Open.Duration, o.Duration)
-		set(&c.Open.Backoff, o.Backoff)
-		setDuration(&c.Open.Max, o.Max)
+		setDuration(&c.OpenDuration, o.Duration)
+		set(&c.OpenBackoff, o.Backoff)
+		setDuration(&c.OpenMaxDuration, o.Max)
 	}
 	if h := b.HalfOpen; h != nil {
-		set(&c.HalfOpen.Probes, h.Probes)
-		set(&c.HalfOpen.Successes, h.Successes)
-		setDuration(&c.HalfOpen.MaxWait, h.MaxWait)
+		set(&c.HalfOpenProbes, h.Probes)
+		set(&c.HalfOpenSuccesses, h.Successes)
+		setDuration(&c.HalfOpenMaxWait, h.MaxWait)
 	}
 	if r := b.Ramp; r != nil {
-		setDuration(&c.Ramp.Duration, r.Duration)
-		set(&c.Ramp.Floor, r.Floor)
+		setDuration(&c.RampDuration, r.Duration)
+		set(&c.RampFloor, r.Floor)
 	}
 	setDuration(&c.WarmUp, b.WarmUp)
 }

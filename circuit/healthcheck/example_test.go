@@ -19,12 +19,12 @@ import (
 func ExampleStart() {
 	clock := new(metrics.ManualClock)
 	b, _ := circuit.New(circuit.Config{
-		Name:        "users-db",
-		MinRequests: 4,
-		Open:        circuit.OpenConfig{Duration: time.Minute},
-		HalfOpen:    circuit.HalfOpenConfig{Successes: 2},
-		Clock:       clock,
-		Logger:      slog.New(slog.DiscardHandler),
+		Name:              "users-db",
+		MinRequests:       4,
+		OpenDuration:      time.Minute,
+		HalfOpenSuccesses: 2,
+		Clock:             clock,
+		Logger:            slog.New(slog.DiscardHandler),
 		OnTransition: func(t circuit.Transition) {
 			fmt.Printf("%v: %v -> %v (%v)\n", t.At, t.From, t.To, t.Reason)
 		},
@@ -58,12 +58,12 @@ func ExampleStart() {
 	fmt.Println(checker.Check(context.Background()))
 	call(metrics.Success)
 	call(metrics.Success)
-	fmt.Printf("%+v\n", b.Snapshot().HealthCheck)
+	fmt.Println(b.Snapshot().HealthCheck)
 	// Output:
 	// 0s: closed -> open (error_ratio)
 	// circuit: health check failed: breaker "users-db": connection refused
 	// 1s: open -> half-open (health_check)
 	// <nil>
 	// 1s: half-open -> closed (probes_succeeded)
-	// {Checks:2 Failures:1 LastErr:}
+	// 2 checks, 1 failed; last passed
 }

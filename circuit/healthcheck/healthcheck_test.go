@@ -67,12 +67,12 @@ func newRig(t *testing.T, logger *slog.Logger) *rig {
 	}
 	r := &rig{t: t, clock: new(metrics.ManualClock)}
 	b, err := circuit.New(circuit.Config{
-		Name:        "db",
-		MinRequests: 4,
-		Open:        circuit.OpenConfig{Duration: time.Minute},
-		HalfOpen:    circuit.HalfOpenConfig{Successes: 2},
-		Clock:       r.clock,
-		Logger:      logger,
+		Name:              "db",
+		MinRequests:       4,
+		OpenDuration:      time.Minute,
+		HalfOpenSuccesses: 2,
+		Clock:             r.clock,
+		Logger:            logger,
 		OnTransition: func(tr circuit.Transition) {
 			r.mu.Lock()
 			r.reasons = append(r.reasons, tr.Reason)
@@ -130,6 +130,7 @@ func TestCheckMovesToHalfOpen(t *testing.T) {
 
 	require.ErrorIs(t, c.Check(ctx), healthcheck.ErrSkipped, "closed: nothing to check")
 	assert.Zero(t, p.calls.Load())
+	assert.Equal(t, "", r.b.Snapshot().HealthCheck, "a skipped check is not a check")
 
 	r.trip()
 	r.clock.Advance(500 * time.Millisecond)
@@ -137,6 +138,7 @@ func TestCheckMovesToHalfOpen(t *testing.T) {
 	require.ErrorIs(t, err, errDown)
 	require.NotErrorIs(t, err, healthcheck.ErrSkipped)
 	assert.Equal(t, circuit.Open, r.b.State())
+	assert.Equal(t, "1 check, 1 failed; last failed: dependency down", r.b.Snapshot().HealthCheck)
 
 	p.healthy.Store(true)
 	r.clock.Advance(500 * time.Millisecond)
@@ -146,7 +148,7 @@ func TestCheckMovesToHalfOpen(t *testing.T) {
 	require.Equal(t, circuit.Closed, r.b.State())
 	assert.Equal(t, []circuit.Reason{circuit.ReasonErrorRatio, healthcheck.Reason, circuit.ReasonProbesSucceeded}, r.got())
 	assert.Equal(t, time.Second, r.at[1], "half-open at once, not after the 1 min open duration")
-	assert.Equal(t, circuit.HealthCheckStatus{Checks: 2, Failures: 1}, r.b.Snapshot().HealthCheck)
+	assert.Equal(t, "2 checks, 1 failed; last passed", r.b.Snapshot().HealthCheck)
 }
 
 func TestCheckFailedProbeReopens(t *testing.T) {
@@ -159,6 +161,30 @@ func TestCheckFailedProbeReopens(t *testing.T) {
 	r.record(1, metrics.Failure)
 	assert.Equal(t, circuit.Open, r.b.State())
 	assert.Equal(t, []circuit.Reason{circuit.ReasonErrorRatio, healthcheck.Reason, circuit.ReasonProbeFailed}, r.got())
+}
+
+// The snapshot's line counts the checks and failures so far and tells how
+// the last one ended, with its error's text when it has one.
+func TestSnapshotHealthCheckLine(t *testing.T) {
+	ctx := context.Background()
+	errs := []error{errors.New("dial tcp: connection refused"), errors.New(""), nil, errDown}
+	next := 0
+	r := newRig(t, nil)
+	c := r.start(manual(func(context.Context) error { next++; return errs[next-1] }))
+	r.trip()
+	for _, want := range []string{
+		"1 check, 1 failed; last failed: dial tcp: connection refused",
+		"2 checks, 2 failed; last failed", // an error without text
+		"3 checks, 2 failed; last passed",
+	} {
+		_ = c.Check(ctx)
+		assert.Equal(t, want, r.b.Snapshot().HealthCheck)
+	}
+	require.Equal(t, circuit.HalfOpen, r.b.State(), "the passing check")
+	r.record(1, metrics.Failure)
+	require.ErrorIs(t, c.Check(ctx), errDown, "open again")
+	assert.Equal(t, "4 checks, 3 failed; last failed: dependency down", r.b.Snapshot().HealthCheck,
+		"the counts span openings")
 }
 
 func TestCheckSkips(t *testing.T) {
@@ -181,7 +207,7 @@ func TestCheckSkips(t *testing.T) {
 	c.Stop()
 	require.ErrorIs(t, c.Check(ctx), healthcheck.ErrSkipped, "stopped")
 	c.Stop() // idempotent
-	assert.Zero(t, r.b.Snapshot().HealthCheck, "no checker attached")
+	assert.Equal(t, "", r.b.Snapshot().HealthCheck, "no checker attached")
 	r.clock.Advance(2 * time.Minute) // the breaker still works
 	r.record(1, metrics.Success)
 	assert.Zero(t, p.calls.Load())
@@ -237,7 +263,7 @@ func TestCheckPanicIsAFailure(t *testing.T) {
 	require.NotErrorIs(t, err, healthcheck.ErrSkipped)
 	assert.Contains(t, err.Error(), "panic: check bug")
 	assert.Contains(t, logs.String(), "health check panicked")
-	assert.Equal(t, "panic: check bug", r.b.Snapshot().HealthCheck.LastErr)
+	assert.Equal(t, "1 check, 1 failed; last failed: panic: check bug", r.b.Snapshot().HealthCheck)
 	assert.Equal(t, circuit.Open, r.b.State())
 }
 

@@ -22,7 +22,7 @@ func (gate) Status() string { return "shared state: ok" }
 // ReasonOpen and closes it with ReasonClose; a decision taken on a Look
 // from before a transition does not apply.
 func TestJoinLookOpenClose(t *testing.T) {
-	b, err := circuit.New(circuit.Config{Name: "dep", Clock: new(metrics.ManualClock), Open: circuit.OpenConfig{Duration: time.Minute}})
+	b, err := circuit.New(circuit.Config{Name: "dep", Clock: new(metrics.ManualClock), OpenDuration: time.Minute})
 	require.NoError(t, err)
 	_, err = party.Join(b, nil)
 	require.Error(t, err, "a nil party")

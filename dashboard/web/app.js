@@ -248,14 +248,12 @@
   }
 
   // policyDetail tells what the breaker's operating policies are doing:
-  // a warm-up in progress, failed health checks while open.
+  // a warm-up in progress, the health checker's line while open.
   function policyDetail(n) {
     if (!n) return '';
     const parts = [];
     if (n.warmingUp) parts.push('warming up · ' + fmtDur(n.warmUpLeftMs) + ' left');
-    if (n.healthCheck && n.state === 'open' && n.healthCheckFails > 0) {
-      parts.push('health check failed ×' + n.healthCheckFails + (n.healthCheckError ? ': ' + n.healthCheckError : ''));
-    }
+    if (n.healthCheck && n.state === 'open') parts.push('health check: ' + n.healthCheck);
     // The confidence rule: the breaker trips on the ratios' lower bounds.
     if (n.confidence > 0) {
       parts.push('errors ≥ ' + fmtPct(n.errorBound * 100) + ' at ' + fmtPct(n.confidence * 100) + ' confidence');

@@ -90,7 +90,7 @@ func runChild(mode string, open func() (durable.Queue, error)) error {
 	quiet := slog.New(slog.DiscardHandler)
 	reg := command.NewRegistry(command.RegistryConfig{Logger: quiet})
 	defer reg.Close(context.Background())
-	breaker := circuit.Config{MinRequests: 5, Open: circuit.OpenConfig{Duration: 50 * time.Millisecond}}
+	breaker := circuit.Config{MinRequests: 5, OpenDuration: 50 * time.Millisecond}
 	g, err := reg.NewGroup("orders", command.GroupConfig{Strategy: command.Semaphore, Timeout: 200 * time.Millisecond,
 		Breaker: breaker, CommandBreaker: breaker})
 	if err != nil {

@@ -117,7 +117,7 @@ func run(w io.Writer, p params) error {
 		Window:       metrics.Window{Length: time.Second, Buckets: 10},
 		MinRequests:  8,
 		FailureRatio: 0.5,
-		Open:         circuit.OpenConfig{Duration: 250 * time.Millisecond},
+		OpenDuration: 250 * time.Millisecond,
 	}
 	group, err := reg.NewGroup("inventory", command.GroupConfig{
 		Timeout:        50 * time.Millisecond,

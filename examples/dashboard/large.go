@@ -112,7 +112,7 @@ type generatedLoad struct {
 // addGenerated creates the groups of n generated commands in reg. A group
 // of three is a semaphore group, the others pools; one in four retries.
 func addGenerated(reg *command.Registry, n int, start time.Time) ([]generatedLoad, error) {
-	breaker := circuit.Config{Open: circuit.OpenConfig{Duration: 5 * time.Second, Backoff: 2, Max: 20 * time.Second}}
+	breaker := circuit.Config{OpenDuration: 5 * time.Second, OpenBackoff: 2, OpenMaxDuration: 20 * time.Second}
 	var loads []generatedLoad
 	for j := 0; j*groupSize < n; j++ {
 		name := groupNames[j%len(groupNames)]

@@ -208,7 +208,7 @@ func newService(reg *command.Registry, start time.Time) (*service, error) {
 	// A breaker that trips after 20 calls in a 10 s window at 50 % errors,
 	// stays open 5 s, doubles that after each failed probe (up to 20 s) and
 	// closes after 3 good probes.
-	breaker := circuit.Config{Open: circuit.OpenConfig{Duration: 5 * time.Second, Backoff: 2, Max: 20 * time.Second}}
+	breaker := circuit.Config{OpenDuration: 5 * time.Second, OpenBackoff: 2, OpenMaxDuration: 20 * time.Second}
 	groups := []struct {
 		g    **command.Group
 		name string
@@ -220,7 +220,7 @@ func newService(reg *command.Registry, start time.Time) (*service, error) {
 			CommandBreaker: circuit.Config{
 				SlowCallDuration: 150 * time.Millisecond,
 				SlowCallRatio:    0.6,
-				Open:             circuit.OpenConfig{Duration: 5 * time.Second},
+				OpenDuration:     5 * time.Second,
 			}}},
 		{&s.inventory, "inventory", command.GroupConfig{MaxConcurrent: 10, Timeout: 250 * time.Millisecond, CommandBreaker: breaker}},
 		{&s.reports, "reports", command.GroupConfig{MaxConcurrent: 2, QueueSize: 2, Timeout: time.Second, CommandBreaker: breaker}},

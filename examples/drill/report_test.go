@@ -30,7 +30,7 @@ func scriptedDrill(t *testing.T) drillLog {
 	newBreaker := func(name string) *circuit.Breaker {
 		b, err := circuit.New(circuit.Config{Name: name, Clock: clock, Logger: quiet,
 			Window: metrics.Window{Length: 200 * ms1, Buckets: 2}, MinRequests: 2, FailureRatio: 0.6,
-			Open: circuit.OpenConfig{Duration: 500 * ms1}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}})
+			OpenDuration: 500 * ms1, HalfOpenSuccesses: 1})
 		require.NoError(t, err)
 		return b
 	}

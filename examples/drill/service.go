@@ -66,7 +66,7 @@ func presetNames() []string {
 func protection() command.GroupConfig {
 	window := metrics.Window{Length: breakerWindow, Buckets: 10}
 	breaker := circuit.Config{Window: window, MinRequests: 20, FailureRatio: 0.5,
-		Open: circuit.OpenConfig{Duration: time.Second}, HalfOpen: circuit.HalfOpenConfig{Successes: 3}}
+		OpenDuration: time.Second, HalfOpenSuccesses: 3}
 	return command.GroupConfig{Strategy: command.Thread, MaxConcurrent: bulkheadSize, Timeout: callTimeout,
 		Window: window, Breaker: breaker, CommandBreaker: breaker}
 }

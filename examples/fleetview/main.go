@@ -147,7 +147,7 @@ type instance struct {
 // with ctx and is counted in wg.
 func startInstance(ctx context.Context, wg *sync.WaitGroup, i int, start time.Time, logger *slog.Logger) (*instance, error) {
 	reg := command.NewRegistry(command.RegistryConfig{Logger: logger.With("instance", i+1)})
-	breaker := circuit.Config{Open: circuit.OpenConfig{Duration: 5 * time.Second}}
+	breaker := circuit.Config{OpenDuration: 5 * time.Second}
 	users, err := reg.NewGroup("users", command.GroupConfig{MaxConcurrent: 10, Timeout: 200 * time.Millisecond, CommandBreaker: breaker})
 	if err != nil {
 		return nil, err

@@ -227,7 +227,7 @@ func run(w io.Writer, p params) error {
 	reg := command.NewRegistry(command.RegistryConfig{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer reg.Close(context.Background())
 	window := metrics.Window{Length: 2 * time.Second, Buckets: 10}
-	breaker := circuit.Config{Window: window, MinRequests: 20, FailureRatio: 0.5, Open: circuit.OpenConfig{Duration: 500 * time.Millisecond}}
+	breaker := circuit.Config{Window: window, MinRequests: 20, FailureRatio: 0.5, OpenDuration: 500 * time.Millisecond}
 	base := &http.Transport{MaxIdleConnsPerHost: 64}
 	defer base.CloseIdleConnections()
 	transport, err := httpguard.NewTransport(reg, httpguard.Config{

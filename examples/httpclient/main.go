@@ -79,9 +79,9 @@ func run(w io.Writer, p params) error {
 	// The host's group breaker and each method's command breaker: open at
 	// half of at least 5 requests failed in the last 2 s.
 	breaker := circuit.Config{
-		Window:      metrics.Window{Length: 2 * time.Second, Buckets: 10},
-		MinRequests: 5,
-		Open:        circuit.OpenConfig{Duration: p.OpenDuration},
+		Window:       metrics.Window{Length: 2 * time.Second, Buckets: 10},
+		MinRequests:  5,
+		OpenDuration: p.OpenDuration,
 	}
 	transport, err := httpguard.NewTransport(reg, httpguard.Config{
 		Base:    base,

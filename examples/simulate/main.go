@@ -417,15 +417,18 @@ func (bp BreakerParams) backoffText() string {
 // reports its transitions to onTransition; it logs nothing.
 func (bp BreakerParams) config(name string, clock metrics.Clock, onTransition func(circuit.Transition)) circuit.Config {
 	c := circuit.Config{
-		Name:         name,
-		Window:       metrics.Window{Length: bp.Window, Buckets: bp.Buckets},
-		MinRequests:  bp.MinRequests,
-		FailureRatio: bp.FailureRatio,
-		Open:         circuit.OpenConfig{Duration: bp.Open, Backoff: bp.Backoff, Max: bp.MaxOpen},
-		HalfOpen:     circuit.HalfOpenConfig{Probes: bp.Probes, Successes: bp.ProbeSuccesses},
-		Clock:        clock,
-		Logger:       slog.New(slog.DiscardHandler),
-		OnTransition: onTransition,
+		Name:              name,
+		Window:            metrics.Window{Length: bp.Window, Buckets: bp.Buckets},
+		MinRequests:       bp.MinRequests,
+		FailureRatio:      bp.FailureRatio,
+		OpenDuration:      bp.Open,
+		OpenBackoff:       bp.Backoff,
+		OpenMaxDuration:   bp.MaxOpen,
+		HalfOpenProbes:    bp.Probes,
+		HalfOpenSuccesses: bp.ProbeSuccesses,
+		Clock:             clock,
+		Logger:            slog.New(slog.DiscardHandler),
+		OnTransition:      onTransition,
 	}
 	bp.apply(&c)
 	return c

@@ -65,10 +65,10 @@ func (pp Policies) validate() error {
 
 // apply sets the policies other than the health check in c.
 func (pp Policies) apply(c *circuit.Config) {
-	c.HalfOpen.Failures = pp.HalfOpenFailures
-	c.Ramp.Duration = pp.RampUp
+	c.HalfOpenFailures = pp.HalfOpenFailures
+	c.RampDuration = pp.RampUp
 	if pp.Ramp == rampDoubling {
-		c.Ramp.Doubling = 3 * time.Second
+		c.RampDoubling = 3 * time.Second
 	}
 	c.WarmUp = pp.WarmUp
 }

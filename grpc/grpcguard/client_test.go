@@ -150,7 +150,7 @@ func TestClientTagsProbes(t *testing.T) {
 	srv := &echoServer{}
 	addr := serve(t, srv)
 	client, _, _ := guarded(t, reg, addr, ClientConfig{Group: command.GroupConfig{
-		CommandBreaker: circuit.Config{MinRequests: 2, Open: circuit.OpenConfig{Duration: time.Second}, HalfOpen: circuit.HalfOpenConfig{Successes: 1}},
+		CommandBreaker: circuit.Config{MinRequests: 2, OpenDuration: time.Second, HalfOpenSuccesses: 1},
 	}})
 	for range 2 {
 		_, err := client.UnaryCall(context.Background(), failWith(codes.Internal, "bug"))

@@ -103,7 +103,7 @@ func TestServerShortCircuitAnswersWithPushback(t *testing.T) {
 	reg := newTestRegistry(t, clock)
 	srv := &echoServer{}
 	client, _ := protected(t, reg, srv, ServerConfig{Group: command.GroupConfig{
-		CommandBreaker: circuit.Config{MinRequests: 2, Open: circuit.OpenConfig{Duration: 5 * time.Second}},
+		CommandBreaker: circuit.Config{MinRequests: 2, OpenDuration: 5 * time.Second},
 	}})
 	for range 2 {
 		_, err := client.UnaryCall(context.Background(), failWith(codes.Internal, "database down"))

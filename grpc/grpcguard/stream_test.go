@@ -178,7 +178,7 @@ func TestStreamProbeIsTagged(t *testing.T) {
 		return streamer(ctx, desc, cc, method, opts...)
 	}
 	c, err := NewClient(reg, ClientConfig{Group: command.GroupConfig{
-		Strategy: command.Semaphore, CommandBreaker: circuit.Config{MinRequests: 2, Open: circuit.OpenConfig{Duration: time.Second}, HalfOpen: circuit.HalfOpenConfig{Successes: 2}},
+		Strategy: command.Semaphore, CommandBreaker: circuit.Config{MinRequests: 2, OpenDuration: time.Second, HalfOpenSuccesses: 2},
 	}})
 	require.NoError(t, err)
 	client := testgrpc.NewTestServiceClient(dial(t, addr, grpc.WithChainStreamInterceptor(c.Stream, flaky)))

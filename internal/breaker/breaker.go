@@ -512,8 +512,8 @@ type Snapshot struct {
 	Transitions []Transition      // the last few transitions, oldest first, at most 8
 	Counts      []TransitionCount // every transition since creation, by kind, in order of first occurrence
 	WarmUpLeft  time.Duration     // how long outcomes are not counted yet (warm-up); 0: counted
-	HealthCheck HealthCheckStatus
-	Shared      string // the party's status (Party.Status); "" when the breaker judges alone
+	HealthCheck string            // the health checker's progress (Checker.status); "" without one
+	Shared      string            // the party's status (Party.Status); "" when the breaker judges alone
 }
 
 // Snapshot returns the breaker's current state, progress, health and recent

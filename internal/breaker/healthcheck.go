@@ -23,13 +23,6 @@ import (
 // running, or the checker was stopped.
 var ErrHealthCheckSkipped = errors.New("circuit: health check skipped")
 
-// HealthCheckStatus tells a health check's state in a Snapshot.
-type HealthCheckStatus struct {
-	Checks   int64  // checks run so far
-	Failures int64  // checks that failed so far
-	LastErr  string // error text of the last check; "" if it passed or none ran
-}
-
 // CheckSettings is what a Checker runs on, valid and with defaults applied
 // (package circuit/healthcheck documents every field).
 type CheckSettings struct {
@@ -46,7 +39,7 @@ type Checker struct {
 	busy     atomic.Bool // a check is running: checks never overlap
 	checks   atomic.Int64
 	failures atomic.Int64
-	lastErr  atomic.Pointer[string]
+	lastErr  atomic.Pointer[string] // error text of the last check; nil if it passed
 
 	ctx    context.Context // ended by Stop; parent of every scheduled check
 	cancel context.CancelFunc
@@ -79,22 +72,38 @@ func (b *Breaker) StartChecker(s CheckSettings) (*Checker, error) {
 	return c, nil
 }
 
-// status returns the checker's part of a Snapshot.
-func (c *Checker) status() HealthCheckStatus {
-	s := HealthCheckStatus{Checks: c.checks.Load(), Failures: c.failures.Load()}
-	if e := c.lastErr.Load(); e != nil {
-		s.LastErr = *e
+// status returns the checker's part of a Snapshot, the line that
+// circuit.Snapshot.HealthCheck documents: "14 checks, 3 failed; last
+// failed: <error>" (or "; last passed"), "" before the first check.
+// Failures is read before checks, so that the line never counts more
+// failures than checks while a check ends.
+func (c *Checker) status() string {
+	failures := c.failures.Load()
+	checks := c.checks.Load()
+	if checks == 0 {
+		return ""
 	}
-	return s
+	noun := "checks"
+	if checks == 1 {
+		noun = "check"
+	}
+	last := "last passed"
+	if e := c.lastErr.Load(); e != nil {
+		last = "last failed"
+		if *e != "" {
+			last += ": " + *e
+		}
+	}
+	return fmt.Sprintf("%d %s, %d failed; %s", checks, noun, failures, last)
 }
 
 // healthStatus returns the Snapshot's HealthCheck: the attached checker's
-// status, or the zero value without one.
-func (b *Breaker) healthStatus() HealthCheckStatus {
+// status, or "" without one.
+func (b *Breaker) healthStatus() string {
 	if c := b.checker.Load(); c != nil {
 		return c.status()
 	}
-	return HealthCheckStatus{}
+	return ""
 }
 
 // startHealthCheckLocked starts the attached checker's schedule as the

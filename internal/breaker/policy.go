@@ -30,7 +30,7 @@ func (b *Breaker) userShare(c *settings, elapsed time.Duration) float64 {
 		err = fmt.Errorf("share %v is not in (0, 1]", s)
 	}
 	if err != nil {
-		c.Logger.LogAttrs(context.Background(), slog.LevelError, "circuit breaker Ramp.Func failed; ramp-up ended",
+		c.Logger.LogAttrs(context.Background(), slog.LevelError, "circuit breaker RampFunc failed; ramp-up ended",
 			slog.String("breaker", c.Name), slog.Duration("elapsed", elapsed), slog.Any("error", err))
 		return 1
 	}

@@ -56,7 +56,7 @@ func TestConservation(t *testing.T) {
 	m, err := NewMetrics(reg, Config{MeterProvider: mp})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, m.Close()) })
-	trips := circuit.Config{MinRequests: 5, FailureRatio: 0.5, Open: circuit.OpenConfig{Duration: 20 * time.Millisecond}}
+	trips := circuit.Config{MinRequests: 5, FailureRatio: 0.5, OpenDuration: 20 * time.Millisecond}
 	pool, err := reg.NewGroup("pool", command.GroupConfig{MaxConcurrent: 3, QueueSize: 2, Timeout: 20 * time.Millisecond, CommandBreaker: trips})
 	require.NoError(t, err)
 	sem, err := reg.NewGroup("sem", command.GroupConfig{Strategy: command.Semaphore, MaxConcurrent: 2, Timeout: 20 * time.Millisecond, CommandBreaker: trips})

@@ -66,10 +66,10 @@ type instance struct {
 // 10 buckets, 20 calls before a verdict.
 func breakerConfig(open time.Duration) circuit.Config {
 	return circuit.Config{
-		Window:      metrics.Window{Length: time.Second, Buckets: 10},
-		MinRequests: 20,
-		Open:        circuit.OpenConfig{Duration: open},
-		HalfOpen:    circuit.HalfOpenConfig{Successes: 3},
+		Window:            metrics.Window{Length: time.Second, Buckets: 10},
+		MinRequests:       20,
+		OpenDuration:      open,
+		HalfOpenSuccesses: 3,
 	}
 }
 

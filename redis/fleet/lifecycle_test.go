@@ -16,12 +16,12 @@ import (
 func sparseBreaker(t *testing.T) *circuit.Breaker {
 	t.Helper()
 	b, err := circuit.New(circuit.Config{
-		Name:        "dep",
-		Window:      metrics.Window{Length: time.Second, Buckets: 10},
-		MinRequests: 1,
-		Open:        circuit.OpenConfig{Duration: 100 * time.Millisecond},
-		HalfOpen:    circuit.HalfOpenConfig{Successes: 1},
-		Logger:      slog.New(slog.DiscardHandler),
+		Name:              "dep",
+		Window:            metrics.Window{Length: time.Second, Buckets: 10},
+		MinRequests:       1,
+		OpenDuration:      100 * time.Millisecond,
+		HalfOpenSuccesses: 1,
+		Logger:            slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
 	return b

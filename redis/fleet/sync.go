@@ -192,7 +192,7 @@ func (m *member) plan(ctx context.Context, pipe redis.Pipeliner, nowMs int64) pl
 	if m.asked.Swap(false) && p.look.State == circuit.HalfOpen {
 		want = "1"
 	}
-	stateTTL := 2*max(cfg.Window.Length, cfg.Open.Max) + 3*f.interval
+	stateTTL := 2*max(cfg.Window.Length, cfg.OpenMaxDuration) + 3*f.interval
 	p.state = pipe.Eval(ctx, syncScript, []string{m.base + ":s", m.base + ":p"}, f.cfg.Instance, p.op,
 		strconv.FormatInt(m.epoch, 10), strconv.FormatInt(m.followed, 10), want,
 		(3 * f.interval).Milliseconds(), stateTTL.Milliseconds())

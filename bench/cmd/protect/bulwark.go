@@ -36,11 +36,11 @@ func (c *backendCmd) Run(ctx context.Context) (struct{}, error) { return struct{
 func bulwarkProtection() protection {
 	window := metrics.Window{Length: breakerWindow, Buckets: 10}
 	breaker := circuit.Config{
-		Window:       window,
-		MinRequests:  minRequests,
-		FailureRatio: failureRatio,
-		Open:         circuit.OpenConfig{Duration: openDuration},
-		HalfOpen:     circuit.HalfOpenConfig{Successes: halfOpenSuccesses},
+		Window:            window,
+		MinRequests:       minRequests,
+		FailureRatio:      failureRatio,
+		OpenDuration:      openDuration,
+		HalfOpenSuccesses: halfOpenSuccesses,
 	}
 	return bulwarkGroups("bulwark (pool)", command.GroupConfig{
 		Window:         window,

@@ -171,7 +171,7 @@ func run(out io.Writer, p params) error {
 	quiet := slog.New(slog.DiscardHandler)
 	reg := command.NewRegistry(command.RegistryConfig{Logger: quiet})
 	defer reg.Close(context.Background())
-	breaker := circuit.Config{MinRequests: 4, Open: circuit.OpenConfig{Duration: 200 * time.Millisecond}}
+	breaker := circuit.Config{MinRequests: 4, OpenDuration: 200 * time.Millisecond}
 	g, err := reg.NewGroup("orders", command.GroupConfig{Strategy: command.Semaphore, Timeout: time.Second,
 		Breaker: breaker, CommandBreaker: breaker})
 	if err != nil {

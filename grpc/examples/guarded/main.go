@@ -211,7 +211,7 @@ func run(w io.Writer, p params) error {
 	c, err := grpcguard.NewClient(clientReg, grpcguard.ClientConfig{
 		Group: command.GroupConfig{
 			MaxConcurrent: 16, Timeout: 100 * time.Millisecond, Window: window,
-			Breaker: circuit.Config{Window: window, MinRequests: 5, FailureRatio: 0.5, Open: circuit.OpenConfig{Duration: 500 * time.Millisecond}, HalfOpen: circuit.HalfOpenConfig{Successes: 2}},
+			Breaker: circuit.Config{Window: window, MinRequests: 5, FailureRatio: 0.5, OpenDuration: 500 * time.Millisecond, HalfOpenSuccesses: 2},
 		},
 		// The server's ResourceExhausted is a quota per client here: the
 		// greedy client's doing, which must not open the breaker that all

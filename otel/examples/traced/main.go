@@ -112,7 +112,7 @@ func run(w io.Writer, p params) error {
 	reg := command.NewRegistry(command.RegistryConfig{Hook: hook, Logger: logger})
 	defer reg.Close(ctx)
 	trips := circuit.Config{Window: metrics.Window{Length: time.Second, Buckets: 10}, MinRequests: 10,
-		Open: circuit.OpenConfig{Duration: 200 * time.Millisecond}}
+		OpenDuration: 200 * time.Millisecond}
 	g, err := reg.NewGroup("inventory", command.GroupConfig{Strategy: command.Semaphore, Timeout: 100 * time.Millisecond,
 		Retry: retry.Config{MaxAttempts: 2, Backoff: time.Millisecond}, Breaker: trips, CommandBreaker: trips,
 		Commands: map[string]command.CommandConfig{"stock": {}}}) // declared: its breaker exists before its first call

@@ -151,7 +151,7 @@ type load struct {
 
 // newService creates the three groups and returns the load on each.
 func newService(reg *command.Registry, start time.Time) ([]load, error) {
-	breaker := circuit.Config{Open: circuit.OpenConfig{Duration: 5 * time.Second, Backoff: 2, Max: 20 * time.Second}}
+	breaker := circuit.Config{OpenDuration: 5 * time.Second, OpenBackoff: 2, OpenMaxDuration: 20 * time.Second}
 	groups := map[string]*command.Group{}
 	for _, name := range []string{"users", "inventory", "recommendations"} {
 		g, err := reg.NewGroup(name, command.GroupConfig{MaxConcurrent: 10, Timeout: 250 * time.Millisecond, CommandBreaker: breaker})

@@ -180,9 +180,9 @@ func newFleet(addr string, n int, interval time.Duration, shared bool) (*fleetRu
 		in := &instance{}
 		in.reg = command.NewRegistry(command.RegistryConfig{Logger: quietLog})
 		bc := circuit.Config{
-			Window:      metrics.Window{Length: 10 * time.Second, Buckets: 10},
-			MinRequests: 20,
-			Open:        circuit.OpenConfig{Duration: time.Minute},
+			Window:       metrics.Window{Length: 10 * time.Second, Buckets: 10},
+			MinRequests:  20,
+			OpenDuration: time.Minute,
 			OnTransition: func(t circuit.Transition) {
 				if t.To == circuit.Open {
 					in.openAt.CompareAndSwap(0, int64(time.Since(r.start)))

@@ -117,12 +117,12 @@ func run(o options, in io.Reader, w io.Writer) error {
 	reg := command.NewRegistry(command.RegistryConfig{Logger: logger})
 	defer reg.Close(context.Background())
 	bc := circuit.Config{
-		Name:        "dep",
-		Window:      metrics.Window{Length: time.Second, Buckets: 10},
-		MinRequests: 10,
-		Open:        circuit.OpenConfig{Duration: 500 * time.Millisecond},
-		HalfOpen:    circuit.HalfOpenConfig{Successes: 3},
-		Logger:      slog.New(slog.DiscardHandler),
+		Name:              "dep",
+		Window:            metrics.Window{Length: time.Second, Buckets: 10},
+		MinRequests:       10,
+		OpenDuration:      500 * time.Millisecond,
+		HalfOpenSuccesses: 3,
+		Logger:            slog.New(slog.DiscardHandler),
 		OnTransition: func(t circuit.Transition) {
 			ev.emit(event{Ev: "transition", From: t.From.String(), To: t.To.String(), Reason: string(t.Reason)})
 		},
