@@ -3,9 +3,11 @@ package browsertest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -19,6 +21,26 @@ func skipOrFail(t testing.TB, format string, args ...any) {
 		t.Skipf(format, args...)
 	}
 	t.Fatalf(format, args...)
+}
+
+// removeProfile removes a stopped browser's profile directory. The browser's
+// main process has exited by then, but its helpers (utility processes, the
+// crash handler, reparented to init) can still be writing into the profile
+// for a moment, so a removal that finds a directory refilled is tried again
+// until wait has passed; t.TempDir's single RemoveAll failed the test
+// ("directory not empty") when it raced them.
+func removeProfile(dir string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		err := os.RemoveAll(dir)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("profile %s still written to %v after the browser stopped: %w", dir, wait, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // chromiumPath finds the browser: $BULWARK_CHROMIUM, then the usual names on
@@ -39,13 +61,18 @@ func chromiumPath() (string, error) {
 }
 
 // startChromium starts headless Chromium with a fresh profile directory and
-// returns a tab context; the browser is stopped when the test ends. A browser
-// that cannot be found or started skips the test, or fails it under CI.
+// returns a tab context; the browser is stopped when the test ends, and its
+// profile removed. A browser that cannot be found or started skips the
+// test, or fails it under CI.
 func startChromium(t testing.TB) context.Context {
 	t.Helper()
 	path, err := chromiumPath()
 	if err != nil {
 		skipOrFail(t, "browser test: %v", err)
+	}
+	profile, err := os.MkdirTemp("", "bulwark-chromium-")
+	if err != nil {
+		t.Fatalf("browser test: profile directory: %v", err)
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(path),
@@ -57,12 +84,15 @@ func startChromium(t testing.TB) context.Context {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 	)
 	ctx, cancelTab := chromedp.NewContext(allocCtx)
 	t.Cleanup(func() {
 		cancelTab()
 		cancelAlloc() // waits for the browser process to exit
+		if err := removeProfile(profile, 10*time.Second); err != nil {
+			t.Errorf("browser test: %v", err)
+		}
 	})
 	// The first Do starts the browser and binds its life to ctx: no timeout
 	// context here, or the browser would end with it.
