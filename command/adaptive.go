@@ -70,15 +70,17 @@ func validateAdaptive(c *adaptive.Config, maxConcurrent int) error {
 }
 
 // adaptiveLimit is a group's adaptive concurrency limit. The attempts that
-// reached the dependency feed the window's sums with atomic adds (sample);
-// the first attempt to see the window over closes it, under mu, and moves
-// the limit and the bulkhead's size. A sample that lands while another
-// closes the window may count in the next one.
+// reached the dependency feed the window's sums (sample); the first attempt
+// to see the window over closes it, under mu, and moves the limit and the
+// bulkhead's size. A sample that lands while another closes the window may
+// count in the next one, but whole: its latency and its count go to the
+// same window.
 type adaptiveLimit struct {
 	g *Group
 
-	sum, n, peak atomic.Int64 // the window's latencies (ns), their count, the bulkhead's peak occupancy seen by arrivals
-	end          atomic.Int64 // the window's end, on the group's clock
+	win  adaptiveWindow
+	peak atomic.Int64 // the bulkhead's peak occupancy in the window, seen by arrivals
+	end  atomic.Int64 // the window's end, on the group's clock
 
 	mu      sync.Mutex // closes a window, and Reconfigure; guards the fields below
 	cfg     adaptive.Config
@@ -88,6 +90,40 @@ type adaptiveLimit struct {
 	latency float64 // the last window's average, ns
 
 	status atomic.Pointer[adaptive.Status] // for snapshots
+}
+
+// adaptiveWindow is the latencies sampled in the window under way: their sum
+// and count change together, under a lock of their own, held for an add or
+// a take, never while a window closes or the bulkhead is resized. (Two
+// atomic adds would let a close fall between a sample's two: its latency
+// would count in one window and its count in the next, and the lower
+// average of the second would set the no-load estimate, which keeps the
+// lowest.)
+type adaptiveWindow struct {
+	mu  sync.Mutex
+	sum int64 // the latencies, ns
+	n   int64
+}
+
+// add adds one latency to w.
+func (w *adaptiveWindow) add(latency time.Duration) {
+	w.mu.Lock()
+	w.sum += int64(latency)
+	w.n++
+	w.mu.Unlock()
+}
+
+// take returns w's sum and count and empties w, if it holds least
+// latencies or more; else it returns zeros and leaves w as it is.
+func (w *adaptiveWindow) take(least int64) (sum, n int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n < least {
+		return 0, 0
+	}
+	sum, n = w.sum, w.n
+	w.sum, w.n = 0, 0
+	return sum, n
 }
 
 // configure applies the Adaptive of cfg to the limit at now and sizes the
@@ -105,8 +141,7 @@ func (a *adaptiveLimit) configure(cfg *GroupConfig, now time.Duration) error {
 	}
 	if !wasOn {
 		a.limit, a.noLoad, a.latency = float64(a.cfg.Initial), 0, 0
-		a.sum.Store(0)
-		a.n.Store(0)
+		a.win.take(0)
 		a.peak.Store(0)
 	}
 	a.limit = min(max(a.limit, float64(a.cfg.Min)), float64(a.cfg.Max))
@@ -133,8 +168,7 @@ func (a *adaptiveLimit) arrive(held, capacity int) {
 // sample feeds the limit one attempt's latency, ended at now, and closes
 // the window if it is over.
 func (a *adaptiveLimit) sample(now, latency time.Duration) {
-	a.sum.Add(int64(latency))
-	a.n.Add(1)
+	a.win.add(latency)
 	if int64(now) >= a.end.Load() && a.mu.TryLock() {
 		a.close(now)
 		a.mu.Unlock()
@@ -144,12 +178,16 @@ func (a *adaptiveLimit) sample(now, latency time.Duration) {
 // close ends the window at now, under mu, unless it has too few samples
 // (or another goroutine has closed it already), and moves the limit.
 func (a *adaptiveLimit) close(now time.Duration) {
-	if !adaptiveOn(&a.cfg) || int64(now) < a.end.Load() || a.n.Load() < adaptiveMinSamples {
+	if !adaptiveOn(&a.cfg) || int64(now) < a.end.Load() {
+		return
+	}
+	sum, n := a.win.take(adaptiveMinSamples)
+	if n == 0 {
 		return
 	}
 	a.end.Store(int64(now + a.cfg.Window))
-	sum, n, peak := a.sum.Swap(0), a.n.Swap(0), a.peak.Swap(0)
-	if n <= 0 || sum <= 0 {
+	peak := a.peak.Swap(0)
+	if sum <= 0 {
 		return // latencies below the clock's resolution: nothing to compare
 	}
 	before := int(math.Round(a.limit))

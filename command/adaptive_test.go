@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,6 +147,27 @@ func TestAdaptiveLimitSizesTheBulkhead(t *testing.T) {
 		assert.Equal(t, g.rejected, info.Event, "a refusal at the adaptive limit is the bulkhead's")
 		h.free(t, down.Bulkhead.Capacity)
 	})
+}
+
+// TestAdaptiveWindowKeepsASampleWhole: samples that land while windows
+// close count whole in one window, latency and count together: with every
+// latency 1 s, every window's average is 1 s, and so is the no-load
+// estimate, which keeps the lowest (a sample split between two windows
+// leaves one of them below 1 s).
+func TestAdaptiveWindowKeepsASampleWhole(t *testing.T) {
+	g, _ := newTestGroup(t, GroupConfig{Strategy: Semaphore, Timeout: NoTimeout,
+		Adaptive: adaptive.Config{Max: 40, Window: 10 * time.Microsecond}})
+	var now atomic.Int64 // every sample a microsecond after the last: a window closes every 10 or so
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 20_000 {
+				g.adaptive.sample(time.Duration(now.Add(int64(time.Microsecond))), time.Second)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, adaptive.Status{Limit: 1, NoLoad: time.Second, Latency: time.Second}, g.Snapshot().Adaptive)
 }
 
 // TestAdaptiveLimitSheddingByPriority: priority shedding reserves its

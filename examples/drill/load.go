@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,10 +15,14 @@ import (
 
 // load sends requests to the front open-loop: on a fixed schedule per
 // route, whatever the answers' latency, each in its own goroutine, and
-// measures latency from the scheduled time, so a slow service cannot hide
-// its queueing (no coordinated omission). Every request is recorded.
+// measures latency from the moment a request fell due, so a slow service
+// cannot hide its queueing (no coordinated omission). Every request is
+// recorded. The schedule is kept on the drill's clock (pacedClock): a
+// generator that falls behind it does not send the requests it missed in
+// a burst, it goes on from where it is, and the drill's time stood still
+// meanwhile.
 type load struct {
-	clock     metrics.Clock
+	clock     *pacedClock
 	client    *http.Client
 	transport *http.Transport
 	baseURL   string
@@ -24,7 +31,7 @@ type load struct {
 	inflight  sync.WaitGroup
 }
 
-func newLoad(clock metrics.Clock, baseURL string, rate int, rec *recorder) *load {
+func newLoad(clock *pacedClock, baseURL string, rate int, rec *recorder) *load {
 	tr := &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: 30 * time.Second}
 	return &load{clock: clock, client: &http.Client{Transport: tr, Timeout: 5 * time.Second}, transport: tr,
 		baseURL: baseURL, rate: rate, rec: rec}
@@ -45,38 +52,62 @@ func (l *load) prime(route string) error {
 	return nil
 }
 
-// start sends to every route for d, and returns a channel closed when
-// every request sent has been answered.
-func (l *load) start(d time.Duration) <-chan struct{} {
+// action is one thing the generator does at an instant of the drill's
+// clock: a step of the script (do, called with the instant), or a request
+// to route.
+type action struct {
+	at    time.Duration
+	route string
+	do    func(at time.Duration)
+}
+
+// start sends to every route for d and takes the steps of script (each at
+// its offset from now) as they fall due, all on one goroutine in the order
+// of their instants (a step before a request due at the same instant), and
+// returns a channel closed when every request sent has been answered. So a
+// step divides the requests exactly: those sent before it are due before
+// it, however late the generator runs.
+func (l *load) start(d time.Duration, script []action) <-chan struct{} {
 	interval := time.Second / time.Duration(l.rate)
 	begin := l.clock.Now()
-	var senders sync.WaitGroup
-	for i, route := range routes {
-		senders.Add(1)
-		go func() {
-			defer senders.Done()
-			// Stagger the routes so that their requests do not collide.
-			next := begin + time.Duration(i)*interval/time.Duration(len(routes))
-			for end := begin + d; next < end; next += interval {
-				time.Sleep(next - l.clock.Now())
-				l.inflight.Add(1)
-				go l.send(route, next)
-			}
-		}()
+	var actions []action
+	for _, s := range script {
+		actions = append(actions, action{at: begin + s.at, do: s.do})
 	}
+	for i, route := range routes {
+		// Stagger the routes so that their requests do not collide.
+		for at := begin + time.Duration(i)*interval/time.Duration(len(routes)); at < begin+d; at += interval {
+			actions = append(actions, action{at: at, route: route})
+		}
+	}
+	slices.SortStableFunc(actions, func(a, b action) int { return cmp.Compare(a.at, b.at) })
 	done := make(chan struct{})
 	go func() {
-		senders.Wait()
+		for i, a := range actions {
+			then := time.Duration(math.MaxInt64)
+			if i+1 < len(actions) {
+				then = actions[i+1].at
+			}
+			due := l.clock.reach(a.at, then)
+			if a.do != nil {
+				a.do(a.at)
+				continue
+			}
+			l.inflight.Add(1)
+			go l.send(a.route, a.at, due)
+		}
 		l.inflight.Wait()
 		close(done)
 	}()
 	return done
 }
 
-// send sends one request to route, scheduled at the clock reading at.
-func (l *load) send(route string, at time.Duration) {
+// send sends one request to route, scheduled at the instant at of the
+// drill's clock, which fell due at the system clock's reading due: its
+// send lag and latency run from due, on the system clock.
+func (l *load) send(route string, at, due time.Duration) {
 	defer l.inflight.Done()
-	c := call{Route: route, Start: at, Lag: l.clock.Now() - at, Outcome: outcomeNoAnswer}
+	c := call{Route: route, Start: at, Lag: l.clock.sys.Now() - due, Outcome: outcomeNoAnswer}
 	resp, err := l.client.Get(l.baseURL + "/" + route)
 	if err == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
@@ -85,9 +116,59 @@ func (l *load) send(route string, at time.Duration) {
 		c.Event = resp.Header.Get(hdrEvent)
 		c.Fallback = resp.Header.Get(hdrFallback)
 	}
-	c.Latency = l.clock.Now() - at
+	c.Latency = l.clock.sys.Now() - due
 	l.rec.call(c)
 }
 
 // close releases the generator's connections.
 func (l *load) close() { l.transport.CloseIdleConnections() }
+
+// pacedClock is the drill's clock: the system clock less the time the
+// load generator has fallen behind its schedule, which never passes the
+// instant of the generator's next action. While the generator is late,
+// the drill's time stands still just before that instant; when the
+// generator takes the action, time goes on from it. So every instant the
+// drill records (the script's, the calls', the backend's arrivals, and the
+// breakers' transitions: the registry runs on this clock) falls where the
+// schedule puts it, and each window, open duration and phase of the drill
+// holds the calls the schedule gives it, however slow the machine is to
+// keep to it; a timeout still runs on the system clock. It is safe for
+// concurrent use.
+type pacedClock struct {
+	sys    metrics.Clock
+	mu     sync.Mutex
+	behind time.Duration // how far the generator has fallen behind, in all
+	next   time.Duration // the instant of its next action
+}
+
+func newPacedClock(sys metrics.Clock) *pacedClock {
+	return &pacedClock{sys: sys, next: math.MaxInt64}
+}
+
+// Now returns the drill's time: at most just before the generator's next
+// action.
+func (c *pacedClock) Now() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return min(c.sys.Now()-c.behind, c.next-1)
+}
+
+// reach waits until the clock reaches at, the instant of the generator's
+// next action, and returns the system clock's reading at which the action
+// fell due (the generator is late by the time since); then is the instant
+// of the action after it (math.MaxInt64: none).
+func (c *pacedClock) reach(at, then time.Duration) (due time.Duration) {
+	for {
+		c.mu.Lock()
+		d := at - (c.sys.Now() - c.behind)
+		if d <= 0 {
+			due = at + c.behind
+			c.behind -= d // the clock stood still at at while the generator was late
+			c.next = then
+			c.mu.Unlock()
+			return due
+		}
+		c.mu.Unlock()
+		time.Sleep(d)
+	}
+}

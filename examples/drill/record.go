@@ -20,9 +20,9 @@ const (
 // call is one request of the load generator.
 type call struct {
 	Route    string
-	Start    time.Duration // the clock reading it was scheduled at
-	Lag      time.Duration // from Start to the moment it was sent: the generator's own delay
-	Latency  time.Duration // from Start to the end of the front's answer
+	Start    time.Duration // the instant it was scheduled at, on the drill's clock
+	Lag      time.Duration // from when it fell due to the moment it was sent: the generator's own delay
+	Latency  time.Duration // from when it fell due to the end of the front's answer (Lag included)
 	Outcome  string        // outcomeOK, outcomeFallback, ...
 	Event    string        // the call's primary event (metrics.Event's names)
 	Fallback string        // its fallback event, "" if no fallback was considered
@@ -56,8 +56,9 @@ const (
 	numMarks
 )
 
-// drillLog is everything a drill recorded, every instant a reading of one
-// clock (the registry's, so the breakers' transitions are on it too).
+// drillLog is everything a drill recorded, every instant one of the
+// drill's clock (the registry's, so the breakers' transitions are on it
+// too); the calls' Lag and Latency are durations on the system clock.
 type drillLog struct {
 	Marks       [numMarks]time.Duration
 	Calls       []call
@@ -76,11 +77,10 @@ type recorder struct {
 
 func newRecorder(clock metrics.Clock) *recorder { return &recorder{clock: clock} }
 
-// mark records the clock's reading as the instant m (markStart, ...).
-func (r *recorder) mark(m int) {
-	now := r.clock.Now()
+// mark records at as the instant m (markStart, ...).
+func (r *recorder) mark(m int, at time.Duration) {
 	r.mu.Lock()
-	r.log.Marks[m] = now
+	r.log.Marks[m] = at
 	r.mu.Unlock()
 }
 

@@ -38,14 +38,14 @@ func scriptedDrill(t *testing.T) drillLog {
 	defer rec.watch("inventory", stock)()
 	defer rec.watch("catalog", item)()
 
-	rec.mark(markStart)
+	rec.mark(markStart, 0)
 	for at := time.Duration(0); at < 3*time.Second; at += 100 * ms1 {
 		clock.Set(at)
 		switch at {
 		case time.Second:
-			rec.mark(markInject)
+			rec.mark(markInject, at)
 		case 2 * time.Second:
-			rec.mark(markRemove)
+			rec.mark(markRemove, at)
 		}
 		faulty := at >= time.Second && at < 2*time.Second || at == 2200*ms1
 
@@ -85,8 +85,7 @@ func scriptedDrill(t *testing.T) drillLog {
 		rec.call(c)
 		rec.arrival("catalog")
 	}
-	clock.Set(3 * time.Second)
-	rec.mark(markEnd)
+	rec.mark(markEnd, 3*time.Second)
 	return rec.snapshot()
 }
 

@@ -73,11 +73,12 @@ func protection() command.GroupConfig {
 
 // drill runs the drill of the preset name against a fresh service, with
 // the script and load of p, and returns its report. The registry's clock
-// is the recorder's, so the breakers' transitions and the calls are
-// stamped on one clock.
+// is the recorder's, the load generator's pacedClock, so the breakers'
+// transitions and the calls are stamped on one clock, which keeps to the
+// generator's schedule.
 func drill(name string, p params) (report, error) {
 	pre := presets[name]
-	clock := metrics.SystemClock()
+	clock := newPacedClock(metrics.SystemClock())
 	rec := newRecorder(clock)
 
 	backend, err := listen(backendHandler(rec))
@@ -134,18 +135,15 @@ func drill(name string, p params) (report, error) {
 	}
 
 	// The script, after a settling load that no phase counts: the warm
-	// baseline does not include the pools' first connections.
-	done := load.start(settle + p.Warm + p.Hold + p.Observe)
-	time.Sleep(settle)
-	rec.mark(markStart)
-	time.Sleep(p.Warm)
-	rec.mark(markInject)
-	faults.Enable()
-	time.Sleep(p.Hold)
-	rec.mark(markRemove)
-	faults.Disable()
+	// baseline does not include the pools' first connections. The load
+	// generator takes its steps in turn with its requests.
+	done := load.start(settle+p.Warm+p.Hold+p.Observe, []action{
+		{at: settle, do: func(at time.Duration) { rec.mark(markStart, at) }},
+		{at: settle + p.Warm, do: func(at time.Duration) { rec.mark(markInject, at); faults.Enable() }},
+		{at: settle + p.Warm + p.Hold, do: func(at time.Duration) { rec.mark(markRemove, at); faults.Disable() }},
+	})
 	<-done
-	rec.mark(markEnd)
+	rec.mark(markEnd, clock.Now())
 
 	return buildReport(rec.snapshot(), drillSpec{Fault: name, What: pre.what, Faulty: faultyRoute, Routes: routes, Rate: p.Rate}), nil
 }
