@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -37,10 +38,22 @@ func newLoad(clock *pacedClock, baseURL string, rate int, rec *recorder) *load {
 		baseURL: baseURL, rate: rate, rec: rec}
 }
 
-// prime sends one request to route, unrecorded, and checks that the front
+// get sends a GET to route for a call scheduled at the instant at, which
+// it carries in hdrStart.
+func (l *load) get(route string, at time.Duration) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, l.baseURL+"/"+route, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set(hdrStart, strconv.FormatInt(int64(at), 10))
+	return l.client.Do(req)
+}
+
+// prime sends one request to route, unrecorded (its arrival at the
+// backend falls before the drill's start), and checks that the front
 // answers it.
 func (l *load) prime(route string) error {
-	resp, err := l.client.Get(l.baseURL + "/" + route)
+	resp, err := l.get(route, l.clock.Now())
 	if err != nil {
 		return err
 	}
@@ -108,7 +121,7 @@ func (l *load) start(d time.Duration, script []action) <-chan struct{} {
 func (l *load) send(route string, at, due time.Duration) {
 	defer l.inflight.Done()
 	c := call{Route: route, Start: at, Lag: l.clock.sys.Now() - due, Outcome: outcomeNoAnswer}
-	resp, err := l.client.Get(l.baseURL + "/" + route)
+	resp, err := l.get(route, at)
 	if err == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()

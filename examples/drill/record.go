@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/bulwark-go/bulwark/circuit"
-	"github.com/bulwark-go/bulwark/metrics"
 )
 
 // How a call went, as the load generator saw it.
@@ -40,7 +39,10 @@ type transition struct {
 	circuit.Transition
 }
 
-// arrival is a request that arrived at the backend.
+// arrival is a request that arrived at the backend, filed under the
+// instant its call was scheduled at (call.Start), so it counts in the
+// phase of the call that sent it: a call scheduled just before the fault
+// was injected can reach the backend just after.
 type arrival struct {
 	Route string
 	At    time.Duration
@@ -70,12 +72,9 @@ type drillLog struct {
 // recorder collects a drillLog from the load generator, the backend and
 // the breakers' observers. It is safe for concurrent use.
 type recorder struct {
-	clock metrics.Clock
-	mu    sync.Mutex
-	log   drillLog
+	mu  sync.Mutex
+	log drillLog
 }
-
-func newRecorder(clock metrics.Clock) *recorder { return &recorder{clock: clock} }
 
 // mark records at as the instant m (markStart, ...).
 func (r *recorder) mark(m int, at time.Duration) {
@@ -91,11 +90,11 @@ func (r *recorder) call(c call) {
 	r.mu.Unlock()
 }
 
-// arrival records a request arriving at the backend's route now.
-func (r *recorder) arrival(route string) {
-	now := r.clock.Now()
+// arrival records a request of the call scheduled at the instant at
+// arriving at the backend's route.
+func (r *recorder) arrival(route string, at time.Duration) {
 	r.mu.Lock()
-	r.log.Arrivals = append(r.log.Arrivals, arrival{Route: route, At: now})
+	r.log.Arrivals = append(r.log.Arrivals, arrival{Route: route, At: at})
 	r.mu.Unlock()
 }
 

@@ -90,7 +90,7 @@ type phaseStats struct {
 	Fallback int     `json:"fallback"` // the fallback's answer
 	Errors   int     `json:"errors"`   // no answer: an error, or none at all
 	Reached  int     `json:"reached"`  // calls whose Run ran: let through to the dependency by the breakers and the bulkhead
-	Arrived  int     `json:"arrived"`  // requests that arrived at the backend during the phase
+	Arrived  int     `json:"arrived"`  // requests of the phase's calls that arrived at the backend
 	P50MS    float64 `json:"p50_ms"`
 	P99MS    float64 `json:"p99_ms"`
 	// LagMaxMS is the most a call was sent after its scheduled time.
@@ -242,7 +242,7 @@ func breakerOf(w watched, transitions []transition, start, end time.Duration, re
 }
 
 // phaseOf counts the calls of route that started in phase ph, and the
-// backend's arrivals in it.
+// backend's arrivals of their requests.
 func phaseOf(ph int, l drillLog, route string, calls []call) phaseStats {
 	from, to := l.Marks[ph], l.Marks[ph+1]
 	p := phaseStats{Phase: phaseNames[ph]}

@@ -25,7 +25,7 @@ const ms1 = time.Millisecond
 // fails its probe at 1600 ms and closes at 2100 ms.
 func scriptedDrill(t *testing.T) drillLog {
 	clock := new(metrics.ManualClock)
-	rec := newRecorder(clock)
+	rec := new(recorder)
 	quiet := slog.New(slog.DiscardHandler)
 	newBreaker := func(name string) *circuit.Breaker {
 		b, err := circuit.New(circuit.Config{Name: name, Clock: clock, Logger: quiet,
@@ -60,14 +60,14 @@ func scriptedDrill(t *testing.T) drillLog {
 		default:
 			p.Record(metrics.Success, 5*ms1)
 			c.Outcome, c.Event = outcomeOK, "SUCCESS"
-			rec.arrival("inventory")
+			rec.arrival("inventory", at)
 		}
 		if at == 1500*ms1 { // the fallback limiter refused this one
 			c.Outcome, c.Fallback = outcomeError, "FALLBACK_REJECTION"
 		}
 		rec.call(c)
 		if at == time.Second { // the first injected failure still reached the backend
-			rec.arrival("inventory")
+			rec.arrival("inventory", at)
 		}
 
 		// catalog: healthy; 2 ms warm, 3 ms in the hold, one slow call in each, one fallback in the hold.
@@ -83,7 +83,7 @@ func scriptedDrill(t *testing.T) drillLog {
 			c.Latency = 3 * ms1
 		}
 		rec.call(c)
-		rec.arrival("catalog")
+		rec.arrival("catalog", at)
 	}
 	rec.mark(markEnd, 3*time.Second)
 	return rec.snapshot()

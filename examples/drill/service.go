@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/bulwark-go/bulwark/circuit"
@@ -79,7 +80,7 @@ func protection() command.GroupConfig {
 func drill(name string, p params) (report, error) {
 	pre := presets[name]
 	clock := newPacedClock(metrics.SystemClock())
-	rec := newRecorder(clock)
+	rec := new(recorder)
 
 	backend, err := listen(backendHandler(rec))
 	if err != nil {
@@ -167,12 +168,18 @@ func listen(h http.Handler) (*server, error) {
 func (s *server) close() { _ = s.srv.Close() }
 
 // backendHandler is the dependency: every route answers "ok" after
-// serviceTime, and each arrival is recorded.
+// serviceTime, and each arrival is recorded under its call's hdrStart (a
+// request without one, which the drill never sends, is refused).
 func backendHandler(rec *recorder) http.Handler {
 	mux := http.NewServeMux()
 	for _, route := range routes {
 		mux.HandleFunc("/"+route, func(w http.ResponseWriter, r *http.Request) {
-			rec.arrival(route)
+			at, err := strconv.ParseInt(r.Header.Get(hdrStart), 10, 64)
+			if err != nil {
+				http.Error(w, "no "+hdrStart+": "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			rec.arrival(route, time.Duration(at))
 			t := time.NewTimer(serviceTime)
 			defer t.Stop()
 			select {
@@ -201,6 +208,9 @@ func (c *backendCmd) Run(ctx context.Context) (struct{}, error) {
 	if err != nil {
 		return struct{}{}, err
 	}
+	if at, ok := ctx.Value(startKey{}).(string); ok {
+		req.Header.Set(hdrStart, at)
+	}
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return struct{}{}, err
@@ -227,6 +237,15 @@ const (
 	hdrFallback = "X-Drill-Fallback" // its fallback event, if a fallback was considered
 )
 
+// hdrStart carries a call's scheduled instant on the drill's clock, in
+// nanoseconds, from the load generator to the front and from the front's
+// command to the backend, which files the request's arrival under it.
+const hdrStart = "X-Drill-Start"
+
+// startKey is the context key under which the front hands a request's
+// hdrStart to its command's Run.
+type startKey struct{}
+
 // frontHandler is the service under drill: each endpoint runs its
 // route's command and answers 200 with the backend's answer or the
 // fallback, or 502 when the call failed without one.
@@ -234,7 +253,8 @@ func frontHandler(endpoints []endpoint) http.Handler {
 	mux := http.NewServeMux()
 	for _, e := range endpoints {
 		mux.HandleFunc("/"+e.route, func(w http.ResponseWriter, r *http.Request) {
-			_, info, err := command.ExecuteInfo[struct{}](r.Context(), e.group, e.cmd)
+			ctx := context.WithValue(r.Context(), startKey{}, r.Header.Get(hdrStart))
+			_, info, err := command.ExecuteInfo[struct{}](ctx, e.group, e.cmd)
 			h := w.Header()
 			h.Set(hdrEvent, info.Event.String())
 			h.Set(hdrFallback, fallbackEvent(info.Events))
