@@ -57,8 +57,7 @@ var errGoexit = errors.New("command: Run called runtime.Goexit")
 // fallbackEvents are the events of a fallback and the kinds of a degraded
 // answer: the ones a COALESCED call takes from the answer it shares.
 var fallbackEvents = metrics.SetOf(metrics.FallbackSuccess, metrics.FallbackFailure,
-	metrics.FallbackRejection, metrics.FallbackMissing,
-	metrics.DegradedStatic, metrics.DegradedLastGood, metrics.DegradedFeatureOff, metrics.DegradedDeferred)
+	metrics.FallbackRejection, metrics.FallbackMissing) | degradations
 
 // coalesce is the stage after begin of a call of a command that coalesces
 // (CommandConfig.Coalesce). It finds the call's key; with none (or in the
@@ -146,12 +145,10 @@ func (k *commandCall[T, C]) stale() bool {
 	if !ok || age > lg.MaxAge() {
 		return false
 	}
-	k.v, k.degraded, k.attempts = v, true, 0
+	k.v, k.attempts = v, 0
 	k.r = result{event: metrics.Coalesced}
-	k.events = metrics.SetOf(metrics.Coalesced, metrics.FallbackSuccess)
-	if d := k.g.degradationOf(any(k.cmd), false); d != 0 {
-		k.events.Add(d)
-	}
+	k.events = metrics.SetOf(metrics.Coalesced)
+	k.degrade(any(k.cmd), false)
 	k.now = k.g.clock.Now()
 	return true
 }

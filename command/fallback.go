@@ -47,11 +47,7 @@ func (k *commandCall[T, C]) serveFallback(e *Error) (T, error) {
 	serr := k.g.fallback.Execute(k.ctx, func(ctx context.Context) { v, ferr = fb.Fallback(ctx, e) })
 	switch {
 	case serr == nil && (ferr == nil || errors.Is(ferr, ErrDeferred)):
-		k.events.Add(metrics.FallbackSuccess)
-		k.degraded = true
-		if d := k.g.degradationOf(cmd, ferr != nil); d != 0 {
-			k.events.Add(d)
-		}
+		k.degrade(cmd, ferr != nil)
 		return v, nil
 	case errors.Is(serr, isolation.ErrRejected):
 		k.events.Add(metrics.FallbackRejection)
